@@ -1,1 +1,150 @@
-fn main() {}
+//! The `pgaccel` command: run the server, check a configuration, trigger a
+//! refresh, list datasets.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use pgaccel::admin_api::DatasetInfo;
+use pgaccel::config;
+use pgaccel::runtime::Runtime;
+use tracing_subscriber::EnvFilter;
+
+#[derive(Parser)]
+#[command(name = "pgaccel", version, about = "A PostgreSQL-wire read replica that answers from local accelerations")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Load the datasets and serve them over the PostgreSQL wire protocol.
+    Run {
+        #[arg(short, long, default_value = "pgaccel.yaml")]
+        config: PathBuf,
+    },
+    /// Validate a configuration file and print every problem found.
+    Check {
+        #[arg(short, long, default_value = "pgaccel.yaml")]
+        config: PathBuf,
+    },
+    /// Trigger an on-demand refresh of a dataset on a running pgaccel.
+    Refresh {
+        name: String,
+        #[arg(long, default_value = "http://127.0.0.1:8090", env = "PGACCEL_API")]
+        api: String,
+    },
+    /// List the datasets of a running pgaccel with their status.
+    Datasets {
+        #[arg(long, default_value = "http://127.0.0.1:8090", env = "PGACCEL_API")]
+        api: String,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
+        .init();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let outcome = runtime.block_on(async {
+        match cli.command {
+            Command::Run { config } => run(config).await,
+            Command::Check { config } => check(config),
+            Command::Refresh { name, api } => refresh(&api, &name).await,
+            Command::Datasets { api } => datasets(&api).await,
+        }
+    });
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("{message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(path: PathBuf) -> Result<(), String> {
+    let config = config::load(&path).map_err(|errors| format!("{}:\n{errors}", path.display()))?;
+    let runtime = Runtime::start(config).await.map_err(|error| error.to_string())?;
+    println!("pgaccel is serving PostgreSQL on {} and HTTP on {}", runtime.pg_addr(), runtime.http_addr());
+    wait_for_signal().await;
+    tracing::info!("shutting down");
+    runtime.shutdown().await;
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(signal) => signal,
+            Err(_) => {
+                let _ = ctrl_c.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}
+
+fn check(path: PathBuf) -> Result<(), String> {
+    let config = config::load(&path).map_err(|errors| format!("{}:\n{errors}", path.display()))?;
+    let refused = config.unsupported();
+    if !refused.is_empty() {
+        let lines: Vec<String> = refused.iter().map(ToString::to_string).collect();
+        return Err(format!("{}:\n{}", path.display(), lines.join("\n")));
+    }
+    println!("{}: ok ({} datasets)", path.display(), config.datasets.len());
+    Ok(())
+}
+
+async fn refresh(api: &str, name: &str) -> Result<(), String> {
+    let url = format!("{}/v1/datasets/{name}/acceleration/refresh", api.trim_end_matches('/'));
+    let response = reqwest::Client::new().post(&url).send().await.map_err(|e| format!("cannot reach {api}: {e}"))?;
+    let status = response.status();
+    let body: serde_json::Value = response.json().await.unwrap_or_default();
+    let message = body["message"].as_str().unwrap_or_default().to_owned();
+    if status.is_success() {
+        println!("{message}");
+        Ok(())
+    } else {
+        Err(format!("refresh of '{name}' refused ({status}): {message}"))
+    }
+}
+
+async fn datasets(api: &str) -> Result<(), String> {
+    let url = format!("{}/v1/datasets?status=true", api.trim_end_matches('/'));
+    let response = reqwest::get(&url).await.map_err(|e| format!("cannot reach {api}: {e}"))?;
+    if !response.status().is_success() {
+        return Err(format!("{url} answered {}", response.status()));
+    }
+    let list: Vec<DatasetInfo> = response.json().await.map_err(|e| format!("unexpected answer from {url}: {e}"))?;
+    println!("{:<24} {:<12} {:>12} {:<28} {:<28} ERROR", "NAME", "STATUS", "ROWS", "LAST_REFRESH", "NEXT_REFRESH");
+    for dataset in list {
+        let status = dataset.status.map(|s| format!("{s:?}")).unwrap_or_default();
+        println!(
+            "{:<24} {:<12} {:>12} {:<28} {:<28} {}",
+            dataset.name,
+            status,
+            dataset.rows.map(|r| r.to_string()).unwrap_or_else(|| "-".into()),
+            dataset.last_refresh.unwrap_or_else(|| "-".into()),
+            dataset.next_refresh.unwrap_or_else(|| "-".into()),
+            dataset.error_message.unwrap_or_default(),
+        );
+    }
+    Ok(())
+}

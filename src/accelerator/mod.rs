@@ -1,0 +1,17 @@
+//! Local accelerations: where a dataset's copy of its source lives and how a
+//! refresh publishes a new one.
+//!
+//! Invariant kept by every engine: a published acceleration is immutable. A
+//! refresh builds the complete next version aside and publishes it in one
+//! atomic step, so a query sees the old data or the new, never a mix, and is
+//! never blocked by a refresh. Only the Arrow (in-memory) engine exists so far.
+
+mod arrow;
+
+pub use arrow::{ArrowAcceleration, TableData, TableDataBuilder};
+
+/// Field metadata key recording the source column's PostgreSQL type where
+/// Arrow alone cannot tell it (`uuid`, `json`, `jsonb`, `varchar` are all
+/// Utf8 in Arrow). The wire layer reports and encodes such columns as that
+/// type, so clients see the types the primary would send.
+pub const PG_TYPE_METADATA: &str = "pgaccel.pg_type";

@@ -1,0 +1,185 @@
+//! The HTTP admin API: health, readiness, dataset status, on-demand refresh
+//! and Prometheus metrics. Handlers only read the registry or wake a
+//! dataset's refresh loop; they never do refresh work themselves.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, patch, post};
+use axum::{Json, Router};
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Secret;
+use crate::dataset::{Dataset, DatasetStatus, Registry};
+use crate::metrics;
+
+#[derive(Clone)]
+struct ApiState {
+    registry: Arc<Registry>,
+    api_key: Option<Arc<Secret>>,
+}
+
+/// Serves the admin API on `listener` until `shutdown` fires.
+pub async fn serve(
+    listener: TcpListener,
+    registry: Arc<Registry>,
+    api_key: Option<Secret>,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let state = ApiState {
+        registry,
+        api_key: api_key.map(Arc::new),
+    };
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
+}
+
+fn router(state: ApiState) -> Router {
+    let v1 = Router::new()
+        .route("/ready", get(ready))
+        .route("/datasets", get(datasets))
+        .route("/datasets/{name}/acceleration/refresh", post(refresh))
+        .route("/datasets/{name}/acceleration", patch(patch_acceleration))
+        .layer(middleware::from_fn_with_state(state.clone(), require_api_key));
+    Router::new()
+        .route("/health", get(|| async { "ok" }))
+        .route("/metrics", get(render_metrics))
+        .nest("/v1", v1)
+        .with_state(state)
+}
+
+async fn require_api_key(State(state): State<ApiState>, request: Request, next: Next) -> Response {
+    let Some(expected) = &state.api_key else {
+        return next.run(request).await;
+    };
+    if presented_key(request.headers()).is_some_and(|key| key == expected.expose()) {
+        next.run(request).await
+    } else {
+        error(StatusCode::UNAUTHORIZED, "missing or invalid API key")
+    }
+}
+
+fn presented_key(headers: &HeaderMap) -> Option<&str> {
+    if let Some(key) = headers.get("x-api-key").and_then(|value| value.to_str().ok()) {
+        return Some(key);
+    }
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+}
+
+fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, Json(json!({ "message": message.into() }))).into_response()
+}
+
+async fn ready(State(state): State<ApiState>) -> Response {
+    if state.registry.all_ready() {
+        (StatusCode::OK, "ready").into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "not ready").into_response()
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct DatasetsQuery {
+    #[serde(default)]
+    status: bool,
+    source: Option<String>,
+}
+
+/// One entry of `GET /v1/datasets`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct DatasetInfo {
+    pub from: String,
+    pub name: String,
+    pub acceleration_enabled: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<DatasetStatus>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_refresh: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_refresh: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rows: Option<usize>,
+}
+
+async fn datasets(State(state): State<ApiState>, Query(query): Query<DatasetsQuery>) -> Json<Vec<DatasetInfo>> {
+    let list = state
+        .registry
+        .iter()
+        .filter(|dataset| {
+            query
+                .source
+                .as_deref()
+                .is_none_or(|prefix| dataset.config.from_raw.starts_with(prefix))
+        })
+        .map(|dataset| info(dataset, query.status))
+        .collect();
+    Json(list)
+}
+
+fn info(dataset: &Dataset, with_status: bool) -> DatasetInfo {
+    let mut info = DatasetInfo {
+        from: dataset.config.from_raw.clone(),
+        name: dataset.name(),
+        acceleration_enabled: dataset.config.acceleration.enabled,
+        status: None,
+        error_message: None,
+        last_refresh: None,
+        next_refresh: None,
+        rows: None,
+    };
+    if with_status {
+        let report = dataset.report();
+        info.status = Some(report.status);
+        info.error_message = report.error_message;
+        info.last_refresh = report.last_refresh.map(rfc3339);
+        info.next_refresh = report.next_refresh.map(rfc3339);
+        info.rows = report.rows;
+    }
+    info
+}
+
+fn rfc3339(time: DateTime<Utc>) -> String {
+    time.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+async fn refresh(State(state): State<ApiState>, Path(name): Path<String>) -> Response {
+    let Some(dataset) = state.registry.get(&name) else {
+        return error(StatusCode::NOT_FOUND, format!("dataset '{name}' not found"));
+    };
+    if !dataset.config.acceleration.enabled {
+        return error(StatusCode::BAD_REQUEST, format!("dataset '{name}' is not accelerated, so it has nothing to refresh"));
+    }
+    dataset.request_refresh();
+    let message = format!("Dataset refresh triggered for {}.", dataset.name());
+    (StatusCode::CREATED, Json(json!({ "message": message }))).into_response()
+}
+
+async fn patch_acceleration(State(state): State<ApiState>, Path(name): Path<String>) -> Response {
+    if state.registry.get(&name).is_none() {
+        return error(StatusCode::NOT_FOUND, format!("dataset '{name}' not found"));
+    }
+    error(
+        StatusCode::NOT_IMPLEMENTED,
+        "changing refresh_sql at runtime is not supported yet by this version of pgaccel",
+    )
+}
+
+async fn render_metrics() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        metrics::handle().render(),
+    )
+}

@@ -1,0 +1,209 @@
+//! The registry of configured datasets and the state a person watches: status,
+//! last and next refresh, the error of the last failed refresh, readiness.
+//!
+//! This module records what the refresh path reports; it never starts a
+//! refresh or touches a source itself.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use tokio::sync::Notify;
+
+use crate::accelerator::ArrowAcceleration;
+use crate::config::DatasetConfig;
+use crate::metrics;
+
+/// The lifecycle of a dataset as reported by `GET /v1/datasets?status=true`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DatasetStatus {
+    /// Registered; the first load has not completed.
+    Initializing,
+    /// Serving its acceleration; no refresh running.
+    Ready,
+    /// Serving its acceleration while a refresh runs.
+    Refreshing,
+    /// The last refresh failed (the acceleration, if any, is still served).
+    Error,
+    /// The runtime is stopping.
+    ShuttingDown,
+}
+
+impl DatasetStatus {
+    fn gauge_value(self) -> u8 {
+        match self {
+            DatasetStatus::Initializing => 0,
+            DatasetStatus::Ready => 1,
+            DatasetStatus::Refreshing => 2,
+            DatasetStatus::Error => 3,
+            DatasetStatus::ShuttingDown => 4,
+        }
+    }
+}
+
+/// A point-in-time copy of a dataset's state, for the API and the CLI.
+#[derive(Debug, Clone, Serialize)]
+pub struct StatusReport {
+    pub status: DatasetStatus,
+    pub last_refresh: Option<DateTime<Utc>>,
+    pub next_refresh: Option<DateTime<Utc>>,
+    pub error_message: Option<String>,
+    pub rows: Option<usize>,
+}
+
+#[derive(Debug)]
+struct State {
+    status: DatasetStatus,
+    last_refresh: Option<DateTime<Utc>>,
+    next_refresh: Option<DateTime<Utc>>,
+    error_message: Option<String>,
+}
+
+/// One configured dataset: its configuration, its acceleration and its state.
+#[derive(Debug)]
+pub struct Dataset {
+    pub config: DatasetConfig,
+    pub acceleration: Arc<ArrowAcceleration>,
+    state: Mutex<State>,
+    /// Set once the dataset has been Ready; runtime readiness (`on_load`)
+    /// counts a dataset that was Ready once even if it later turns Error.
+    ever_ready: AtomicBool,
+    /// Wakes the dataset's refresh loop for an on-demand refresh.
+    refresh_requested: Notify,
+}
+
+impl Dataset {
+    pub fn new(config: DatasetConfig) -> Self {
+        let name = config.name.to_string();
+        metrics::register_dataset(&name);
+        metrics::load_state(&name, DatasetStatus::Initializing.gauge_value());
+        Dataset {
+            acceleration: Arc::new(ArrowAcceleration::new(name)),
+            config,
+            state: Mutex::new(State {
+                status: DatasetStatus::Initializing,
+                last_refresh: None,
+                next_refresh: None,
+                error_message: None,
+            }),
+            ever_ready: AtomicBool::new(false),
+            refresh_requested: Notify::new(),
+        }
+    }
+
+    /// The name clients query, `orders` or `shop.orders`.
+    pub fn name(&self) -> String {
+        self.config.name.to_string()
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A panic while holding this lock cannot leave State inconsistent
+        // (every update is a plain field store), so poisoning is ignored.
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn report(&self) -> StatusReport {
+        let state = self.state();
+        StatusReport {
+            status: state.status,
+            last_refresh: state.last_refresh,
+            next_refresh: state.next_refresh,
+            error_message: state.error_message.clone(),
+            rows: self.acceleration.current().map(|data| data.rows()),
+        }
+    }
+
+    pub fn status(&self) -> DatasetStatus {
+        self.state().status
+    }
+
+    pub fn was_ever_ready(&self) -> bool {
+        self.ever_ready.load(Ordering::Acquire)
+    }
+
+    fn set_status(&self, state: &mut State, status: DatasetStatus) {
+        state.status = status;
+        metrics::load_state(&self.name(), status.gauge_value());
+    }
+
+    pub fn refresh_started(&self) {
+        let mut state = self.state();
+        if state.status != DatasetStatus::Initializing {
+            self.set_status(&mut state, DatasetStatus::Refreshing);
+        }
+    }
+
+    pub fn refresh_succeeded(&self, at: DateTime<Utc>) {
+        let mut state = self.state();
+        state.last_refresh = Some(at);
+        state.error_message = None;
+        self.set_status(&mut state, DatasetStatus::Ready);
+        self.ever_ready.store(true, Ordering::Release);
+    }
+
+    pub fn refresh_failed(&self, message: String) {
+        let mut state = self.state();
+        state.error_message = Some(message);
+        self.set_status(&mut state, DatasetStatus::Error);
+    }
+
+    /// Marks a dataset with nothing to refresh (acceleration disabled) as
+    /// ready at registration.
+    pub fn mark_ready(&self) {
+        let mut state = self.state();
+        self.set_status(&mut state, DatasetStatus::Ready);
+        self.ever_ready.store(true, Ordering::Release);
+    }
+
+    pub fn set_next_refresh(&self, at: Option<DateTime<Utc>>) {
+        self.state().next_refresh = at;
+    }
+
+    pub fn shutting_down(&self) {
+        let mut state = self.state();
+        self.set_status(&mut state, DatasetStatus::ShuttingDown);
+    }
+
+    /// Asks the refresh loop for an immediate refresh; one in flight is
+    /// cancelled and started again.
+    pub fn request_refresh(&self) {
+        self.refresh_requested.notify_one();
+    }
+
+    pub async fn refresh_requested(&self) {
+        self.refresh_requested.notified().await;
+    }
+}
+
+/// Every configured dataset, by the name clients use.
+#[derive(Debug, Default)]
+pub struct Registry {
+    datasets: Vec<Arc<Dataset>>,
+    by_name: HashMap<String, Arc<Dataset>>,
+}
+
+impl Registry {
+    pub fn new(datasets: Vec<Arc<Dataset>>) -> Self {
+        let by_name = datasets
+            .iter()
+            .map(|dataset| (dataset.name().to_lowercase(), Arc::clone(dataset)))
+            .collect();
+        Registry { datasets, by_name }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<Dataset>> {
+        self.by_name.get(&name.to_lowercase())
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Dataset>> {
+        self.datasets.iter()
+    }
+
+    /// Runtime readiness (`ready_state: on_load`): every dataset has been
+    /// Ready at least once.
+    pub fn all_ready(&self) -> bool {
+        self.datasets.iter().all(|dataset| dataset.was_ever_ready())
+    }
+}

@@ -1,0 +1,85 @@
+//! Every metric pgaccel exports: names, help texts, units and labels, in one
+//! place. Labels are bounded (dataset name, error reason); SQL text or client
+//! addresses never become labels.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use metrics::{Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+
+pub const REFRESH_ERRORS: &str = "dataset_acceleration_refresh_errors";
+pub const LAST_REFRESH_TIME: &str = "dataset_acceleration_last_refresh_unix_time_ms";
+pub const REFRESH_DURATION: &str = "dataset_acceleration_refresh_duration_ms";
+pub const ROWS: &str = "dataset_acceleration_rows";
+pub const BYTES: &str = "dataset_acceleration_bytes";
+pub const LOAD_STATE: &str = "dataset_load_state";
+pub const QUERIES: &str = "query_executions";
+pub const QUERY_ERRORS: &str = "query_errors";
+pub const QUERY_DURATION: &str = "query_duration_ms";
+
+/// The process-wide Prometheus recorder. The `metrics` facade has one global
+/// recorder, so every runtime in the process (tests start several) shares it.
+pub fn handle() -> &'static PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE.get_or_init(|| {
+        let recorder = PrometheusBuilder::new().build_recorder();
+        let handle = recorder.handle();
+        // Another recorder may already be installed (an embedding program's);
+        // then our handle renders only what we record, which is still correct.
+        let _ = metrics::set_global_recorder(recorder);
+        describe();
+        handle
+    })
+}
+
+fn describe() {
+    describe_counter!(REFRESH_ERRORS, "Failed refresh attempts, by dataset and reason");
+    describe_gauge!(
+        LAST_REFRESH_TIME,
+        Unit::Milliseconds,
+        "Unix time of the last successful refresh"
+    );
+    describe_histogram!(REFRESH_DURATION, Unit::Milliseconds, "Duration of successful refreshes");
+    describe_gauge!(ROWS, "Rows held by the acceleration");
+    describe_gauge!(BYTES, Unit::Bytes, "Arrow memory held by the acceleration");
+    describe_gauge!(
+        LOAD_STATE,
+        "Dataset status: 0 initializing, 1 ready, 2 refreshing, 3 error, 4 shutting down"
+    );
+    describe_counter!(QUERIES, "Statements executed over the wire");
+    describe_counter!(QUERY_ERRORS, "Statements that ended in an error, by SQLSTATE class");
+    describe_histogram!(QUERY_DURATION, Unit::Milliseconds, "Statement execution time");
+}
+
+pub fn refresh_failed(dataset: &str, reason: &'static str) {
+    counter!(REFRESH_ERRORS, "dataset" => dataset.to_owned(), "reason" => reason).increment(1);
+}
+
+pub fn refresh_succeeded(dataset: &str, unix_ms: i64, took: Duration, rows: usize, bytes: usize) {
+    let label = dataset.to_owned();
+    gauge!(LAST_REFRESH_TIME, "dataset" => label.clone()).set(unix_ms as f64);
+    histogram!(REFRESH_DURATION, "dataset" => label.clone()).record(took.as_secs_f64() * 1e3);
+    gauge!(ROWS, "dataset" => label.clone()).set(rows as f64);
+    gauge!(BYTES, "dataset" => label).set(bytes as f64);
+}
+
+pub fn load_state(dataset: &str, state: u8) {
+    gauge!(LOAD_STATE, "dataset" => dataset.to_owned()).set(f64::from(state));
+}
+
+/// Makes the per-dataset series visible (at zero) before the first event, so
+/// a dashboard sees every dataset from startup.
+pub fn register_dataset(dataset: &str) {
+    counter!(REFRESH_ERRORS, "dataset" => dataset.to_owned(), "reason" => "source").absolute(0);
+}
+
+pub fn query_executed(took: Duration) {
+    counter!(QUERIES).increment(1);
+    histogram!(QUERY_DURATION).record(took.as_secs_f64() * 1e3);
+}
+
+pub fn query_failed(sqlstate: &str) {
+    let class: String = sqlstate.chars().take(2).collect();
+    counter!(QUERY_ERRORS, "class" => class).increment(1);
+}

@@ -1,0 +1,54 @@
+//! The query engine: one DataFusion [`SessionContext`] whose catalog exposes
+//! every dataset as an [`AcceleratedTable`], plus the `pg_catalog` and
+//! `information_schema` that PostgreSQL clients introspect.
+//!
+//! This module plans and executes; it knows nothing of the wire protocol or of
+//! how accelerations are refreshed.
+
+mod catalog;
+mod table;
+
+use std::sync::Arc;
+
+use datafusion::catalog::{CatalogProvider, MemoryCatalogProvider};
+use datafusion::error::DataFusionError;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion_pg_catalog::pg_catalog::context::EmptyContextProvider;
+use datafusion_pg_catalog::pg_catalog::setup_pg_catalog;
+
+use crate::dataset::Registry;
+
+pub use catalog::DatasetSchema;
+pub use table::{AcceleratedTable, QueryError};
+
+/// The catalog (database) name clients see in `current_database()`.
+pub const CATALOG: &str = "pgaccel";
+
+/// Builds the session every connection plans in.
+pub fn session(registry: &Arc<Registry>, partitions: usize) -> Result<SessionContext, DataFusionError> {
+    let config = SessionConfig::new()
+        .with_default_catalog_and_schema(CATALOG, "public")
+        .with_information_schema(true)
+        .with_target_partitions(partitions);
+    let ctx = SessionContext::new_with_config(config);
+    let catalog = Arc::new(MemoryCatalogProvider::new());
+    for schema in schema_names(registry) {
+        let provider = Arc::new(DatasetSchema::new(Arc::clone(registry), schema.clone()));
+        catalog.register_schema(&schema, provider)?;
+    }
+    ctx.register_catalog(CATALOG, catalog);
+    setup_pg_catalog(&ctx, CATALOG, EmptyContextProvider).map_err(|e| *e)?;
+    Ok(ctx)
+}
+
+/// `public` plus every schema a dataset name places a table in.
+fn schema_names(registry: &Registry) -> Vec<String> {
+    let mut names = vec!["public".to_owned()];
+    for dataset in registry.iter() {
+        let schema = &dataset.config.name.schema;
+        if !names.contains(schema) {
+            names.push(schema.clone());
+        }
+    }
+    names
+}

@@ -1,0 +1,76 @@
+//! [`AcceleratedTable`]: the DataFusion table over a dataset's acceleration.
+//!
+//! The schema is fixed when the query is planned; each scan reads the version
+//! published at that moment and keeps it for the whole scan, so a refresh
+//! that publishes meanwhile never tears a result.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::{Session, TableProvider};
+use datafusion::datasource::TableType;
+use datafusion::datasource::memory::MemorySourceConfig;
+use datafusion::datasource::source::DataSourceExec;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::Expr;
+use datafusion::physical_plan::ExecutionPlan;
+
+use crate::accelerator::ArrowAcceleration;
+
+/// Errors of the query path that carry their own SQLSTATE.
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    #[error("dataset '{dataset}' is still loading its initial data; query it again once it is ready")]
+    Loading { dataset: String },
+    #[error("the schema of dataset '{dataset}' changed while the query was planned; run it again")]
+    SchemaChanged { dataset: String },
+}
+
+#[derive(Debug)]
+pub struct AcceleratedTable {
+    acceleration: Arc<ArrowAcceleration>,
+    schema: SchemaRef,
+}
+
+impl AcceleratedTable {
+    /// `None` while the dataset has no published data yet.
+    pub fn try_new(acceleration: Arc<ArrowAcceleration>) -> Option<Self> {
+        let schema = Arc::clone(acceleration.current()?.schema());
+        Some(AcceleratedTable {
+            acceleration,
+            schema,
+        })
+    }
+}
+
+#[async_trait]
+impl TableProvider for AcceleratedTable {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let dataset = self.acceleration.dataset().to_owned();
+        let data = self
+            .acceleration
+            .current()
+            .ok_or_else(|| DataFusionError::External(Box::new(QueryError::Loading { dataset: dataset.clone() })))?;
+        if data.schema().fields() != self.schema.fields() {
+            return Err(DataFusionError::External(Box::new(QueryError::SchemaChanged { dataset })));
+        }
+        let source = MemorySourceConfig::try_new(data.partitions(), Arc::clone(data.schema()), projection.cloned())?
+            .with_limit(limit);
+        Ok(DataSourceExec::from_data_source(source))
+    }
+}

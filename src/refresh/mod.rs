@@ -1,0 +1,201 @@
+//! Keeping accelerations fresh: one loop per dataset that waits for the next
+//! due time or an on-demand request, runs at most one refresh at a time
+//! (an on-demand request cancels the refresh in flight and starts again), and
+//! retries transient failures with backoff.
+//!
+//! The loop reports what happens to the [`Dataset`] (status, times, errors)
+//! and to [`metrics`]; it never serves queries.
+
+mod full;
+pub mod retry;
+
+use std::fmt::Display;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use tokio_util::sync::CancellationToken;
+use tracing::{error, info, warn};
+
+use crate::config::Schedule;
+use crate::dataset::Dataset;
+use crate::metrics;
+use crate::source::{Source, SourceError};
+
+pub use full::Published;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RefreshError {
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error("building the acceleration of dataset '{dataset}' failed: {message}")]
+    Build { dataset: String, message: String },
+}
+
+impl RefreshError {
+    fn read(dataset: &str, error: impl Display) -> Self {
+        RefreshError::Source(SourceError::Read {
+            dataset: dataset.to_owned(),
+            message: error.to_string(),
+        })
+    }
+
+    fn build(dataset: &str, error: impl Display) -> Self {
+        RefreshError::Build {
+            dataset: dataset.to_owned(),
+            message: error.to_string(),
+        }
+    }
+
+    pub fn is_transient(&self) -> bool {
+        match self {
+            RefreshError::Source(source) => source.is_transient(),
+            RefreshError::Build { .. } => false,
+        }
+    }
+
+    pub fn reason(&self) -> &'static str {
+        match self {
+            RefreshError::Source(source) => source.reason(),
+            RefreshError::Build { .. } => "build",
+        }
+    }
+}
+
+/// Runs the refresh loop of one dataset until `shutdown` fires.
+pub async fn run(dataset: Arc<Dataset>, partitions: usize, shutdown: CancellationToken) {
+    let mut refresher = Refresher {
+        dataset,
+        partitions,
+        source: None,
+    };
+    // The initial load starts at once.
+    let mut wake = Some(tokio::time::Instant::now());
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = refresher.dataset.refresh_requested() => {}
+            _ = sleep_until(wake) => {}
+        }
+        let Some(outcome) = refresher.refresh_until_done(&shutdown).await else {
+            break;
+        };
+        wake = refresher.schedule_next(outcome.is_ok());
+    }
+    refresher.dataset.shutting_down();
+}
+
+async fn sleep_until(wake: Option<tokio::time::Instant>) {
+    match wake {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+struct Refresher {
+    dataset: Arc<Dataset>,
+    partitions: usize,
+    /// The connected source, kept between refreshes and dropped after a
+    /// failure so that the next attempt reconnects (and re-reads the schema).
+    source: Option<Source>,
+}
+
+impl Refresher {
+    /// Runs one refresh (with retries) to completion; an on-demand request
+    /// that arrives meanwhile cancels it and starts it again. `None` when
+    /// the runtime is shutting down.
+    async fn refresh_until_done(
+        &mut self,
+        shutdown: &CancellationToken,
+    ) -> Option<Result<Published, RefreshError>> {
+        loop {
+            let dataset = Arc::clone(&self.dataset);
+            tokio::select! {
+                _ = shutdown.cancelled() => return None,
+                _ = dataset.refresh_requested() => {
+                    info!(dataset = %dataset.name(), "on-demand refresh requested: restarting the refresh in flight");
+                }
+                outcome = self.refresh_with_retries() => return Some(outcome),
+            }
+        }
+    }
+
+    async fn refresh_with_retries(&mut self) -> Result<Published, RefreshError> {
+        let policy = self.dataset.config.acceleration.retry.clone();
+        let mut retries = 0;
+        loop {
+            match self.attempt().await {
+                Ok(published) => return Ok(published),
+                Err(error) => {
+                    let may_retry = error.is_transient()
+                        && policy.enabled
+                        && policy.max_attempts.is_none_or(|max| retries < max);
+                    if !may_retry {
+                        error!(dataset = %self.dataset.name(), "refresh failed: {error}");
+                        return Err(error);
+                    }
+                    retries += 1;
+                    let wait = retry::delay(retries);
+                    warn!(dataset = %self.dataset.name(), retry = retries, "refresh failed: {error}; retrying in {:.1}s", wait.as_secs_f64());
+                    tokio::time::sleep(wait).await;
+                }
+            }
+        }
+    }
+
+    async fn attempt(&mut self) -> Result<Published, RefreshError> {
+        self.dataset.refresh_started();
+        let started = Instant::now();
+        let outcome = self.load().await;
+        match &outcome {
+            Ok(published) => self.succeeded(*published, started.elapsed()),
+            Err(error) => {
+                self.source = None;
+                metrics::refresh_failed(&self.dataset.name(), error.reason());
+                self.dataset.refresh_failed(error.to_string());
+            }
+        }
+        outcome
+    }
+
+    async fn load(&mut self) -> Result<Published, RefreshError> {
+        if self.source.is_none() {
+            self.source = Some(Source::connect(&self.dataset.config).await?);
+        }
+        let source = self.source.as_ref().expect("connected just above");
+        full::run(source, &self.dataset.acceleration, self.partitions).await
+    }
+
+    fn succeeded(&self, published: Published, took: Duration) {
+        let now = Utc::now();
+        let name = self.dataset.name();
+        metrics::refresh_succeeded(
+            &name,
+            now.timestamp_millis(),
+            took,
+            published.rows,
+            published.bytes,
+        );
+        self.dataset.refresh_succeeded(now);
+        info!(dataset = %name, rows = published.rows, bytes = published.bytes, "refresh completed in {:.3}s", took.as_secs_f64());
+    }
+
+    /// Computes the next wake-up. A failed refresh keeps the reported due
+    /// time until a refresh succeeds.
+    fn schedule_next(&self, succeeded: bool) -> Option<tokio::time::Instant> {
+        let interval = match &self.dataset.config.acceleration.schedule {
+            Some(Schedule::Interval(interval)) => *interval,
+            Some(Schedule::Cron(_)) | None => {
+                if succeeded {
+                    self.dataset.set_next_refresh(None);
+                }
+                return None;
+            }
+        };
+        if succeeded {
+            let due = Utc::now() + interval;
+            self.dataset.set_next_refresh(Some(due));
+        }
+        Some(tokio::time::Instant::now() + interval)
+    }
+}

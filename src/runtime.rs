@@ -1,0 +1,184 @@
+//! Builds a running pgaccel from a validated [`Config`]: the dataset
+//! registry, the refresh loops (on their own `refresh-worker` threads), the
+//! query session, the wire server and the admin API. Owns shutdown: one
+//! [`CancellationToken`] tells every task to stop, one [`TaskTracker`] waits
+//! for them.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use datafusion::prelude::SessionContext;
+use datafusion::logical_expr::{ColumnarValue, Volatility, create_udf};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::scalar::ScalarValue;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{info, warn};
+
+use crate::config::{Config, ConfigErrors};
+use crate::dataset::{Dataset, Registry};
+use crate::{admin_api, metrics, query, refresh, wire};
+
+/// How long shutdown waits for connections and refreshes to finish.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("{0}")]
+    Config(#[from] ConfigErrors),
+    #[error("cannot listen on {address}: {source}")]
+    Bind { address: SocketAddr, source: std::io::Error },
+    #[error("cannot build the query engine: {0}")]
+    Query(#[from] datafusion::error::DataFusionError),
+    #[error("cannot start the refresh-worker threads: {0}")]
+    RefreshThreads(std::io::Error),
+}
+
+/// A running pgaccel.
+pub struct Runtime {
+    pg_addr: SocketAddr,
+    http_addr: SocketAddr,
+    registry: Arc<Registry>,
+    shutdown: CancellationToken,
+    tracker: TaskTracker,
+    /// Refresh work runs here, apart from the query threads, so that a bulk
+    /// load cannot starve queries. `None` with `dedicated_thread_pool: disabled`.
+    refresh_runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Runtime {
+    /// Starts everything; returns once both listeners are bound. Datasets
+    /// load in the background.
+    pub async fn start(config: Config) -> Result<Runtime, StartError> {
+        let refused = config.unsupported();
+        if !refused.is_empty() {
+            return Err(ConfigErrors(refused).into());
+        }
+        metrics::handle();
+        let partitions = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let registry = Arc::new(Registry::new(
+            config.datasets.iter().cloned().map(|dataset| Arc::new(Dataset::new(dataset))).collect(),
+        ));
+        let ctx = query::session(&registry, partitions)?;
+        register_version(&ctx);
+        let pg_listener = bind(config.runtime.pg.listen).await?;
+        let http_listener = bind(config.runtime.http.listen).await?;
+        let runtime = Runtime {
+            pg_addr: pg_listener.local_addr().map_err(|source| StartError::Bind { address: config.runtime.pg.listen, source })?,
+            http_addr: http_listener.local_addr().map_err(|source| StartError::Bind { address: config.runtime.http.listen, source })?,
+            registry,
+            shutdown: CancellationToken::new(),
+            tracker: TaskTracker::new(),
+            refresh_runtime: refresh_runtime(config.runtime.dedicated_thread_pool)?,
+        };
+        runtime.start_refresh_loops(partitions);
+        runtime.tracker.spawn(wire::serve(
+            pg_listener,
+            ctx,
+            config.runtime.pg.max_connections,
+            runtime.shutdown.clone(),
+            runtime.tracker.clone(),
+        ));
+        let (registry, shutdown) = (Arc::clone(&runtime.registry), runtime.shutdown.clone());
+        let api_key = config.runtime.http.api_key.clone();
+        runtime.tracker.spawn(async move {
+            if let Err(error) = admin_api::serve(http_listener, registry, api_key, shutdown).await {
+                warn!("the admin API stopped: {error}");
+            }
+        });
+        info!(pg = %runtime.pg_addr, http = %runtime.http_addr, "pgaccel is listening");
+        Ok(runtime)
+    }
+
+    fn start_refresh_loops(&self, partitions: usize) {
+        for dataset in self.registry.iter() {
+            if !dataset.config.acceleration.enabled {
+                dataset.mark_ready();
+                continue;
+            }
+            let task = refresh::run(Arc::clone(dataset), partitions, self.shutdown.clone());
+            match &self.refresh_runtime {
+                Some(refresh_runtime) => {
+                    // Tracked from the query runtime so shutdown can await it.
+                    let handle = refresh_runtime.spawn(task);
+                    self.tracker.spawn(async move {
+                        let _ = handle.await;
+                    });
+                }
+                None => {
+                    self.tracker.spawn(task);
+                }
+            }
+        }
+    }
+
+    /// The bound pgwire address (useful when configured with port 0).
+    pub fn pg_addr(&self) -> SocketAddr {
+        self.pg_addr
+    }
+
+    /// The bound HTTP address.
+    pub fn http_addr(&self) -> SocketAddr {
+        self.http_addr
+    }
+
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// Stops accepting, tells every task to stop, and waits for them (at most
+    /// [`SHUTDOWN_GRACE`]).
+    pub async fn shutdown(mut self) {
+        self.shutdown.cancel();
+        self.tracker.close();
+        if tokio::time::timeout(SHUTDOWN_GRACE, self.tracker.wait()).await.is_err() {
+            warn!("tasks still running after {SHUTDOWN_GRACE:?}; stopping anyway");
+        }
+        if let Some(refresh_runtime) = self.refresh_runtime.take() {
+            refresh_runtime.shutdown_background();
+        }
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+        if let Some(refresh_runtime) = self.refresh_runtime.take() {
+            // Dropping a runtime from async code panics; this one is left to
+            // wind down on its own threads.
+            refresh_runtime.shutdown_background();
+        }
+    }
+}
+
+async fn bind(address: SocketAddr) -> Result<TcpListener, StartError> {
+    TcpListener::bind(address).await.map_err(|source| StartError::Bind { address, source })
+}
+
+fn refresh_runtime(dedicated: bool) -> Result<Option<tokio::runtime::Runtime>, StartError> {
+    if !dedicated {
+        return Ok(None);
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("refresh-worker")
+        .enable_all()
+        .build()
+        .map(Some)
+        .map_err(StartError::RefreshThreads)
+}
+
+/// `version()` reports the same server version as the startup parameters.
+fn register_version(ctx: &SessionContext) {
+    let version = wire::version_string();
+    let udf = create_udf(
+        "version",
+        vec![],
+        DataType::Utf8,
+        Volatility::Stable,
+        Arc::new(move |_args: &[ColumnarValue]| Ok(ColumnarValue::Scalar(ScalarValue::Utf8(Some(version.clone()))))),
+    );
+    ctx.register_udf(udf);
+}

@@ -1,0 +1,108 @@
+//! Sources: where a dataset's rows come from. One file per source kind; each
+//! resolves the source table's schema and reads its rows as Arrow batches.
+//!
+//! A source knows nothing of accelerations or schedules: the refresh path asks
+//! it for a stream and decides what to do with it. Errors are classified here,
+//! once, as transient (worth retrying) or permanent.
+
+mod file;
+mod postgres;
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use futures::StreamExt;
+
+use crate::config::{DatasetConfig, SourceParams, SourceRef};
+
+pub use file::FileSource;
+pub use postgres::PostgresSource;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("cannot connect to the source of dataset '{dataset}': {message}")]
+    Connect { dataset: String, message: String },
+    #[error("cannot resolve the schema of the source table of dataset '{dataset}': {message}")]
+    Schema { dataset: String, message: String },
+    #[error("reading the source of dataset '{dataset}' failed: {message}")]
+    Read { dataset: String, message: String },
+    #[error("dataset '{dataset}': {message}")]
+    Unsupported { dataset: String, message: String },
+}
+
+impl SourceError {
+    /// Transient errors (connectivity, a read cut short) are worth retrying;
+    /// schema and configuration errors are not.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, SourceError::Connect { .. } | SourceError::Read { .. })
+    }
+
+    /// The `reason` label of `dataset_acceleration_refresh_errors`.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            SourceError::Connect { .. } => "connect",
+            SourceError::Schema { .. } => "schema",
+            SourceError::Read { .. } => "read",
+            SourceError::Unsupported { .. } => "config",
+        }
+    }
+}
+
+/// A connected source of one dataset.
+#[derive(Debug)]
+pub enum Source {
+    Postgres(PostgresSource),
+    File(FileSource),
+}
+
+impl Source {
+    /// Connects to the source and resolves the table's schema.
+    pub async fn connect(config: &DatasetConfig) -> Result<Source, SourceError> {
+        let dataset = config.name.to_string();
+        match (&config.from, &config.params) {
+            (SourceRef::Postgres { schema, table }, SourceParams::Postgres(params)) => {
+                let schema = schema.as_deref().unwrap_or("public");
+                PostgresSource::connect(dataset, params, schema, table).await.map(Source::Postgres)
+            }
+            (SourceRef::File { path }, SourceParams::File { format }) => {
+                FileSource::open(dataset, path, *format).await.map(Source::File)
+            }
+            (from, _) => Err(SourceError::Unsupported {
+                dataset,
+                message: format!("the source `{from:?}` is not supported yet by this version of pgaccel"),
+            }),
+        }
+    }
+
+    /// The source table's schema, with [`crate::accelerator::PG_TYPE_METADATA`]
+    /// on columns whose PostgreSQL type Arrow cannot express.
+    pub fn schema(&self) -> SchemaRef {
+        match self {
+            Source::Postgres(source) => source.schema(),
+            Source::File(source) => source.schema(),
+        }
+    }
+
+    /// Reads every row of the source table.
+    pub async fn read_all(&self) -> Result<SendableRecordBatchStream, SourceError> {
+        match self {
+            Source::Postgres(source) => source.read_all().await,
+            Source::File(source) => source.read_all().await,
+        }
+    }
+}
+
+/// Re-labels every batch with `schema` (same columns, plus metadata).
+fn with_schema(
+    stream: SendableRecordBatchStream,
+    schema: SchemaRef,
+) -> SendableRecordBatchStream {
+    let target = Arc::clone(&schema);
+    let relabelled = stream.map(move |batch| {
+        let batch = batch?;
+        Ok(batch.with_schema(Arc::clone(&target))?)
+    });
+    Box::pin(RecordBatchStreamAdapter::new(schema, relabelled))
+}

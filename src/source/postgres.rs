@@ -1,0 +1,154 @@
+//! `postgres:[schema.]table`: reads a PostgreSQL table through
+//! datafusion-table-providers' connection pool and table provider, which push
+//! projections and filters down into the SQL sent to PostgreSQL.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
+use datafusion::catalog::TableProvider;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::prelude::SessionContext;
+use datafusion::common::TableReference;
+use datafusion_table_providers::UnsupportedTypeAction;
+use datafusion_table_providers::postgres::PostgresTableFactory;
+use datafusion_table_providers::sql::db_connection_pool::postgrespool::PostgresConnectionPool;
+use secrecy::SecretString;
+
+use super::SourceError;
+use crate::accelerator::PG_TYPE_METADATA;
+use crate::config::PostgresParams;
+
+/// PostgreSQL types that Arrow stores as Utf8 but that the wire layer reports
+/// and encodes as themselves.
+const TYPES_KEPT_AS_METADATA: &[&str] = &["uuid", "json", "jsonb", "varchar", "bpchar", "name"];
+
+const COLUMN_TYPES_SQL: &str = "SELECT a.attname, t.typname \
+     FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid \
+     WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped \
+     ORDER BY a.attnum";
+
+#[derive(Debug)]
+pub struct PostgresSource {
+    dataset: String,
+    provider: Arc<dyn TableProvider>,
+    schema: SchemaRef,
+}
+
+impl PostgresSource {
+    pub async fn connect(
+        dataset: String,
+        params: &PostgresParams,
+        schema: &str,
+        table: &str,
+    ) -> Result<Self, SourceError> {
+        let connect_error = |message: String| SourceError::Connect {
+            dataset: dataset.clone(),
+            message,
+        };
+        let pool = PostgresConnectionPool::new(pool_params(params))
+            .await
+            .map_err(|e| connect_error(e.to_string()))?
+            .with_unsupported_type_action(UnsupportedTypeAction::String);
+        let pool = Arc::new(pool);
+        let column_types = column_types(&pool, schema, table)
+            .await
+            .map_err(|e| connect_error(e.to_string()))?;
+        if column_types.is_empty() {
+            return Err(SourceError::Schema {
+                dataset,
+                message: format!("table {schema}.{table} does not exist or has no columns"),
+            });
+        }
+        let provider = PostgresTableFactory::new(pool)
+            .table_provider(TableReference::partial(schema, table))
+            .await
+            .map_err(|e| SourceError::Schema {
+                dataset: dataset.clone(),
+                message: e.to_string(),
+            })?;
+        let schema = annotate(&provider.schema(), &column_types);
+        Ok(PostgresSource {
+            dataset,
+            provider,
+            schema,
+        })
+    }
+
+    pub fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    pub async fn read_all(&self) -> Result<SendableRecordBatchStream, SourceError> {
+        let read_error = |message: String| SourceError::Read {
+            dataset: self.dataset.clone(),
+            message,
+        };
+        let ctx = SessionContext::new();
+        let frame = ctx
+            .read_table(Arc::clone(&self.provider))
+            .map_err(|e| read_error(e.to_string()))?;
+        let stream = frame
+            .execute_stream()
+            .await
+            .map_err(|e| read_error(e.to_string()))?;
+        Ok(super::with_schema(stream, self.schema()))
+    }
+}
+
+fn pool_params(params: &PostgresParams) -> HashMap<String, SecretString> {
+    let mut map = HashMap::new();
+    let mut put = |key: &str, value: &str| {
+        map.insert(key.to_owned(), SecretString::from(value.to_owned()));
+    };
+    if let Some(connection_string) = &params.connection_string {
+        put("connection_string", connection_string.expose());
+        return map;
+    }
+    put("host", &params.host);
+    put("port", &params.port.to_string());
+    put("db", &params.db);
+    put("user", &params.user);
+    put("sslmode", params.sslmode.as_str());
+    if let Some(pass) = &params.pass {
+        put("pass", pass.expose());
+    }
+    map
+}
+
+/// Reads each column's PostgreSQL type name, in column order.
+async fn column_types(
+    pool: &PostgresConnectionPool,
+    schema: &str,
+    table: &str,
+) -> Result<HashMap<String, String>, Box<dyn std::error::Error + Send + Sync>> {
+    let connection = pool.connect_direct().await?;
+    let qualified = format!("{}.{}", quote_ident(schema), quote_ident(table));
+    let rows = connection.conn.query(COLUMN_TYPES_SQL, &[&qualified]).await?;
+    Ok(rows
+        .iter()
+        .map(|row| (row.get::<_, String>(0), row.get::<_, String>(1)))
+        .collect())
+}
+
+fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Adds [`PG_TYPE_METADATA`] to the columns whose PostgreSQL type the wire
+/// layer must know.
+fn annotate(schema: &SchemaRef, column_types: &HashMap<String, String>) -> SchemaRef {
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|field| match column_types.get(field.name()) {
+            Some(pg_type) if TYPES_KEPT_AS_METADATA.contains(&pg_type.as_str()) => {
+                let mut metadata = field.metadata().clone();
+                metadata.insert(PG_TYPE_METADATA.to_owned(), pg_type.clone());
+                field.as_ref().clone().with_metadata(metadata)
+            }
+            _ => field.as_ref().clone(),
+        })
+        .collect();
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+}

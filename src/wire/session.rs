@@ -1,0 +1,299 @@
+//! The query handler shared by every connection: parses statements, answers
+//! the hooks of [`super::statement`], plans the rest with DataFusion and
+//! streams the results in the formats the client asked for.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Instant;
+
+use async_trait::async_trait;
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::common::ParamValues;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::prelude::SessionContext;
+use datafusion::sql::parser::Statement as DfStatement;
+use datafusion::sql::sqlparser::ast::Statement;
+use datafusion_pg_catalog::sql::PostgresCompatibilityParser;
+use futures::{Sink, StreamExt, stream};
+use pgwire::api::portal::{Format, Portal};
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::results::{FieldInfo, QueryResponse, Response, Tag};
+use pgwire::api::stmt::QueryParser;
+use pgwire::api::store::PortalStore;
+use pgwire::api::{ClientInfo, ClientPortalStore, Type};
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::PgWireBackendMessage;
+
+use super::encode;
+use super::sqlstate;
+use super::statement::{Command, classify, default_setting};
+use crate::metrics;
+
+/// A statement prepared by Parse: a DataFusion plan or a hook command.
+#[derive(Debug, Clone)]
+pub enum Prepared {
+    Plan {
+        plan: LogicalPlan,
+        /// Parameter types as DataFusion inferred them, by position.
+        data_types: Vec<Option<DataType>>,
+        /// Parameter types reported in ParameterDescription (never OID 0).
+        wire_types: Vec<Type>,
+    },
+    Command(Command),
+}
+
+/// The handler behind every connection.
+pub struct QueryService {
+    ctx: SessionContext,
+    parser: Arc<StatementParser>,
+}
+
+impl QueryService {
+    pub fn new(ctx: SessionContext) -> Self {
+        QueryService {
+            parser: Arc::new(StatementParser { ctx: ctx.clone(), sql: PostgresCompatibilityParser::new() }),
+            ctx,
+        }
+    }
+}
+
+pub struct StatementParser {
+    ctx: SessionContext,
+    sql: PostgresCompatibilityParser,
+}
+
+impl StatementParser {
+    fn parse(&self, sql: &str) -> PgWireResult<Vec<Statement>> {
+        self.sql
+            .parse(sql)
+            .map_err(|e| sqlstate::error(sqlstate::SYNTAX_ERROR, e.to_string()))
+    }
+
+    async fn plan(&self, statement: Statement) -> PgWireResult<LogicalPlan> {
+        let state = self.ctx.state();
+        let plan = state
+            .statement_to_plan(DfStatement::Statement(Box::new(statement)))
+            .await
+            .map_err(sqlstate::from_datafusion)?;
+        match &plan {
+            LogicalPlan::Dml(dml) => Err(sqlstate::read_only(&dml.op.to_string().to_uppercase())),
+            LogicalPlan::Ddl(ddl) => Err(sqlstate::read_only(&ddl.name().to_uppercase())),
+            LogicalPlan::Copy(_) => Err(sqlstate::read_only("COPY")),
+            _ => Ok(plan),
+        }
+    }
+
+    async fn prepare(&self, statement: Statement) -> PgWireResult<Prepared> {
+        match classify(&statement) {
+            Command::Query => {
+                let plan = self.plan(statement).await?;
+                let data_types = parameter_types(&plan)?;
+                let wire_types = data_types
+                    .iter()
+                    .map(|data_type| match data_type {
+                        Some(data_type) => arrow_pg::datatypes::into_pg_type(data_type),
+                        None => Ok(Type::TEXT),
+                    })
+                    .collect::<PgWireResult<Vec<_>>>()?;
+                Ok(Prepared::Plan { plan, data_types, wire_types })
+            }
+            Command::ReadOnly { command } => Err(sqlstate::read_only(&command)),
+            command => Ok(Prepared::Command(command)),
+        }
+    }
+}
+
+/// Parameter types in `$1, $2, ...` order.
+fn parameter_types(plan: &LogicalPlan) -> PgWireResult<Vec<Option<DataType>>> {
+    let types = plan.get_parameter_types().map_err(sqlstate::from_datafusion)?;
+    let mut ordered: Vec<(usize, Option<DataType>)> = types
+        .into_iter()
+        .filter_map(|(id, data_type)| {
+            let position = id.trim_start_matches('$').parse::<usize>().ok()?;
+            Some((position, data_type))
+        })
+        .collect();
+    ordered.sort_by_key(|(position, _)| *position);
+    let count = ordered.last().map_or(0, |(position, _)| *position);
+    let mut result = vec![None; count];
+    for (position, data_type) in ordered {
+        result[position - 1] = data_type;
+    }
+    Ok(result)
+}
+
+#[async_trait]
+impl QueryParser for StatementParser {
+    type Statement = Prepared;
+
+    async fn parse_sql<C>(&self, _client: &C, sql: &str, _types: &[Option<Type>]) -> PgWireResult<Option<Prepared>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let mut statements = self.parse(sql)?;
+        match statements.len() {
+            0 => Ok(None),
+            1 => self.prepare(statements.remove(0)).await.map(Some),
+            _ => Err(sqlstate::error(
+                sqlstate::SYNTAX_ERROR,
+                "cannot insert multiple commands into a prepared statement",
+            )),
+        }
+    }
+
+    fn get_parameter_types(&self, statement: &Prepared) -> PgWireResult<Vec<Type>> {
+        Ok(match statement {
+            Prepared::Plan { wire_types, .. } => wire_types.clone(),
+            Prepared::Command(_) => Vec::new(),
+        })
+    }
+
+    fn get_result_schema(&self, statement: &Prepared, format: Option<&Format>) -> PgWireResult<Vec<FieldInfo>> {
+        let format = format.unwrap_or(&Format::UnifiedText);
+        match statement {
+            Prepared::Plan { plan, .. } => encode::fields(plan.schema().as_arrow(), format),
+            Prepared::Command(Command::Show { name }) => encode::fields(&show_schema(name), format),
+            Prepared::Command(_) => Ok(Vec::new()),
+        }
+    }
+}
+
+fn show_schema(name: &str) -> Schema {
+    Schema::new(vec![Field::new(name, DataType::Utf8, false)])
+}
+
+impl QueryService {
+    async fn execute_plan(&self, plan: LogicalPlan, format: &Format) -> PgWireResult<Response> {
+        let started = Instant::now();
+        let frame = self.ctx.execute_logical_plan(plan).await.map_err(sqlstate::from_datafusion)?;
+        let fields = Arc::new(encode::fields(frame.schema().as_arrow(), format)?);
+        let batches = frame.execute_stream().await.map_err(sqlstate::from_datafusion)?;
+        metrics::query_executed(started.elapsed());
+        let row_fields = Arc::clone(&fields);
+        let rows = batches
+            .map(move |batch| match batch {
+                Ok(batch) => match encode::rows(&batch, &row_fields) {
+                    Ok(rows) => stream::iter(rows.into_iter().map(Ok).collect::<Vec<_>>()),
+                    Err(error) => stream::iter(vec![Err(error)]),
+                },
+                Err(error) => stream::iter(vec![Err(sqlstate::from_datafusion(error))]),
+            })
+            .flatten();
+        Ok(Response::Query(QueryResponse::new(fields, rows)))
+    }
+
+    fn execute_command<C: ClientInfo>(&self, client: &mut C, command: &Command, format: &Format) -> PgWireResult<Response> {
+        Ok(match command {
+            Command::Begin => Response::TransactionStart(Tag::new("BEGIN")),
+            Command::Commit => Response::TransactionEnd(Tag::new("COMMIT")),
+            Command::Rollback => Response::TransactionEnd(Tag::new("ROLLBACK")),
+            Command::Set { name, value } => {
+                client.metadata_mut().insert(name.clone(), value.clone());
+                Response::Execution(Tag::new("SET"))
+            }
+            Command::Show { name } => self.show(client, name, format)?,
+            Command::Accepted { tag } => Response::Execution(Tag::new(tag)),
+            Command::ReadOnly { command } => return Err(sqlstate::read_only(command)),
+            Command::Query => unreachable!("queries are planned, not executed as commands"),
+        })
+    }
+
+    fn show<C: ClientInfo>(&self, client: &C, name: &str, format: &Format) -> PgWireResult<Response> {
+        let value = client
+            .metadata()
+            .get(name)
+            .cloned()
+            .or_else(|| default_setting(name).map(str::to_owned))
+            .ok_or_else(|| {
+                sqlstate::error(sqlstate::UNDEFINED_OBJECT, format!("unrecognized configuration parameter \"{name}\""))
+            })?;
+        let schema = Arc::new(show_schema(name));
+        let fields = Arc::new(encode::fields(&schema, format)?);
+        let batch = datafusion::arrow::record_batch::RecordBatch::try_new(
+            schema,
+            vec![Arc::new(datafusion::arrow::array::StringArray::from(vec![value]))],
+        )
+        .map_err(|e| sqlstate::error(sqlstate::INTERNAL_ERROR, e.to_string()))?;
+        let rows = encode::rows(&batch, &fields)?;
+        Ok(Response::Query(QueryResponse::new(fields, stream::iter(rows.into_iter().map(Ok)))))
+    }
+
+    async fn run_simple<C: ClientInfo>(&self, client: &mut C, statement: Statement) -> PgWireResult<Response> {
+        match self.parser.prepare(statement).await? {
+            Prepared::Plan { plan, .. } => self.execute_plan(plan, &Format::UnifiedText).await,
+            Prepared::Command(command) => self.execute_command(client, &command, &Format::UnifiedText),
+        }
+    }
+}
+
+fn record_failure(error: &PgWireError) {
+    if let PgWireError::UserError(info) = error {
+        metrics::query_failed(&info.code);
+    }
+}
+
+#[async_trait]
+impl SimpleQueryHandler for QueryService {
+    async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let statements = self.parser.parse(query).inspect_err(record_failure)?;
+        let mut responses = Vec::with_capacity(statements.len());
+        for statement in statements {
+            match self.run_simple(client, statement).await {
+                Ok(response) => responses.push(response),
+                Err(error) => {
+                    // Later statements of the string are not run, as in
+                    // PostgreSQL; earlier results are still sent.
+                    record_failure(&error);
+                    responses.push(Response::Error(Box::new(error.into())));
+                    break;
+                }
+            }
+        }
+        Ok(responses)
+    }
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for QueryService {
+    type Statement = Prepared;
+    type QueryParser = StatementParser;
+
+    fn query_parser(&self) -> Arc<StatementParser> {
+        Arc::clone(&self.parser)
+    }
+
+    async fn do_query<C>(&self, client: &mut C, portal: &Portal<Prepared>, _max_rows: usize) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let format = &portal.result_column_format;
+        let outcome = match &portal.statement.statement {
+            Prepared::Plan { plan, data_types, wire_types } => {
+                let params = bind_parameters(portal, data_types, wire_types)?;
+                let plan = plan.clone().replace_params_with_values(&params).map_err(sqlstate::from_datafusion)?;
+                self.execute_plan(plan, format).await
+            }
+            Prepared::Command(command) => self.execute_command(client, command, format),
+        };
+        outcome.inspect_err(record_failure)
+    }
+}
+
+fn bind_parameters(
+    portal: &Portal<Prepared>,
+    data_types: &[Option<DataType>],
+    wire_types: &[Type],
+) -> PgWireResult<ParamValues> {
+    let inferred: Vec<Option<&DataType>> = data_types.iter().map(Option::as_ref).collect();
+    let server: Vec<Option<&Type>> = wire_types.iter().map(Some).collect();
+    arrow_pg::datatypes::df::deserialize_parameters_with_server_types(portal, &inferred, &server)
+}

@@ -1,0 +1,140 @@
+//! The one place where errors become PostgreSQL errors with real SQLSTATE
+//! codes, so clients and ORMs can react to them as they would to PostgreSQL.
+
+use std::error::Error;
+
+use datafusion::arrow::error::ArrowError;
+use datafusion::common::SchemaError;
+use datafusion::error::DataFusionError;
+use pgwire::error::{ErrorInfo, PgWireError};
+
+use crate::query::QueryError;
+
+pub const SYNTAX_ERROR: &str = "42601";
+pub const UNDEFINED_TABLE: &str = "42P01";
+pub const UNDEFINED_COLUMN: &str = "42703";
+pub const UNDEFINED_FUNCTION: &str = "42883";
+pub const READ_ONLY_TRANSACTION: &str = "25006";
+pub const FEATURE_NOT_SUPPORTED: &str = "0A000";
+pub const NOT_IN_PREREQUISITE_STATE: &str = "55000";
+pub const DIVISION_BY_ZERO: &str = "22012";
+pub const NUMERIC_OUT_OF_RANGE: &str = "22003";
+pub const INVALID_TEXT_REPRESENTATION: &str = "22P02";
+pub const UNDEFINED_OBJECT: &str = "42704";
+pub const OUT_OF_MEMORY: &str = "53200";
+pub const INTERNAL_ERROR: &str = "XX000";
+
+/// An `ERROR` with `code` and `message`.
+pub fn error(code: &str, message: impl Into<String>) -> PgWireError {
+    PgWireError::UserError(Box::new(ErrorInfo::new(
+        "ERROR".to_owned(),
+        code.to_owned(),
+        message.into(),
+    )))
+}
+
+/// The error PostgreSQL gives for a write on a hot standby.
+pub fn read_only(command: &str) -> PgWireError {
+    error(
+        READ_ONLY_TRANSACTION,
+        format!("cannot execute {command} in a read-only transaction"),
+    )
+}
+
+/// Maps a DataFusion error to the SQLSTATE PostgreSQL would use.
+pub fn from_datafusion(error: DataFusionError) -> PgWireError {
+    if let Some(query_error) = find_query_error(&error) {
+        return self::error(NOT_IN_PREREQUISITE_STATE, query_error.to_string());
+    }
+    let root = error.find_root();
+    let code = code_of(root);
+    self::error(code, root.message().into_owned())
+}
+
+fn find_query_error(error: &DataFusionError) -> Option<&QueryError> {
+    let mut current: Option<&(dyn Error + 'static)> = Some(error);
+    while let Some(candidate) = current {
+        if let Some(found) = candidate.downcast_ref::<QueryError>() {
+            return Some(found);
+        }
+        if let Some(DataFusionError::External(inner)) = candidate.downcast_ref::<DataFusionError>()
+            && let Some(found) = inner.downcast_ref::<QueryError>()
+        {
+            return Some(found);
+        }
+        current = candidate.source();
+    }
+    None
+}
+
+fn code_of(error: &DataFusionError) -> &'static str {
+    match error {
+        DataFusionError::SQL(..) => SYNTAX_ERROR,
+        DataFusionError::SchemaError(schema_error, _) => match schema_error.as_ref() {
+            SchemaError::FieldNotFound { .. } => UNDEFINED_COLUMN,
+            _ => SYNTAX_ERROR,
+        },
+        DataFusionError::ArrowError(arrow_error, _) => arrow_code(arrow_error),
+        DataFusionError::NotImplemented(_) => FEATURE_NOT_SUPPORTED,
+        DataFusionError::ResourcesExhausted(_) => OUT_OF_MEMORY,
+        DataFusionError::Plan(message) => plan_code(message),
+        DataFusionError::Execution(message) => execution_code(message),
+        _ => INTERNAL_ERROR,
+    }
+}
+
+fn arrow_code(error: &ArrowError) -> &'static str {
+    match error {
+        ArrowError::DivideByZero => DIVISION_BY_ZERO,
+        ArrowError::ArithmeticOverflow(_) => NUMERIC_OUT_OF_RANGE,
+        ArrowError::CastError(_) | ArrowError::ParseError(_) => INVALID_TEXT_REPRESENTATION,
+        _ => INTERNAL_ERROR,
+    }
+}
+
+fn plan_code(message: &str) -> &'static str {
+    let lower = message.to_lowercase();
+    if lower.starts_with("table '") && lower.contains("not found") {
+        UNDEFINED_TABLE
+    } else if lower.contains("invalid function") || lower.contains("no function matches") {
+        UNDEFINED_FUNCTION
+    } else if lower.contains("unsupported") {
+        FEATURE_NOT_SUPPORTED
+    } else {
+        SYNTAX_ERROR
+    }
+}
+
+fn execution_code(message: &str) -> &'static str {
+    let lower = message.to_lowercase();
+    if lower.contains("divide by zero") || lower.contains("division by zero") {
+        DIVISION_BY_ZERO
+    } else if lower.contains("overflow") {
+        NUMERIC_OUT_OF_RANGE
+    } else {
+        INTERNAL_ERROR
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(error: PgWireError) -> String {
+        match error {
+            PgWireError::UserError(info) => info.code,
+            other => panic!("unexpected {other}"),
+        }
+    }
+
+    #[test]
+    fn maps_common_errors() {
+        let missing_table = DataFusionError::Plan("table 'pgaccel.public.nope' not found".into());
+        assert_eq!(code(from_datafusion(missing_table)), UNDEFINED_TABLE);
+        let divide = DataFusionError::ArrowError(Box::new(ArrowError::DivideByZero), None);
+        assert_eq!(code(from_datafusion(divide)), DIVISION_BY_ZERO);
+        let loading = DataFusionError::External(Box::new(QueryError::Loading { dataset: "orders".into() }));
+        let wrapped = DataFusionError::Context("planning".into(), Box::new(loading));
+        assert_eq!(code(from_datafusion(wrapped)), NOT_IN_PREREQUISITE_STATE);
+    }
+}
