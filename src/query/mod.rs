@@ -6,6 +6,7 @@
 //! how accelerations are refreshed.
 
 mod catalog;
+mod names;
 mod table;
 
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use datafusion_pg_catalog::pg_catalog::setup_pg_catalog;
 use crate::dataset::Registry;
 
 pub use catalog::DatasetSchema;
+pub use names::{apply_postgres_names, display_name};
 pub use table::{AcceleratedTable, QueryError};
 
 /// The catalog (database) name clients see in `current_database()`.
@@ -26,10 +28,12 @@ pub const CATALOG: &str = "pgaccel";
 
 /// Builds the session every connection plans in.
 pub fn session(registry: &Arc<Registry>, partitions: usize) -> Result<SessionContext, DataFusionError> {
-    let config = SessionConfig::new()
+    let mut config = SessionConfig::new()
         .with_default_catalog_and_schema(CATALOG, "public")
         .with_information_schema(true)
         .with_target_partitions(partitions);
+    // PostgreSQL reads `7.5` as numeric, not double precision.
+    config.options_mut().sql_parser.parse_float_as_decimal = true;
     let ctx = SessionContext::new_with_config(config);
     let catalog = Arc::new(MemoryCatalogProvider::new());
     for schema in schema_names(registry) {

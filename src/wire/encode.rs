@@ -12,17 +12,19 @@ use arrow_pg::datatypes::field_into_pg_type;
 use arrow_pg::encoder::encode_value;
 use bytes::{BufMut, BytesMut};
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
-use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::arrow::datatypes::{DataType, Field, Float32Type, Float64Type, Schema};
 use pgwire::api::Type;
 use pgwire::api::portal::Format;
-use pgwire::api::results::{DataRowEncoder, FieldInfo};
+use pgwire::api::results::{DataRowEncoder, FieldFormat, FieldInfo};
 use pgwire::error::PgWireResult;
 use pgwire::messages::data::DataRow;
 use pgwire::types::ToSqlText;
 use pgwire::types::format::FormatOptions;
 use postgres_types::{IsNull, ToSql, to_sql_checked};
 
+use super::{sqlstate, text};
 use crate::accelerator::PG_TYPE_METADATA;
+use crate::query::display_name;
 
 /// The wire type of a result column.
 pub fn pg_type(field: &Arc<Field>) -> PgWireResult<Type> {
@@ -55,7 +57,7 @@ pub fn fields(schema: &Schema, format: &Format) -> PgWireResult<Vec<FieldInfo>> 
         .enumerate()
         .map(|(index, field)| {
             Ok(FieldInfo::new(
-                field.name().clone(),
+                display_name(field.name()).to_owned(),
                 None,
                 None,
                 pg_type(field)?,
@@ -65,17 +67,57 @@ pub fn fields(schema: &Schema, format: &Format) -> PgWireResult<Vec<FieldInfo>> 
         .collect()
 }
 
+/// How one result column is encoded.
+#[derive(Debug, Clone, Copy)]
+enum ColumnKind {
+    /// Utf8 holding the text form of uuid/json/jsonb/varchar/...
+    TextBacked,
+    /// Text format of a type whose PostgreSQL text output pgaccel renders
+    /// itself (see [`super::text`]).
+    PgText,
+    /// Everything else, through arrow-pg.
+    Default,
+}
+
+fn column_kind(field: &Field, pg_field: &FieldInfo) -> ColumnKind {
+    if special_type(field).is_some() {
+        return ColumnKind::TextBacked;
+    }
+    let pg_text = matches!(
+        field.data_type(),
+        DataType::Float32 | DataType::Float64 | DataType::Timestamp(..) | DataType::Time32(_) | DataType::Time64(_)
+    );
+    if pg_text && pg_field.format() == FieldFormat::Text {
+        ColumnKind::PgText
+    } else {
+        ColumnKind::Default
+    }
+}
+
 /// Encodes every row of `batch`.
 pub fn rows(batch: &RecordBatch, fields: &Arc<Vec<FieldInfo>>) -> PgWireResult<Vec<DataRow>> {
     let schema = batch.schema();
+    let kinds: Vec<ColumnKind> = schema
+        .fields()
+        .iter()
+        .zip(fields.iter())
+        .map(|(field, pg_field)| column_kind(field, pg_field))
+        .collect();
     let mut encoder = DataRowEncoder::new(Arc::clone(fields));
     let mut rows = Vec::with_capacity(batch.num_rows());
     for row in 0..batch.num_rows() {
         for (column, array) in batch.columns().iter().enumerate() {
             let pg_field = &fields[column];
-            match special_type(schema.field(column)) {
-                Some(_) => encode_text_backed(&mut encoder, array, row, pg_field)?,
-                None => encode_value(&mut encoder, array, row, schema.field(column), pg_field)?,
+            match kinds[column] {
+                ColumnKind::TextBacked => {
+                    let value = (!array.is_null(row)).then(|| TextBacked(string_value(array, row)));
+                    encode_with(&mut encoder, &value, pg_field)?;
+                }
+                ColumnKind::PgText => {
+                    let value = pg_text(array, row)?.map(TextBacked);
+                    encode_with(&mut encoder, &value, pg_field)?;
+                }
+                ColumnKind::Default => encode_value(&mut encoder, array, row, schema.field(column), pg_field)?,
             }
         }
         rows.push(encoder.take_row());
@@ -83,18 +125,68 @@ pub fn rows(batch: &RecordBatch, fields: &Arc<Vec<FieldInfo>>) -> PgWireResult<V
     Ok(rows)
 }
 
-fn encode_text_backed(
-    encoder: &mut DataRowEncoder,
-    array: &Arc<dyn Array>,
-    row: usize,
-    field: &FieldInfo,
-) -> PgWireResult<()> {
-    let value = if array.is_null(row) {
-        None
-    } else {
-        Some(TextBacked(string_value(array, row)))
+fn encode_with(encoder: &mut DataRowEncoder, value: &Option<TextBacked>, field: &FieldInfo) -> PgWireResult<()> {
+    encoder.encode_field_with_type_and_format(value, field.datatype(), field.format(), field.format_options())
+}
+
+/// PostgreSQL's text form of a float, timestamp or time value.
+fn pg_text(array: &Arc<dyn Array>, row: usize) -> PgWireResult<Option<String>> {
+    if array.is_null(row) {
+        return Ok(None);
+    }
+    let unsupported = || {
+        sqlstate::error(
+            sqlstate::FEATURE_NOT_SUPPORTED,
+            format!("cannot print a value of type {}", array.data_type()),
+        )
     };
-    encoder.encode_field_with_type_and_format(&value, field.datatype(), field.format(), field.format_options())
+    let text = match array.data_type() {
+        DataType::Float32 => text::float(f64::from(array.as_primitive::<Float32Type>().value(row)), true),
+        DataType::Float64 => text::float(array.as_primitive::<Float64Type>().value(row), false),
+        DataType::Timestamp(_, tz) => {
+            let at = temporal::timestamp(array, row).ok_or_else(unsupported)?;
+            if tz.is_some() { text::timestamptz_utc(at) } else { text::timestamp(at) }
+        }
+        DataType::Time32(_) | DataType::Time64(_) => text::time(temporal::time(array, row).ok_or_else(unsupported)?),
+        _ => return Err(unsupported()),
+    };
+    Ok(Some(text))
+}
+
+mod temporal {
+    //! Arrow temporal values as chrono values.
+
+    use std::sync::Arc;
+
+    use chrono::{NaiveDateTime, NaiveTime};
+    use datafusion::arrow::array::{Array, AsArray};
+    use datafusion::arrow::datatypes::*;
+
+    pub fn timestamp(array: &Arc<dyn Array>, row: usize) -> Option<NaiveDateTime> {
+        match array.data_type() {
+            DataType::Timestamp(TimeUnit::Second, _) => array.as_primitive::<TimestampSecondType>().value_as_datetime(row),
+            DataType::Timestamp(TimeUnit::Millisecond, _) => {
+                array.as_primitive::<TimestampMillisecondType>().value_as_datetime(row)
+            }
+            DataType::Timestamp(TimeUnit::Microsecond, _) => {
+                array.as_primitive::<TimestampMicrosecondType>().value_as_datetime(row)
+            }
+            DataType::Timestamp(TimeUnit::Nanosecond, _) => {
+                array.as_primitive::<TimestampNanosecondType>().value_as_datetime(row)
+            }
+            _ => None,
+        }
+    }
+
+    pub fn time(array: &Arc<dyn Array>, row: usize) -> Option<NaiveTime> {
+        match array.data_type() {
+            DataType::Time32(TimeUnit::Second) => array.as_primitive::<Time32SecondType>().value_as_time(row),
+            DataType::Time32(TimeUnit::Millisecond) => array.as_primitive::<Time32MillisecondType>().value_as_time(row),
+            DataType::Time64(TimeUnit::Microsecond) => array.as_primitive::<Time64MicrosecondType>().value_as_time(row),
+            DataType::Time64(TimeUnit::Nanosecond) => array.as_primitive::<Time64NanosecondType>().value_as_time(row),
+            _ => None,
+        }
+    }
 }
 
 fn string_value(array: &Arc<dyn Array>, row: usize) -> String {

@@ -9,6 +9,7 @@ mod encode;
 mod session;
 pub mod sqlstate;
 mod statement;
+mod text;
 
 use std::collections::HashMap;
 use std::fmt::Debug;

@@ -66,7 +66,7 @@ impl StatementParser {
     fn parse(&self, sql: &str) -> PgWireResult<Vec<Statement>> {
         self.sql
             .parse(sql)
-            .map_err(|e| sqlstate::error(sqlstate::SYNTAX_ERROR, e.to_string()))
+            .map_err(|e| sqlstate::syntax(&e.to_string()))
     }
 
     async fn plan(&self, statement: Statement) -> PgWireResult<LogicalPlan> {
@@ -83,9 +83,10 @@ impl StatementParser {
         }
     }
 
-    async fn prepare(&self, statement: Statement) -> PgWireResult<Prepared> {
+    async fn prepare(&self, mut statement: Statement) -> PgWireResult<Prepared> {
         match classify(&statement) {
             Command::Query => {
+                crate::query::apply_postgres_names(&mut statement);
                 let plan = self.plan(statement).await?;
                 let data_types = parameter_types(&plan)?;
                 let wire_types = data_types

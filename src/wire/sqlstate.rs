@@ -48,7 +48,44 @@ pub fn from_datafusion(error: DataFusionError) -> PgWireError {
     }
     let root = error.find_root();
     let code = code_of(root);
-    self::error(code, root.message().into_owned())
+    self::error(code, postgres_message(root, code))
+}
+
+/// A syntax error in PostgreSQL's words: `syntax error at or near "selec"`.
+pub fn syntax(parser_message: &str) -> PgWireError {
+    error(SYNTAX_ERROR, syntax_message(parser_message))
+}
+
+fn syntax_message(parser_message: &str) -> String {
+    let Some((_, found)) = parser_message.split_once("found: ") else {
+        return format!("syntax error: {parser_message}");
+    };
+    let token = found.split(" at Line").next().unwrap_or(found).trim();
+    if token == "EOF" {
+        "syntax error at end of input".to_owned()
+    } else {
+        format!("syntax error at or near \"{token}\"")
+    }
+}
+
+/// PostgreSQL's wording for the errors clients most often match on; the
+/// engine's own message otherwise.
+fn postgres_message(error: &DataFusionError, code: &str) -> String {
+    let message = error.message().into_owned();
+    match (error, code) {
+        (DataFusionError::SchemaError(schema_error, _), UNDEFINED_COLUMN) => match schema_error.as_ref() {
+            SchemaError::FieldNotFound { field, .. } => format!("column \"{}\" does not exist", field.name),
+            _ => message,
+        },
+        (_, UNDEFINED_TABLE) => {
+            let quoted = message.split('\'').nth(1).unwrap_or_default();
+            let table = quoted.rsplit('.').next().unwrap_or(quoted);
+            format!("relation \"{table}\" does not exist")
+        }
+        (_, DIVISION_BY_ZERO) => "division by zero".to_owned(),
+        (DataFusionError::SQL(..), _) => syntax_message(&message),
+        _ => message,
+    }
 }
 
 fn find_query_error(error: &DataFusionError) -> Option<&QueryError> {
@@ -136,5 +173,18 @@ mod tests {
         let loading = DataFusionError::External(Box::new(QueryError::Loading { dataset: "orders".into() }));
         let wrapped = DataFusionError::Context("planning".into(), Box::new(loading));
         assert_eq!(code(from_datafusion(wrapped)), NOT_IN_PREREQUISITE_STATE);
+    }
+
+    #[test]
+    fn messages_use_postgres_wording() {
+        let missing_table = DataFusionError::Plan("table 'pgaccel.public.nope' not found".into());
+        match from_datafusion(missing_table) {
+            PgWireError::UserError(info) => assert_eq!(info.message, "relation \"nope\" does not exist"),
+            other => panic!("{other}"),
+        }
+        assert_eq!(
+            syntax_message("sql parser error: Expected: an SQL statement, found: selec at Line: 1, Column: 1"),
+            "syntax error at or near \"selec\""
+        );
     }
 }

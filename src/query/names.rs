@@ -1,0 +1,183 @@
+//! Result column names as PostgreSQL gives them. DataFusion names an
+//! unaliased expression after its text (`count(*)`, `Int64(1)`), PostgreSQL
+//! after its function or type (`count`, `?column?`); clients and ORMs read
+//! columns by name, so the top-level select list is aliased the PostgreSQL way
+//! before planning.
+//!
+//! Follows PostgreSQL's `FigureColname` for the expressions clients commonly
+//! send. PostgreSQL allows repeated result names (`SELECT 1, 2` gives two
+//! `?column?`); DataFusion does not, so a repeated name gets a hidden suffix
+//! that [`display_name`] removes when the row description is written.
+
+use datafusion::sql::sqlparser::ast::{
+    CastKind, DataType, Expr, Ident, Query, SelectItem, SetExpr, Statement,
+};
+
+/// Marks the start of the suffix that keeps repeated names unique.
+const HIDDEN_SUFFIX: &str = "\u{1}pgaccel#";
+
+/// The name a client sees for a result column.
+pub fn display_name(name: &str) -> &str {
+    name.split_once(HIDDEN_SUFFIX).map_or(name, |(shown, _)| shown)
+}
+
+/// Aliases the unaliased items of the outermost select list.
+pub fn apply_postgres_names(statement: &mut Statement) {
+    if let Statement::Query(query) = statement {
+        name_query(query);
+    }
+}
+
+fn name_query(query: &mut Query) {
+    if let Some(select) = leftmost_select(&mut query.body) {
+        name_items(&mut select.projection);
+    }
+}
+
+fn leftmost_select(body: &mut SetExpr) -> Option<&mut datafusion::sql::sqlparser::ast::Select> {
+    match body {
+        SetExpr::Select(select) => Some(select),
+        SetExpr::Query(query) => leftmost_select(&mut query.body),
+        SetExpr::SetOperation { left, .. } => leftmost_select(left),
+        _ => None,
+    }
+}
+
+fn name_items(items: &mut [SelectItem]) {
+    let figured: Vec<Option<String>> = items
+        .iter()
+        .map(|item| match item {
+            SelectItem::UnnamedExpr(expr) if needs_alias(expr) => Some(figure(expr).unwrap_or_else(|| "?column?".into())),
+            _ => None,
+        })
+        .collect();
+    let taken: Vec<String> = items.iter().filter_map(explicit_name).collect();
+    for (index, item) in items.iter_mut().enumerate() {
+        let Some(name) = &figured[index] else { continue };
+        let repeats = figured.iter().flatten().filter(|other| *other == name).count() > 1
+            || taken.iter().any(|other| other == name);
+        let alias = if repeats { format!("{name}{HIDDEN_SUFFIX}{index}") } else { name.clone() };
+        if let SelectItem::UnnamedExpr(expr) = item {
+            *item = SelectItem::ExprWithAlias {
+                expr: expr.clone(),
+                alias: Ident::with_quote('"', alias),
+            };
+        }
+    }
+}
+
+/// Names already fixed: aliases and plain column references.
+fn explicit_name(item: &SelectItem) -> Option<String> {
+    match item {
+        SelectItem::ExprWithAlias { alias, .. } => Some(alias.value.clone()),
+        SelectItem::UnnamedExpr(Expr::Identifier(ident)) => Some(ident.value.to_lowercase()),
+        SelectItem::UnnamedExpr(Expr::CompoundIdentifier(parts)) => parts.last().map(|p| p.value.to_lowercase()),
+        _ => None,
+    }
+}
+
+/// Column references already carry the PostgreSQL name.
+fn needs_alias(expr: &Expr) -> bool {
+    !matches!(expr, Expr::Identifier(_) | Expr::CompoundIdentifier(_))
+}
+
+/// PostgreSQL's name for an expression, `None` for `?column?`.
+fn figure(expr: &Expr) -> Option<String> {
+    match expr {
+        Expr::Identifier(ident) => Some(ident.value.to_lowercase()),
+        Expr::CompoundIdentifier(parts) => parts.last().map(|p| p.value.to_lowercase()),
+        Expr::Function(function) => function.name.0.last().map(|part| part.to_string().to_lowercase()),
+        Expr::Nested(inner) => figure(inner),
+        Expr::Cast { kind, expr, data_type, .. } => match kind {
+            CastKind::Cast | CastKind::DoubleColon => figure(expr).or_else(|| Some(type_name(data_type))),
+            _ => figure(expr),
+        },
+        Expr::TypedString(typed) => Some(type_name(&typed.data_type)),
+        Expr::Case { .. } => Some("case".into()),
+        Expr::Exists { .. } => Some("exists".into()),
+        Expr::Array(_) => Some("array".into()),
+        Expr::Subquery(query) => subquery_name(query),
+        Expr::Extract { .. } => Some("extract".into()),
+        Expr::Substring { .. } => Some("substring".into()),
+        Expr::Position { .. } => Some("position".into()),
+        Expr::Overlay { .. } => Some("overlay".into()),
+        Expr::Trim { .. } => Some("btrim".into()),
+        Expr::Ceil { .. } => Some("ceil".into()),
+        Expr::Floor { .. } => Some("floor".into()),
+        Expr::Interval(_) => Some("interval".into()),
+        Expr::Collate { expr, .. } => figure(expr),
+        _ => None,
+    }
+}
+
+fn subquery_name(query: &Query) -> Option<String> {
+    let mut query = query.clone();
+    let select = leftmost_select(&mut query.body)?;
+    match select.projection.first()? {
+        SelectItem::ExprWithAlias { alias, .. } => Some(alias.value.clone()),
+        SelectItem::UnnamedExpr(expr) => figure(expr),
+        _ => None,
+    }
+}
+
+/// PostgreSQL's internal name of a type in a cast (`1::integer` → `int4`).
+fn type_name(data_type: &DataType) -> String {
+    let text = data_type.to_string().to_lowercase();
+    let base = text.split('(').next().unwrap_or(&text).trim();
+    match base {
+        "int" | "integer" | "int4" => "int4",
+        "bigint" | "int8" => "int8",
+        "smallint" | "int2" => "int2",
+        "real" | "float4" => "float4",
+        "double precision" | "float8" | "double" | "float" => "float8",
+        "boolean" | "bool" => "bool",
+        "character varying" | "varchar" => "varchar",
+        "character" | "char" => "bpchar",
+        "decimal" | "numeric" => "numeric",
+        "timestamp with time zone" | "timestamptz" => "timestamptz",
+        "timestamp" | "timestamp without time zone" => "timestamp",
+        "time" | "time without time zone" => "time",
+        other => return other.to_owned(),
+    }
+    .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    use datafusion::sql::sqlparser::parser::Parser;
+
+    fn names(sql: &str) -> Vec<String> {
+        let mut statement = Parser::parse_sql(&PostgreSqlDialect {}, sql).unwrap().remove(0);
+        apply_postgres_names(&mut statement);
+        let Statement::Query(mut query) = statement else { panic!() };
+        leftmost_select(&mut query.body)
+            .unwrap()
+            .projection
+            .iter()
+            .map(|item| match item {
+                SelectItem::ExprWithAlias { alias, .. } => display_name(&alias.value).to_owned(),
+                other => format!("<{other}>"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn names_follow_postgres() {
+        assert_eq!(names("SELECT count(*), 1, 'a' || 'b', 1::integer, CAST(x AS text), max(y) AS m FROM t"), [
+            "count", "?column?", "?column?", "int4", "x", "m"
+        ]);
+        assert_eq!(names("SELECT CASE WHEN a THEN 1 END, (SELECT max(v) FROM u), date '2020-01-01' FROM t"), [
+            "case", "max", "date"
+        ]);
+    }
+
+    #[test]
+    fn repeated_names_stay_unique_inside() {
+        assert_eq!(names("SELECT count(*), count(a) FROM t"), ["count", "count"]);
+        assert_eq!(names("SELECT 1, 2"), ["?column?", "?column?"]);
+        assert_eq!(names("SELECT a, max(b) AS a2, sum(c) FROM t"), ["<a>", "a2", "sum"]);
+        assert_eq!(names("SELECT a, max(b) AS sum, sum(c) FROM t"), ["<a>", "sum", "sum"]);
+    }
+}
