@@ -112,7 +112,7 @@ async fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> Result<()> {
-    if !(args.sf > 0.0) {
+    if !args.sf.is_finite() || args.sf <= 0.0 {
         return Err(format!("--sf must be positive, got {}", args.sf).into());
     }
     // Before the load, which can take minutes: a missing binary should fail fast.
@@ -167,6 +167,9 @@ async fn run(args: Args) -> Result<()> {
          psql -h 127.0.0.1 -U {} -d test -c 'DROP SCHEMA {schema} CASCADE'",
         args.pg_user
     );
+    if report.has_failures() {
+        return Err("some figures could not be measured (see the notes above)".into());
+    }
     Ok(())
 }
 
@@ -271,67 +274,54 @@ fn add_rows(
     baseline: &Baseline,
     lineitem_rows: u64,
 ) {
-    // One pgaccel value per figure: skipped without a binary, failed if it did not start.
-    let ours = |pick: &dyn Fn(&Accelerated) -> Result<f64, String>| match accelerated {
-        None => Value::Skipped,
-        Some(Err(e)) => Value::Failed(format!("pgaccel did not start: {e}")),
-        Some(Ok(a)) => pick(a).into(),
-    };
-    let fail = |e: &Box<dyn std::error::Error + Send + Sync>| e.to_string();
-    let per_sec = |d: Duration| lineitem_rows as f64 / d.as_secs_f64();
+    let per_sec = |d: &Duration| lineitem_rows as f64 / d.as_secs_f64();
+    let median = |run: &QueryRun| millis(run.median);
 
-    let q1 = ours(&|a| a.q1.as_ref().map(|r| millis(r.median)).map_err(fail));
+    let q1 = ours(accelerated, |a| &a.q1, median);
+    let base = Value::Got(median(&baseline.q1));
     report.add(
         "TPC-H Q1 median",
         Kind::Millis,
         q1,
-        Value::Got(millis(baseline.q1.median)),
+        base,
         Target::AtLeast(10.0),
     );
-    let q6 = ours(&|a| a.q6.as_ref().map(|r| millis(r.median)).map_err(fail));
+    let q6 = ours(accelerated, |a| &a.q6, median);
+    let base = Value::Got(median(&baseline.q6));
     report.add(
         "TPC-H Q6 median",
         Kind::Millis,
         q6,
-        Value::Got(millis(baseline.q6.median)),
+        base,
         Target::AtLeast(10.0),
     );
 
-    let rate = ours(&|a| a.lookups.as_ref().map(|l| l.per_second).map_err(fail));
-    let lookups = Kind::PerSecond("lookups");
-    report.add(
-        "point lookups, 4 conns",
-        lookups,
-        rate,
-        Value::Got(baseline.lookups.per_second),
-        Target::Report,
-    );
-    let latency = ours(&|a| {
-        a.lookups
-            .as_ref()
-            .map(|l| millis(l.mean_latency))
-            .map_err(fail)
-    });
-    let base_latency = Value::Got(millis(baseline.lookups.mean_latency));
+    let rate = ours(accelerated, |a| &a.lookups, |l| l.per_second);
+    let base = Value::Got(baseline.lookups.per_second);
+    let kind = Kind::PerSecond("lookups");
+    report.add("point lookups, 4 conns", kind, rate, base, Target::Report);
+    let latency = ours(accelerated, |a| &a.lookups, |l| millis(l.mean_latency));
+    let base = Value::Got(millis(baseline.lookups.mean_latency));
     report.add(
         "point lookup mean latency",
         Kind::Millis,
         latency,
-        base_latency,
+        base,
         Target::Report,
     );
 
-    let refresh = ours(&|a| a.refresh.as_ref().map(|d| per_sec(*d)).map_err(fail));
-    let copy = Value::Got(per_sec(baseline.copy));
+    let refresh = ours(accelerated, |a| &a.refresh, per_sec);
+    let base = Value::Got(per_sec(&baseline.copy));
+    let kind = Kind::PerSecond("rows");
     report.add(
         "lineitem full refresh vs COPY binary",
-        Kind::PerSecond("rows"),
+        kind,
         refresh,
-        copy,
+        base,
         Target::AtLeast(0.5),
     );
 
-    let rss = ours(&|a| a.memory.as_ref().map(|m| m.rss_delta).map_err(fail));
+    let rss = ours(accelerated, |a| &a.memory, |m| m.rss_delta);
     let arrow = match accelerated {
         Some(Ok(Accelerated {
             memory:
@@ -353,4 +343,21 @@ fn add_rows(
         arrow,
         Target::Below(1.5),
     );
+}
+
+/// pgaccel's value for one figure: skipped without a binary, not run if pgaccel did
+/// not start, else the figure or why it failed.
+fn ours<T>(
+    accelerated: Option<&Result<Accelerated, String>>,
+    figure: impl Fn(&Accelerated) -> &Result<T>,
+    value: impl Fn(&T) -> f64,
+) -> Value {
+    match accelerated {
+        None => Value::Skipped,
+        Some(Err(_)) => Value::NotRun,
+        Some(Ok(accelerated)) => match figure(accelerated) {
+            Ok(measured) => Value::Got(value(measured)),
+            Err(e) => Value::Failed(e.to_string()),
+        },
+    }
 }

@@ -2,7 +2,6 @@
 //! A figure that could not be measured shows why in a note below the table instead
 //! of stopping the run, so one failing capability does not hide the others.
 
-use std::fmt::Display;
 use std::time::Duration;
 
 /// One measured value, or why there is none.
@@ -10,18 +9,11 @@ pub enum Value {
     /// Not measured in this run (`--baseline-only`).
     Skipped,
     Failed(String),
+    /// Not measured because pgaccel did not start (said once, in a note of its own).
+    NotRun,
     /// The server does not report it; shown as "n/a" with the reason as a note.
     NotAvailable(&'static str),
     Got(f64),
-}
-
-impl<E: Display> From<Result<f64, E>> for Value {
-    fn from(result: Result<f64, E>) -> Value {
-        match result {
-            Ok(value) => Value::Got(value),
-            Err(e) => Value::Failed(e.to_string()),
-        }
-    }
 }
 
 /// What a ratio should reach.
@@ -73,7 +65,7 @@ impl Report {
                 Value::NotAvailable(why) => {
                     self.notes.push(format!("{figure} ({side}): n/a: {why}"))
                 }
-                Value::Skipped | Value::Got(_) => {}
+                Value::Skipped | Value::NotRun | Value::Got(_) => {}
             }
         }
         self.rows.push(Row {
@@ -87,6 +79,14 @@ impl Report {
 
     pub fn note(&mut self, note: String) {
         self.notes.push(note);
+    }
+
+    /// Whether any figure could not be measured.
+    pub fn has_failures(&self) -> bool {
+        let failed = |v: &Value| matches!(v, Value::Failed(_) | Value::NotRun);
+        self.rows
+            .iter()
+            .any(|row| failed(&row.pgaccel) || failed(&row.baseline))
     }
 
     pub fn print(&self) {
@@ -181,7 +181,7 @@ impl Row {
         let v = match value {
             Value::Got(v) => v,
             Value::Skipped => return "-".to_owned(),
-            Value::Failed(_) => return "failed".to_owned(),
+            Value::Failed(_) | Value::NotRun => return "failed".to_owned(),
             Value::NotAvailable(_) => return "n/a".to_owned(),
         };
         match self.kind {

@@ -14,7 +14,9 @@ use tempfile::TempDir;
 use crate::Result;
 
 /// How long a start (initial load) or a refresh may take before the bench gives up.
-pub const LOAD_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+const LOAD_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// How long a pgaccel with no datasets may take to become ready.
+const EMPTY_START_TIMEOUT: Duration = Duration::from_secs(120);
 const POLL_EVERY: Duration = Duration::from_millis(100);
 
 /// How pgaccel reaches the PostgreSQL that holds the TPC-H schema.
@@ -87,7 +89,13 @@ impl Pgaccel {
             client: reqwest::Client::new(),
             dir,
         };
-        server.wait_ready().await?;
+        server
+            .wait_ready(if source.is_some() {
+                LOAD_TIMEOUT
+            } else {
+                EMPTY_START_TIMEOUT
+            })
+            .await?;
         Ok(server)
     }
 
@@ -95,8 +103,8 @@ impl Pgaccel {
         self.child.id()
     }
 
-    async fn wait_ready(&mut self) -> Result<()> {
-        let deadline = Instant::now() + LOAD_TIMEOUT;
+    async fn wait_ready(&mut self, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
         loop {
             if let Some(status) = self.child.try_wait()? {
                 return Err(format!(
@@ -111,7 +119,7 @@ impl Pgaccel {
             }
             if Instant::now() > deadline {
                 return Err(format!(
-                    "pgaccel not ready after {LOAD_TIMEOUT:?}; its log:\n{}",
+                    "pgaccel not ready after {timeout:?}; its log:\n{}",
                     self.log_tail()
                 )
                 .into());
@@ -135,7 +143,12 @@ impl Pgaccel {
             )
             .into());
         }
-        while self.last_refresh(dataset).await? == before {
+        // Done when a new last_refresh shows and the dataset is no longer refreshing.
+        while self
+            .last_refresh(dataset)
+            .await?
+            .is_none_or(|now| Some(&now) == before.as_ref())
+        {
             if started.elapsed() > LOAD_TIMEOUT {
                 return Err(format!("{dataset} refresh not done after {LOAD_TIMEOUT:?}").into());
             }
@@ -144,8 +157,9 @@ impl Pgaccel {
         Ok(started.elapsed())
     }
 
-    /// `last_refresh` of `dataset` from `GET /v1/datasets?status=true`; fails if the
-    /// dataset reports an error, so a failed refresh is not mistaken for a slow one.
+    /// `last_refresh` of `dataset` from `GET /v1/datasets?status=true`, `None` while it
+    /// is refreshing; fails if the dataset reports an error, so that a failed refresh
+    /// is not mistaken for a slow one.
     async fn last_refresh(&self, dataset: &str) -> Result<Option<String>> {
         let list: Value = self
             .client
@@ -163,6 +177,12 @@ impl Pgaccel {
             .is_some_and(|s| s.eq_ignore_ascii_case("error"))
         {
             return Err(format!("{dataset} is in error: {}", entry["error_message"]).into());
+        }
+        if entry["status"]
+            .as_str()
+            .is_some_and(|s| s.eq_ignore_ascii_case("refreshing"))
+        {
+            return Ok(None);
         }
         Ok(entry["last_refresh"].as_str().map(str::to_owned))
     }
@@ -190,6 +210,9 @@ impl Pgaccel {
     fn log_tail(&self) -> String {
         let log = std::fs::read_to_string(self.dir.path().join("pgaccel.log")).unwrap_or_default();
         let lines: Vec<&str> = log.lines().collect();
+        if lines.is_empty() {
+            return "(empty)".to_owned();
+        }
         lines[lines.len().saturating_sub(30)..].join("\n")
     }
 }
