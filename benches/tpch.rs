@@ -138,29 +138,11 @@ async fn run(args: Args) -> Result<()> {
     }
 
     let keys = Arc::new(measure::sample_order_keys(&admin, LOOKUP_KEYS).await?);
-    let mut report = Report::default();
-    match binary {
-        None => {
-            let baseline = measure_baseline(&postgres, &admin, keys).await?;
-            add_rows(&mut report, None, &baseline, rows.lineitem);
-        }
-        Some(binary) => {
-            // The empty pgaccel runs first, alone, so nothing else skews its RSS.
-            let empty_rss = empty_rss(&binary).await;
-            let baseline = measure_baseline(&postgres, &admin, Arc::clone(&keys)).await?;
-            let source = Source {
-                schema: &schema,
-                user: &args.pg_user,
-            };
-            let accelerated = measure_pgaccel(&binary, &source, keys, empty_rss, rows).await;
-            match &accelerated {
-                Ok(accelerated) => compare_results(&mut report, accelerated, &baseline),
-                Err(e) => report.note(format!("pgaccel did not start: {e}")),
-            }
-            let accelerated = accelerated.map_err(|e| e.to_string());
-            add_rows(&mut report, Some(&accelerated), &baseline, rows.lineitem);
-        }
-    }
+    let source = Source {
+        schema: &schema,
+        user: &args.pg_user,
+    };
+    let report = measure_all(binary.as_deref(), &source, &postgres, &admin, keys, rows).await?;
     report.print();
     println!(
         "\nThe schema is kept for reruns (--skip-load). Drop it with:\n  \
@@ -171,6 +153,34 @@ async fn run(args: Args) -> Result<()> {
         return Err("some figures could not be measured (see the notes above)".into());
     }
     Ok(())
+}
+
+/// Every figure on both sides; PostgreSQL first, while no pgaccel competes for the CPU.
+async fn measure_all(
+    binary: Option<&Path>,
+    source: &Source<'_>,
+    postgres: &Endpoint,
+    admin: &tokio_postgres::Client,
+    keys: Arc<Vec<i64>>,
+    rows: RowCounts,
+) -> Result<Report> {
+    let mut report = Report::default();
+    let Some(binary) = binary else {
+        let baseline = measure_baseline(postgres, admin, keys).await?;
+        add_rows(&mut report, None, &baseline, rows.lineitem);
+        return Ok(report);
+    };
+    // The empty pgaccel runs first, alone, so nothing else skews its RSS.
+    let empty_rss = empty_rss(binary).await;
+    let baseline = measure_baseline(postgres, admin, Arc::clone(&keys)).await?;
+    let accelerated = measure_pgaccel(binary, source, keys, empty_rss, rows).await;
+    match &accelerated {
+        Ok(accelerated) => compare_results(&mut report, accelerated, &baseline),
+        Err(e) => report.note(format!("pgaccel did not start: {e}")),
+    }
+    let accelerated = accelerated.map_err(|e| e.to_string());
+    add_rows(&mut report, Some(&accelerated), &baseline, rows.lineitem);
+    Ok(report)
 }
 
 /// `pgaccel_bench_sf1`, `pgaccel_bench_sf0_1`, ...
