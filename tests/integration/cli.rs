@@ -1,0 +1,75 @@
+//! The `pgaccel` command line: `check` reports every configuration problem,
+//! `refresh` and `datasets` talk to a running server.
+
+use std::process::Command;
+
+use crate::support::{Server, SourceSchema};
+
+fn pgaccel(args: &[&str]) -> (bool, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_pgaccel"))
+        .args(args)
+        .output()
+        .expect("the pgaccel binary runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), text)
+}
+
+fn fixture(path: &str) -> String {
+    format!("{}/testdata/config/{path}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn check_accepts_the_quickstart_and_rejects_bad_files_with_every_message() {
+    let quickstart = format!("{}/pgaccel.yaml", env!("CARGO_MANIFEST_DIR"));
+    let (ok, out) = pgaccel(&["check", "-c", &quickstart]);
+    assert!(ok, "{out}");
+
+    let bad = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        bad.path(),
+        "datasets:\n  - from: postgres:public.a\n    name: a\n    acceleration:\n      refresh_mode: fulll\n  - from: postgres:public.b\n    name: b\n    acceleration:\n      refresh_check_interval: 10 minutes\n",
+    )
+    .unwrap();
+    let (ok, out) = pgaccel(&["check", "-c", bad.path().to_str().unwrap()]);
+    assert!(!ok, "{out}");
+    assert!(out.contains("dataset 'a'") && out.contains("acceleration.refresh_mode"), "{out}");
+    assert!(out.contains("dataset 'b'") && out.contains("acceleration.refresh_check_interval"), "{out}");
+}
+
+#[test]
+fn check_refuses_keys_that_are_not_implemented_yet() {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        file.path(),
+        "datasets:\n  - from: postgres:public.a\n    name: a\n    time_column: t\n    acceleration:\n      refresh_mode: append\n",
+    )
+    .unwrap();
+    let (ok, out) = pgaccel(&["check", "-c", file.path().to_str().unwrap()]);
+    assert!(!ok, "{out}");
+    assert!(out.contains("refresh_mode") && out.contains("not supported yet"), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refresh_and_datasets_commands_talk_to_a_running_server() {
+    let source = SourceSchema::create("cli").await;
+    source.execute("CREATE TABLE {schema}.t (id int); INSERT INTO {schema}.t VALUES (1), (2);").await;
+    let server = Server::start(&source.dataset("t", "t", "")).await;
+    server.wait_ready().await;
+    let api = format!("http://{}", server.runtime.http_addr());
+    let (ok, out) = tokio::task::spawn_blocking({
+        let api = api.clone();
+        move || pgaccel(&["refresh", "t", "--api", &api])
+    })
+    .await
+    .unwrap();
+    assert!(ok, "{out}");
+    assert!(out.contains("Dataset refresh triggered for t."), "{out}");
+    let (ok, out) = tokio::task::spawn_blocking(move || pgaccel(&["datasets", "--api", &api])).await.unwrap();
+    assert!(ok, "{out}");
+    let line = out.lines().find(|line| line.starts_with("t ")).unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("Ready") || line.contains("Refreshing"), "{line}");
+}

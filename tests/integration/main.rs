@@ -1,0 +1,10 @@
+//! Integration tests: pgaccel in process, against the real PostgreSQL at
+//! 127.0.0.1:5432, queried with tokio-postgres, psql and HTTP. One test binary
+//! (DataFusion links once); a module per capability.
+
+mod cli;
+mod end_to_end;
+mod support;
+mod torn_reads;
+mod types;
+mod wire;

@@ -1,0 +1,170 @@
+//! Test harness: a PostgreSQL schema of the test's own on the real server,
+//! and an in-process pgaccel bound to free ports.
+
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use pgaccel::runtime::Runtime;
+use serde_json::Value;
+use tokio_postgres::{Client, NoTls};
+
+pub const SOURCE_DSN: &str = "host=127.0.0.1 port=5432 user=postgres dbname=test";
+
+/// A schema on the real PostgreSQL, unique to one test, dropped at the end
+/// (also when the test panics).
+pub struct SourceSchema {
+    pub name: String,
+    pub client: Client,
+}
+
+impl SourceSchema {
+    pub async fn create(prefix: &str) -> SourceSchema {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let name = format!(
+            "pgaccel_{prefix}_{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let client = connect(SOURCE_DSN).await;
+        client
+            .batch_execute(&format!("DROP SCHEMA IF EXISTS {name} CASCADE; CREATE SCHEMA {name}"))
+            .await
+            .expect("create the test schema");
+        SourceSchema { name, client }
+    }
+
+    pub async fn execute(&self, sql: &str) {
+        let sql = sql.replace("{schema}", &self.name);
+        self.client.batch_execute(&sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
+    /// A dataset entry reading `table` of this schema.
+    pub fn dataset(&self, table: &str, name: &str, acceleration: &str) -> String {
+        format!(
+            "  - from: postgres:{schema}.{table}\n    name: {name}\n    params: {{ pg_host: 127.0.0.1, pg_port: 5432, pg_db: test, pg_user: postgres, pg_sslmode: disable }}\n{acceleration}",
+            schema = self.name
+        )
+    }
+}
+
+impl Drop for SourceSchema {
+    fn drop(&mut self) {
+        // Synchronous on purpose: runs even while a failed test unwinds.
+        let _ = Command::new("psql")
+            .args(["-h", "127.0.0.1", "-U", "postgres", "-d", "test", "-q", "-c"])
+            .arg(format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name))
+            .output();
+    }
+}
+
+pub async fn connect(dsn: &str) -> Client {
+    let (client, connection) = tokio_postgres::connect(dsn, NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("connect to {dsn}: {e}"));
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    client
+}
+
+/// A pgaccel running in this process.
+pub struct Server {
+    pub runtime: Runtime,
+    pub http: reqwest::Client,
+}
+
+impl Server {
+    /// Starts pgaccel with `datasets` (YAML list entries) on free ports.
+    pub async fn start(datasets: &str) -> Server {
+        let yaml = format!(
+            "runtime:\n  pg: {{ listen: 127.0.0.1:0 }}\n  http: {{ listen: 127.0.0.1:0 }}\ndatasets:\n{datasets}"
+        );
+        let config = pgaccel::config::from_yaml_str(&yaml).unwrap_or_else(|e| panic!("{yaml}\n{e}"));
+        let runtime = Runtime::start(config).await.expect("pgaccel starts");
+        Server {
+            runtime,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    pub fn dsn(&self) -> String {
+        format!("host=127.0.0.1 port={} user=tester dbname=test", self.runtime.pg_addr().port())
+    }
+
+    pub async fn client(&self) -> Client {
+        connect(&self.dsn()).await
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.runtime.http_addr())
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, String) {
+        let response = self.http.get(self.url(path)).send().await.expect("GET");
+        (response.status().as_u16(), response.text().await.unwrap_or_default())
+    }
+
+    pub async fn post(&self, path: &str) -> (u16, Value) {
+        let response = self.http.post(self.url(path)).send().await.expect("POST");
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    /// The `GET /v1/datasets?status=true` entry of `name`.
+    pub async fn dataset_status(&self, name: &str) -> Value {
+        let (_, body) = self.get("/v1/datasets?status=true").await;
+        let list: Vec<Value> = serde_json::from_str(&body).expect("datasets JSON");
+        list.into_iter()
+            .find(|entry| entry["name"] == name)
+            .unwrap_or_else(|| panic!("dataset {name} missing from {body}"))
+    }
+
+    /// Waits until `/v1/ready` answers 200.
+    pub async fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.get("/v1/ready").await.0 != 200 {
+            assert!(Instant::now() < deadline, "pgaccel not ready within 60s");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Triggers a refresh over HTTP and waits until it has completed.
+    pub async fn refresh(&self, name: &str) {
+        let before = self.dataset_status(name).await["last_refresh"].clone();
+        let (status, body) = self.post(&format!("/v1/datasets/{name}/acceleration/refresh")).await;
+        assert_eq!(status, 201, "{body}");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let current = self.dataset_status(name).await;
+            if current["last_refresh"] != before && current["status"] == "Ready" {
+                return;
+            }
+            assert!(Instant::now() < deadline, "refresh of {name} did not complete: {current}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// Runs psql against `port` and returns its unaligned, tuples-only output.
+pub fn psql(port: u16, command: &str) -> (bool, String) {
+    let output = Command::new("psql")
+        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "tester", "-d", "test", "-X", "-A", "-t", "-c"])
+        .arg(command)
+        .output()
+        .expect("psql runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), text)
+}
+
+/// The SQLSTATE of a failed statement.
+pub fn sqlstate(error: &tokio_postgres::Error) -> String {
+    error
+        .as_db_error()
+        .map(|db| db.code().code().to_owned())
+        .unwrap_or_else(|| panic!("not a server error: {error}"))
+}

@@ -1,0 +1,117 @@
+//! The wire protocol as clients see it: SQLSTATE codes, a connection that
+//! survives errors, prepared statements with typed parameters, session
+//! statements, and psql's catalog commands.
+
+use tokio_postgres::types::Type;
+
+use crate::support::{Server, SourceSchema, psql, sqlstate};
+
+async fn server_with_items(prefix: &str) -> (SourceSchema, Server) {
+    let source = SourceSchema::create(prefix).await;
+    source
+        .execute(
+            "CREATE TABLE {schema}.items (id bigint PRIMARY KEY, name varchar(40) NOT NULL, price float8, added timestamptz);
+             INSERT INTO {schema}.items SELECT g, 'item ' || g, g * 1.5, timestamptz '2026-01-01 00:00:00+00' + g * interval '1 hour' FROM generate_series(1, 100) g;",
+        )
+        .await;
+    let server = Server::start(&source.dataset("items", "items", "")).await;
+    server.wait_ready().await;
+    (source, server)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_carry_postgres_sqlstates_and_the_connection_stays_usable() {
+    let (_source, server) = server_with_items("errors").await;
+    let client = server.client().await;
+    let cases = [
+        ("SELECT * FROM no_such_table", "42P01"),
+        ("SELECT no_such_column FROM items", "42703"),
+        ("SELEC 1", "42601"),
+        ("INSERT INTO items VALUES (1000, 'x', 1, now())", "25006"),
+        ("UPDATE items SET price = 0", "25006"),
+        ("DELETE FROM items", "25006"),
+        ("TRUNCATE items", "25006"),
+        ("CREATE TABLE t2 (a int)", "25006"),
+        ("DROP TABLE items", "25006"),
+        ("SELECT 1 / 0", "22012"),
+    ];
+    for (sql, expected) in cases {
+        let error = client.simple_query(sql).await.unwrap_err();
+        assert_eq!(sqlstate(&error), expected, "simple protocol: {sql}: {error}");
+        let error = client.query(sql, &[]).await.unwrap_err();
+        assert_eq!(sqlstate(&error), expected, "extended protocol: {sql}: {error}");
+        let count: i64 = client.query_one("SELECT count(*) FROM items", &[]).await.unwrap().get(0);
+        assert_eq!(count, 100, "connection unusable after {sql}");
+    }
+    let error = client.query("INSERT INTO items VALUES (1000, 'x', 1, now())", &[]).await.unwrap_err();
+    assert_eq!(error.as_db_error().unwrap().message(), "cannot execute INSERT in a read-only transaction");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_statements_bind_typed_parameters() {
+    let (_source, server) = server_with_items("prepared").await;
+    let client = server.client().await;
+    let statement = client
+        .prepare("SELECT id, name, price FROM items WHERE id = $1 AND price > $2")
+        .await
+        .unwrap();
+    assert_eq!(statement.params(), &[Type::INT8, Type::FLOAT8]);
+    assert_eq!(statement.columns()[1].type_(), &Type::VARCHAR);
+    for id in [1i64, 50, 100] {
+        let row = client.query_one(&statement, &[&id, &0.0f64]).await.unwrap();
+        assert_eq!(row.get::<_, i64>(0), id);
+        assert_eq!(row.get::<_, String>(1), format!("item {id}"));
+        assert_eq!(row.get::<_, f64>(2), id as f64 * 1.5);
+    }
+    assert!(client.query(&statement, &[&7i64, &100.0f64]).await.unwrap().is_empty());
+    let names: Vec<String> = client
+        .query("SELECT name FROM items WHERE name LIKE $1 ORDER BY id LIMIT 2", &[&"item 1%"])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(names, ["item 1", "item 10"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_statements_behave_like_a_hot_standby() {
+    let (_source, server) = server_with_items("session").await;
+    let mut client = server.client().await;
+    client.batch_execute("BEGIN; SET application_name = 'tests'; COMMIT").await.unwrap();
+    let read_only = client.simple_query("SHOW transaction_read_only").await.unwrap();
+    let value = match &read_only[1] {
+        tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).unwrap().to_owned(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(value, "on");
+    let version: String = client.query_one("SELECT version()", &[]).await.unwrap().get(0);
+    let shown = client.simple_query("SHOW server_version").await.unwrap();
+    let server_version = match &shown[1] {
+        tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).unwrap().to_owned(),
+        other => panic!("{other:?}"),
+    };
+    assert!(version.starts_with(&format!("PostgreSQL {server_version}")), "{version} vs {server_version}");
+    // Transactions are accepted; reads inside them work.
+    let transaction = client.build_transaction().read_only(true).start().await.unwrap();
+    let count: i64 = transaction.query_one("SELECT count(*) FROM items", &[]).await.unwrap().get(0);
+    assert_eq!(count, 100);
+    transaction.commit().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn psql_lists_tables_and_columns() {
+    let (_source, server) = server_with_items("psql").await;
+    let port = server.runtime.pg_addr().port();
+    let (ok, tables) = psql(port, "\\dt");
+    assert!(ok, "{tables}");
+    assert!(tables.lines().any(|line| line.starts_with("public|items|table")), "{tables}");
+    let (ok, columns) = psql(port, "\\d items");
+    assert!(ok, "{columns}");
+    for expected in ["id|bigint", "price|double precision", "added|timestamp with time zone"] {
+        assert!(columns.contains(expected), "{expected} missing from:\n{columns}");
+    }
+    let (ok, out) = psql(port, "SELECT count(*), max(price) FROM items");
+    assert!(ok, "{out}");
+    assert_eq!(out.trim(), "100|150");
+}
