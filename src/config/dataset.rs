@@ -1,0 +1,190 @@
+//! One `datasets:` entry, validated: the name clients query, the source reference and
+//! its parameters, time columns, readiness and the acceleration block. Rules that span
+//! datasets (unique names) live in `validate.rs`.
+
+use std::fmt;
+
+use super::acceleration::{self, Acceleration};
+use super::raw::{RawAcceleration, RawDataset};
+use super::source::{self, SourceParams, SourceRef};
+use super::values::{Values, yaml_enum};
+
+/// A validated dataset.
+#[derive(Debug, Clone)]
+pub struct DatasetConfig {
+    pub name: DatasetName,
+    pub from: SourceRef,
+    /// `from` as written (after `${...}` substitution), for status output and the API.
+    pub from_raw: String,
+    pub params: SourceParams,
+    /// Orders rows in time: append refreshes, data windows and retention compare it.
+    pub time_column: Option<String>,
+    pub time_format: Option<TimeFormat>,
+    /// A coarser time column (e.g. a day) used to prune partitions.
+    pub time_partition_column: Option<String>,
+    pub time_partition_format: Option<TimeFormat>,
+    pub ready_state: ReadyState,
+    pub acceleration: Acceleration,
+}
+
+/// The table clients query: `orders` lands in schema `public`, `shop.orders` in `shop`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct DatasetName {
+    pub schema: String,
+    pub table: String,
+}
+
+const DEFAULT_SCHEMA: &str = "public";
+
+impl DatasetName {
+    /// Parses `table` or `schema.table`; each part is a plain SQL identifier.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let parts: Vec<&str> = text.split('.').collect();
+        let (schema, table) = match parts.as_slice() {
+            [table] => (DEFAULT_SCHEMA, *table),
+            [schema, table] => (*schema, *table),
+            _ => return Err(format!("invalid name '{text}'; use table or schema.table")),
+        };
+        for part in [schema, table] {
+            if !is_identifier(part) {
+                return Err(format!(
+                    "invalid name '{text}'; each part must start with a letter or _ and contain only letters, digits and _"
+                ));
+            }
+        }
+        Ok(Self { schema: schema.to_string(), table: table.to_string() })
+    }
+
+    /// Lower-cased `schema.table`, for case-insensitive uniqueness.
+    pub(crate) fn folded(&self) -> String {
+        format!("{}.{}", self.schema.to_lowercase(), self.table.to_lowercase())
+    }
+}
+
+fn is_identifier(part: &str) -> bool {
+    let mut chars = part.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+impl fmt::Display for DatasetName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.schema == DEFAULT_SCHEMA {
+            write!(f, "{}", self.table)
+        } else {
+            write!(f, "{}.{}", self.schema, self.table)
+        }
+    }
+}
+
+yaml_enum! {
+    /// How a time column's values are read.
+    pub enum TimeFormat {
+        Timestamp => "timestamp",
+        Timestamptz => "timestamptz",
+        UnixSeconds => "unix_seconds",
+        UnixMillis => "unix_millis",
+        UnixNanos => "unix_nanos",
+        Iso8601 => "iso8601",
+        Date => "date",
+    }
+}
+
+yaml_enum! {
+    /// When the dataset counts as ready for `/v1/ready`.
+    pub enum ReadyState {
+        /// After the first load finished.
+        OnLoad => "on_load",
+        /// As soon as it is registered; queries go to the source until loaded.
+        OnRegistration => "on_registration",
+        /// Once the source's schema is resolved (which proves access to the source).
+        OnSchemaResolved => "on_schema_resolved",
+    }
+}
+
+/// Validates one entry; `snapshot_store` says whether the top-level `snapshots:` block is
+/// enabled. Returns `None` only when `name` or `from` could not be read.
+pub(crate) fn parse(values: &mut Values<'_, '_>, raw: &RawDataset, snapshot_store: bool) -> Option<DatasetConfig> {
+    let name = name(values, raw);
+    let from_raw = values.non_empty("from", &raw.from, "a source such as postgres:public.orders");
+    if raw.from.is_none() {
+        values.error("from", "missing; give a source such as postgres:public.orders or file:data/orders.parquet");
+    }
+    let from = from_raw.as_deref().and_then(|text| match source::parse_from(text) {
+        Ok(source) => Some(source),
+        Err(message) => {
+            values.error("from", message);
+            None
+        }
+    });
+    let params = from.as_ref().map(|from| source::parse_params(values, from, raw.params.as_ref().unwrap_or(&Default::default())));
+    let (time_column, time_format) = time_pair(values, raw, "time_column", "time_format");
+    let (partition, partition_format) = time_pair(values, raw, "time_partition_column", "time_partition_format");
+    let context = acceleration::Context {
+        time_column: time_column.is_some(),
+        time_partition_column: partition.is_some(),
+        snapshot_store,
+    };
+    let acceleration = acceleration::parse(values, raw.acceleration.as_ref().unwrap_or(&RawAcceleration::default()), &context);
+    Some(DatasetConfig {
+        name: name?,
+        from: from?,
+        from_raw: from_raw?,
+        params: params?,
+        time_column,
+        time_format,
+        time_partition_column: partition,
+        time_partition_format: partition_format,
+        ready_state: values.choice("ready_state", &raw.ready_state).unwrap_or(ReadyState::OnLoad),
+        acceleration,
+    })
+}
+
+fn name(values: &mut Values<'_, '_>, raw: &RawDataset) -> Option<DatasetName> {
+    if raw.name.is_none() {
+        values.error("name", "missing; give the table name clients query, e.g. orders or shop.orders");
+        return None;
+    }
+    let text = values.text("name", &raw.name)?;
+    DatasetName::parse(text.trim())
+        .map_err(|message| values.error("name", message))
+        .ok()
+}
+
+/// A time column and its format; the format alone is an error.
+fn time_pair(values: &mut Values<'_, '_>, raw: &RawDataset, column_key: &str, format_key: &str) -> (Option<String>, Option<TimeFormat>) {
+    let (column, format) = if column_key == "time_column" {
+        (&raw.time_column, &raw.time_format)
+    } else {
+        (&raw.time_partition_column, &raw.time_partition_format)
+    };
+    let column = values.non_empty(column_key, column, "a column name");
+    let format = values.choice(format_key, format);
+    if format.is_some() && column.is_none() {
+        values.error(format_key, format!("{format_key} needs {column_key}, which says which column it describes"));
+    }
+    (column, format)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_default_to_public() {
+        let name = DatasetName::parse("orders").unwrap();
+        assert_eq!((name.schema.as_str(), name.table.as_str()), ("public", "orders"));
+        assert_eq!(name.to_string(), "orders");
+        let name = DatasetName::parse("shop.orders").unwrap();
+        assert_eq!(name.schema, "shop");
+        assert_eq!(name.to_string(), "shop.orders");
+        assert_eq!(DatasetName::parse("Shop.Orders").unwrap().folded(), "shop.orders");
+    }
+
+    #[test]
+    fn bad_names_are_rejected() {
+        for text in ["", "a.b.c", "1orders", "my-orders", "shop.", ".orders", "or ders"] {
+            assert!(DatasetName::parse(text).is_err(), "{text}");
+        }
+    }
+}
