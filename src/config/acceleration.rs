@@ -134,13 +134,25 @@ fn key(field: &str) -> String {
 }
 
 /// Validates the block; absent blocks behave as `acceleration: {}`.
-pub(crate) fn parse(values: &mut Values<'_, '_>, raw: &RawAcceleration, ctx: &Context) -> Acceleration {
-    let engine = values.choice(&key("engine"), &raw.engine).unwrap_or(Engine::Arrow);
-    let mode = values.choice(&key("mode"), &raw.mode).unwrap_or(Mode::Memory);
+pub(crate) fn parse(
+    values: &mut Values<'_, '_>,
+    raw: &RawAcceleration,
+    ctx: &Context,
+) -> Acceleration {
+    let engine = values
+        .choice(&key("engine"), &raw.engine)
+        .unwrap_or(Engine::Arrow);
+    let mode = values
+        .choice(&key("mode"), &raw.mode)
+        .unwrap_or(Mode::Memory);
     check_engine_mode(values, engine, mode);
-    let refresh_mode = values.choice(&key("refresh_mode"), &raw.refresh_mode).unwrap_or(RefreshMode::Full);
+    let refresh_mode = values
+        .choice(&key("refresh_mode"), &raw.refresh_mode)
+        .unwrap_or(RefreshMode::Full);
     let schedule = schedule(values, raw, refresh_mode);
-    let snapshots = values.choice(&key("snapshots"), &raw.snapshots).unwrap_or(SnapshotMode::Disabled);
+    let snapshots = values
+        .choice(&key("snapshots"), &raw.snapshots)
+        .unwrap_or(SnapshotMode::Disabled);
     let snapshots_location = snapshots_location(values, raw, snapshots, ctx);
     check_snapshot_mode(values, refresh_mode, engine, snapshots);
     Acceleration {
@@ -158,7 +170,9 @@ pub(crate) fn parse(values: &mut Values<'_, '_>, raw: &RawAcceleration, ctx: &Co
             .unwrap_or(RefreshOnStartup::Auto),
         retry: retry(values, raw),
         jitter: jitter(values, raw, schedule.as_ref()),
-        on_zero_results: values.choice(&key("on_zero_results"), &raw.on_zero_results).unwrap_or(ZeroResults::ReturnEmpty),
+        on_zero_results: values
+            .choice(&key("on_zero_results"), &raw.on_zero_results)
+            .unwrap_or(ZeroResults::ReturnEmpty),
         retention: retention(values, raw, ctx),
         schedule,
         snapshots,
@@ -170,7 +184,10 @@ pub(crate) fn parse(values: &mut Values<'_, '_>, raw: &RawAcceleration, ctx: &Co
 impl Acceleration {
     /// Append refreshes compare against the newest `time_column` (or partition) value.
     fn checked_append(self, values: &mut Values<'_, '_>, ctx: &Context) -> Self {
-        if self.refresh_mode == RefreshMode::Append && !ctx.time_column && !ctx.time_partition_column {
+        if self.refresh_mode == RefreshMode::Append
+            && !ctx.time_column
+            && !ctx.time_partition_column
+        {
             let message = "refresh_mode: append needs time_column (or time_partition_column) on the dataset to find new rows";
             values.error(&key("refresh_mode"), message);
         }
@@ -189,7 +206,12 @@ fn check_engine_mode(values: &mut Values<'_, '_>, engine: Engine, mode: Mode) {
 }
 
 /// `acceleration.params`: only `duckdb_file`/`sqlite_file`, each with its engine and a file mode.
-fn engine_file(values: &mut Values<'_, '_>, params: Option<&RawParams>, engine: Engine, mode: Mode) -> Option<PathBuf> {
+fn engine_file(
+    values: &mut Values<'_, '_>,
+    params: Option<&RawParams>,
+    engine: Engine,
+    mode: Mode,
+) -> Option<PathBuf> {
     let mut file = None;
     for (name, value) in params.into_iter().flatten() {
         let param_key = key(&format!("params.{name}"));
@@ -197,16 +219,33 @@ fn engine_file(values: &mut Values<'_, '_>, params: Option<&RawParams>, engine: 
             "duckdb_file" => Engine::Duckdb,
             "sqlite_file" => Engine::Sqlite,
             _ => {
-                values.error(&param_key, format!("unknown parameter '{name}'; valid parameters are duckdb_file, sqlite_file"));
+                values.error(
+                    &param_key,
+                    format!(
+                        "unknown parameter '{name}'; valid parameters are duckdb_file, sqlite_file"
+                    ),
+                );
                 continue;
             }
         };
         if engine != wanted {
-            values.error(&param_key, format!("only valid with engine: {} (engine is {})", wanted.as_str(), engine.as_str()));
+            values.error(
+                &param_key,
+                format!(
+                    "only valid with engine: {} (engine is {})",
+                    wanted.as_str(),
+                    engine.as_str()
+                ),
+            );
         } else if mode == Mode::Memory {
-            values.error(&param_key, "only valid with mode file, file_create or file_update (mode is memory)");
+            values.error(
+                &param_key,
+                "only valid with mode file, file_create or file_update (mode is memory)",
+            );
         }
-        file = values.non_empty(&param_key, &Some(value.clone()), "a file path").map(PathBuf::from);
+        file = values
+            .non_empty(&param_key, &Some(value.clone()), "a file path")
+            .map(PathBuf::from);
     }
     file
 }
@@ -220,11 +259,20 @@ fn primary_key(values: &mut Values<'_, '_>, raw: Option<&StringList>) -> Vec<Str
     };
     let mut columns: Vec<String> = Vec::new();
     for item in items {
-        let column = values.text(&key("primary_key"), &Some(Scalar::Text(item))).unwrap_or_default();
+        let column = values
+            .text(&key("primary_key"), &Some(Scalar::Text(item)))
+            .unwrap_or_default();
         let column = column.trim().to_string();
         if column.is_empty() || columns.contains(&column) {
-            let problem = if column.is_empty() { "an empty column name".to_string() } else { format!("column '{column}' twice") };
-            values.error(&key("primary_key"), format!("lists {problem}; give distinct column names, e.g. id or \"a, b\""));
+            let problem = if column.is_empty() {
+                "an empty column name".to_string()
+            } else {
+                format!("column '{column}' twice")
+            };
+            values.error(
+                &key("primary_key"),
+                format!("lists {problem}; give distinct column names, e.g. id or \"a, b\""),
+            );
             continue;
         }
         columns.push(column);
@@ -233,8 +281,16 @@ fn primary_key(values: &mut Values<'_, '_>, raw: Option<&StringList>) -> Vec<Str
 }
 
 /// `refresh_check_interval` xor `refresh_cron`.
-fn schedule(values: &mut Values<'_, '_>, raw: &RawAcceleration, refresh_mode: RefreshMode) -> Option<Schedule> {
-    let interval = values.duration(&key("refresh_check_interval"), &raw.refresh_check_interval, false);
+fn schedule(
+    values: &mut Values<'_, '_>,
+    raw: &RawAcceleration,
+    refresh_mode: RefreshMode,
+) -> Option<Schedule> {
+    let interval = values.duration(
+        &key("refresh_check_interval"),
+        &raw.refresh_check_interval,
+        false,
+    );
     let cron = values.text(&key("refresh_cron"), &raw.refresh_cron);
     if raw.refresh_check_interval.is_some() && raw.refresh_cron.is_some() {
         let message = "refresh_cron and refresh_check_interval are exclusive; keep one of them";
@@ -245,7 +301,9 @@ fn schedule(values: &mut Values<'_, '_>, raw: &RawAcceleration, refresh_mode: Re
         return match CronSchedule::parse(text.trim()) {
             Ok(cron) => Some(Schedule::Cron(cron)),
             Err(reason) => {
-                let message = format!("invalid cron expression '{text}': {reason}; use 5 fields (minute hour day month weekday) or 6 with seconds first");
+                let message = format!(
+                    "invalid cron expression '{text}': {reason}; use 5 fields (minute hour day month weekday) or 6 with seconds first"
+                );
                 values.error(&key("refresh_cron"), message);
                 None
             }
@@ -253,61 +311,124 @@ fn schedule(values: &mut Values<'_, '_>, raw: &RawAcceleration, refresh_mode: Re
     }
     match (interval, refresh_mode) {
         (Some(interval), _) => Some(Schedule::Interval(interval)),
-        (None, RefreshMode::Snapshot) if raw.refresh_check_interval.is_none() => Some(Schedule::Interval(SNAPSHOT_POLL_DEFAULT)),
+        (None, RefreshMode::Snapshot) if raw.refresh_check_interval.is_none() => {
+            Some(Schedule::Interval(SNAPSHOT_POLL_DEFAULT))
+        }
         (None, _) => None,
     }
 }
 
 /// A SQL text that must start with the given keywords (checked loosely; the planner
 /// checks the rest when the dataset loads).
-fn statement(values: &mut Values<'_, '_>, field: &str, raw: &Option<Scalar>, keywords: &[&str]) -> Option<String> {
+fn statement(
+    values: &mut Values<'_, '_>,
+    field: &str,
+    raw: &Option<Scalar>,
+    keywords: &[&str],
+) -> Option<String> {
     let sql = values.non_empty(&key(field), raw, "a SQL statement")?;
     let words: Vec<&str> = sql.split_whitespace().take(keywords.len()).collect();
-    let matches = words.len() == keywords.len() && words.iter().zip(keywords).all(|(w, k)| w.eq_ignore_ascii_case(k));
+    let matches = words.len() == keywords.len()
+        && words
+            .iter()
+            .zip(keywords)
+            .all(|(w, k)| w.eq_ignore_ascii_case(k));
     if !matches {
-        let shape = if keywords == ["SELECT"] { "SELECT ... FROM <dataset> [WHERE ...]" } else { "DELETE FROM <dataset> WHERE ..." };
-        values.error(&key(field), format!("must be a statement of the form {shape}"));
+        let shape = if keywords.first() == Some(&"SELECT") {
+            "SELECT ... FROM <dataset> [WHERE ...]"
+        } else {
+            "DELETE FROM <dataset> WHERE ..."
+        };
+        values.error(
+            &key(field),
+            format!("must be a statement of the form {shape}"),
+        );
         return None;
     }
     Some(sql)
 }
 
-fn data_window(values: &mut Values<'_, '_>, raw: &RawAcceleration, ctx: &Context) -> Option<Duration> {
+fn data_window(
+    values: &mut Values<'_, '_>,
+    raw: &RawAcceleration,
+    ctx: &Context,
+) -> Option<Duration> {
     let window = values.duration(&key("refresh_data_window"), &raw.refresh_data_window, false);
     if raw.refresh_data_window.is_some() && !ctx.time_column {
-        values.error(&key("refresh_data_window"), "needs time_column on the dataset (the column compared with now() - window)");
+        values.error(
+            &key("refresh_data_window"),
+            "needs time_column on the dataset (the column compared with now() - window)",
+        );
     }
     window
 }
 
-fn append_overlap(values: &mut Values<'_, '_>, raw: &RawAcceleration, refresh_mode: RefreshMode) -> Option<Duration> {
-    let overlap = values.duration(&key("refresh_append_overlap"), &raw.refresh_append_overlap, true);
+fn append_overlap(
+    values: &mut Values<'_, '_>,
+    raw: &RawAcceleration,
+    refresh_mode: RefreshMode,
+) -> Option<Duration> {
+    let overlap = values.duration(
+        &key("refresh_append_overlap"),
+        &raw.refresh_append_overlap,
+        true,
+    );
     if raw.refresh_append_overlap.is_some() && refresh_mode != RefreshMode::Append {
-        let message = format!("only applies to refresh_mode: append (refresh_mode is {})", refresh_mode.as_str());
+        let message = format!(
+            "only applies to refresh_mode: append (refresh_mode is {})",
+            refresh_mode.as_str()
+        );
         values.error(&key("refresh_append_overlap"), message);
     }
     overlap
 }
 
 fn retry(values: &mut Values<'_, '_>, raw: &RawAcceleration) -> RetryPolicy {
-    let enabled = values.flag(&key("refresh_retry_enabled"), &raw.refresh_retry_enabled, true);
+    let enabled = values.flag(
+        &key("refresh_retry_enabled"),
+        &raw.refresh_retry_enabled,
+        true,
+    );
     let attempts_key = key("refresh_retry_max_attempts");
     let max_attempts = values
-        .integer(&attempts_key, &raw.refresh_retry_max_attempts, 1, u64::from(u32::MAX), "a number of attempts")
+        .integer(
+            &attempts_key,
+            &raw.refresh_retry_max_attempts,
+            1,
+            u64::from(u32::MAX),
+            "a number of attempts",
+        )
         .and_then(|n| u32::try_from(n).ok());
     if raw.refresh_retry_max_attempts.is_some() && !enabled {
-        values.error(&attempts_key, "has no effect while refresh_retry_enabled is false; remove one of them");
+        values.error(
+            &attempts_key,
+            "has no effect while refresh_retry_enabled is false; remove one of them",
+        );
     }
-    RetryPolicy { enabled, max_attempts }
+    RetryPolicy {
+        enabled,
+        max_attempts,
+    }
 }
 
 /// Resolves jitter: `refresh_jitter_max`, else 10% of the interval.
-fn jitter(values: &mut Values<'_, '_>, raw: &RawAcceleration, schedule: Option<&Schedule>) -> Option<Duration> {
-    let enabled = values.flag(&key("refresh_jitter_enabled"), &raw.refresh_jitter_enabled, false);
+fn jitter(
+    values: &mut Values<'_, '_>,
+    raw: &RawAcceleration,
+    schedule: Option<&Schedule>,
+) -> Option<Duration> {
+    let enabled = values.flag(
+        &key("refresh_jitter_enabled"),
+        &raw.refresh_jitter_enabled,
+        false,
+    );
     let max = values.duration(&key("refresh_jitter_max"), &raw.refresh_jitter_max, true);
     if !enabled {
         if raw.refresh_jitter_max.is_some() {
-            values.error(&key("refresh_jitter_max"), "refresh_jitter_max has no effect unless refresh_jitter_enabled: true");
+            values.error(
+                &key("refresh_jitter_max"),
+                "refresh_jitter_max has no effect unless refresh_jitter_enabled: true",
+            );
         }
         return None;
     }
@@ -317,7 +438,11 @@ fn jitter(values: &mut Values<'_, '_>, raw: &RawAcceleration, schedule: Option<&
     };
     match (max, interval) {
         (Some(max), Some(interval)) if max > interval => {
-            let message = format!("refresh_jitter_max ({}) is larger than refresh_check_interval ({}); use at most the interval", humantime::format_duration(max), humantime::format_duration(interval));
+            let message = format!(
+                "refresh_jitter_max ({}) is larger than refresh_check_interval ({}); use at most the interval",
+                humantime::format_duration(max),
+                humantime::format_duration(interval)
+            );
             values.error(&key("refresh_jitter_max"), message);
             None
         }
@@ -334,38 +459,80 @@ fn jitter(values: &mut Values<'_, '_>, raw: &RawAcceleration, schedule: Option<&
 }
 
 fn retention(values: &mut Values<'_, '_>, raw: &RawAcceleration, ctx: &Context) -> Retention {
-    let check_enabled = values.flag(&key("retention_check_enabled"), &raw.retention_check_enabled, false);
+    let check_enabled = values.flag(
+        &key("retention_check_enabled"),
+        &raw.retention_check_enabled,
+        false,
+    );
     let period = values.duration(&key("retention_period"), &raw.retention_period, false);
     if raw.retention_period.is_some() && !ctx.time_column && !check_enabled {
-        values.error(&key("retention_period"), "needs time_column on the dataset (the column compared with the retention cutoff)");
+        values.error(
+            &key("retention_period"),
+            "needs time_column on the dataset (the column compared with the retention cutoff)",
+        );
     }
     Retention {
         check_enabled,
-        check_interval: values.duration(&key("retention_check_interval"), &raw.retention_check_interval, false),
+        check_interval: values.duration(
+            &key("retention_check_interval"),
+            &raw.retention_check_interval,
+            false,
+        ),
         period,
-        sql: statement(values, "retention_sql", &raw.retention_sql, &["DELETE", "FROM"]),
+        sql: statement(
+            values,
+            "retention_sql",
+            &raw.retention_sql,
+            &["DELETE", "FROM"],
+        ),
     }
 }
 
-fn snapshots_location(values: &mut Values<'_, '_>, raw: &RawAcceleration, snapshots: SnapshotMode, ctx: &Context) -> Option<String> {
-    let location = values.non_empty(&key("snapshots_location"), &raw.snapshots_location, "a snapshot location such as s3://bucket/snapshots/");
+fn snapshots_location(
+    values: &mut Values<'_, '_>,
+    raw: &RawAcceleration,
+    snapshots: SnapshotMode,
+    ctx: &Context,
+) -> Option<String> {
+    let location = values.non_empty(
+        &key("snapshots_location"),
+        &raw.snapshots_location,
+        "a snapshot location such as s3://bucket/snapshots/",
+    );
     if snapshots == SnapshotMode::Disabled && raw.snapshots_location.is_some() {
         values.error(&key("snapshots_location"), "has no effect while acceleration.snapshots is disabled; set snapshots: enabled, bootstrap_only or create_only");
     }
-    if snapshots != SnapshotMode::Disabled && !ctx.snapshot_store && raw.snapshots_location.is_none() {
-        let message = format!("snapshots: {} needs the top-level snapshots block with enabled: true, or acceleration.snapshots_location", snapshots.as_str());
+    if snapshots != SnapshotMode::Disabled
+        && !ctx.snapshot_store
+        && raw.snapshots_location.is_none()
+    {
+        let message = format!(
+            "snapshots: {} needs the top-level snapshots block with enabled: true, or acceleration.snapshots_location",
+            snapshots.as_str()
+        );
         values.error(&key("snapshots"), message);
     }
     location
 }
 
 /// `refresh_mode: snapshot` consumes snapshots into a file-based engine (seeds).
-fn check_snapshot_mode(values: &mut Values<'_, '_>, refresh_mode: RefreshMode, engine: Engine, snapshots: SnapshotMode) {
+fn check_snapshot_mode(
+    values: &mut Values<'_, '_>,
+    refresh_mode: RefreshMode,
+    engine: Engine,
+    snapshots: SnapshotMode,
+) {
     if refresh_mode != RefreshMode::Snapshot {
         return;
     }
-    if !matches!(snapshots, SnapshotMode::Enabled | SnapshotMode::BootstrapOnly) {
-        let message = format!("refresh_mode: snapshot needs acceleration.snapshots: enabled or bootstrap_only (it is {})", snapshots.as_str());
+    if !matches!(
+        snapshots,
+        SnapshotMode::Enabled | SnapshotMode::BootstrapOnly
+    ) {
+        let message = format!(
+            "refresh_mode: snapshot needs acceleration.snapshots: enabled or bootstrap_only (it is {})",
+            snapshots.as_str()
+        );
         values.error(&key("snapshots"), message);
     }
     if engine == Engine::Arrow {

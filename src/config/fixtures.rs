@@ -9,7 +9,12 @@ use super::load::{Input, document};
 use super::{Config, ConfigErrors, secret, validate};
 
 /// Secret values the fixtures resolve; none may appear in any error message.
-const SECRET_VALUES: &[&str] = &["app-password-value", "admin-key-value", "pg-password-value", "mysql://u:p@h/db"];
+const SECRET_VALUES: &[&str] = &[
+    "app-password-value",
+    "admin-key-value",
+    "pg-password-value",
+    "mysql://u:p@h/db",
+];
 
 fn fixture_env(name: &str) -> Option<String> {
     let value = match name {
@@ -27,13 +32,17 @@ fn fixture_env(name: &str) -> Option<String> {
 /// Loads a fixture with a fixed environment, so tests neither read nor mutate the
 /// process environment.
 fn load_fixture(path: &Path) -> Result<Config, ConfigErrors> {
-    let overrides = ::config::Environment::with_prefix("PGACCEL").separator("__").source(Some(Default::default()));
+    let overrides = ::config::Environment::with_prefix("PGACCEL")
+        .separator("__")
+        .source(Some(Default::default()));
     let document = document(Input::Path(path), overrides)?;
     validate::validate(document, &fixture_env)
 }
 
 fn fixtures(kind: &str) -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/config").join(kind);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/config")
+        .join(kind);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|entry| entry.unwrap().path())
@@ -69,9 +78,17 @@ fn invalid_fixtures_name_dataset_and_key() {
             Ok(_) => panic!("{} should be invalid", path.display()),
             Err(errors) => errors.to_string(),
         };
-        assert!(errors.contains(expect), "{}: expected '{expect}' in:\n{errors}", path.display());
+        assert!(
+            errors.contains(expect),
+            "{}: expected '{expect}' in:\n{errors}",
+            path.display()
+        );
         for secret in SECRET_VALUES {
-            assert!(!errors.contains(secret), "{} leaks a secret:\n{errors}", path.display());
+            assert!(
+                !errors.contains(secret),
+                "{} leaks a secret:\n{errors}",
+                path.display()
+            );
         }
     }
 }
@@ -82,7 +99,9 @@ fn secrets_resolve_and_stay_hidden() {
     let config = load_fixture(&path).unwrap();
     let api_key = config.runtime.http.api_key.as_ref().unwrap();
     assert_eq!(api_key.expose(), "admin-key-value");
-    let super::SourceParams::Postgres(pg) = &config.datasets[0].params else { panic!("postgres") };
+    let super::SourceParams::Postgres(pg) = &config.datasets[0].params else {
+        panic!("postgres")
+    };
     assert_eq!((pg.host.as_str(), pg.port), ("db.internal", 6543));
     assert_eq!(pg.pass.as_ref().unwrap().expose(), "pg-password-value");
     let debug = format!("{config:?}");
@@ -91,17 +110,59 @@ fn secrets_resolve_and_stay_hidden() {
     }
 }
 
+fn from_yaml_with(yaml: &str, vars: &[(&str, &str)]) -> Result<Config, ConfigErrors> {
+    let vars = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let overrides = ::config::Environment::with_prefix("PGACCEL")
+        .separator("__")
+        .source(Some(vars));
+    validate::validate(
+        document(Input::Yaml(yaml), overrides)?,
+        &secret::process_env,
+    )
+}
+
 fn from_yaml(yaml: &str) -> Result<Config, ConfigErrors> {
-    let overrides = ::config::Environment::with_prefix("PGACCEL").separator("__").source(Some(Default::default()));
-    validate::validate(document(Input::Yaml(yaml), overrides)?, &secret::process_env)
+    from_yaml_with(yaml, &[])
+}
+
+#[test]
+fn environment_overrides_apply() {
+    let yaml = "runtime:\n  pg:\n    listen: 127.0.0.1:15432\n";
+    let vars = [
+        ("PGACCEL__RUNTIME__PG__LISTEN", "0.0.0.0:0"),
+        ("PGACCEL_SECRET_X", "ignored"),
+    ];
+    let config = from_yaml_with(yaml, &vars).unwrap();
+    assert_eq!(config.runtime.pg.listen.to_string(), "0.0.0.0:0");
+    let vars = [(
+        "PGACCEL__RUNTIME__PARAMS__DEDICATED_THREAD_POOL",
+        "disabled",
+    )];
+    assert!(
+        !from_yaml_with("", &vars)
+            .unwrap()
+            .runtime
+            .dedicated_thread_pool
+    );
 }
 
 #[test]
 fn one_bad_dataset_does_not_hide_another() {
     let yaml = "datasets:\n  - from: postgres:a\n    name: a\n    nope: 1\n    acceleration: { refresh_mode: x, engine: y }\n  - from: nowhere\n    name: b\n";
     let errors = from_yaml(yaml).unwrap_err().to_string();
-    for expected in ["dataset 'a': nope", "dataset 'a': acceleration.refresh_mode", "dataset 'a': acceleration.engine", "dataset 'b': from"] {
-        assert!(errors.contains(expected), "missing '{expected}' in:\n{errors}");
+    for expected in [
+        "dataset 'a': nope",
+        "dataset 'a': acceleration.refresh_mode",
+        "dataset 'a': acceleration.engine",
+        "dataset 'b': from",
+    ] {
+        assert!(
+            errors.contains(expected),
+            "missing '{expected}' in:\n{errors}"
+        );
     }
 }
 
@@ -114,22 +175,41 @@ fn defaults_apply() {
     assert!(config.runtime.dedicated_thread_pool);
     let a = &config.datasets[0].acceleration;
     assert!(a.enabled && a.retry.enabled && a.retry.max_attempts.is_none());
-    assert_eq!((a.engine, a.mode, a.refresh_mode), (super::Engine::Arrow, super::Mode::Memory, super::RefreshMode::Full));
+    assert_eq!(
+        (a.engine, a.mode, a.refresh_mode),
+        (
+            super::Engine::Arrow,
+            super::Mode::Memory,
+            super::RefreshMode::Full
+        )
+    );
     assert!(a.schedule.is_none() && a.jitter.is_none());
-    assert!(config.unsupported().is_empty(), "{:?}", config.unsupported());
+    assert!(
+        config.unsupported().is_empty(),
+        "{:?}",
+        config.unsupported()
+    );
 }
 
 #[test]
 fn jitter_defaults_to_a_tenth_of_the_interval() {
     let yaml = "datasets:\n  - from: file:x.csv\n    name: x\n    acceleration: { refresh_check_interval: 10s, refresh_jitter_enabled: true }\n";
     let config = from_yaml(yaml).unwrap();
-    assert_eq!(config.datasets[0].acceleration.jitter, Some(std::time::Duration::from_secs(1)));
+    assert_eq!(
+        config.datasets[0].acceleration.jitter,
+        Some(std::time::Duration::from_secs(1))
+    );
 }
 
 #[test]
 fn unsupported_names_dataset_and_key() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/config/valid/full.yaml");
-    let refused: Vec<String> = load_fixture(&path).unwrap().unsupported().iter().map(ToString::to_string).collect();
+    let refused: Vec<String> = load_fixture(&path)
+        .unwrap()
+        .unsupported()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     for expected in [
         "runtime.pg.tls: TLS on the PostgreSQL listener is not supported yet by this version of pgaccel",
         "runtime.pg.auth:",
@@ -139,7 +219,13 @@ fn unsupported_names_dataset_and_key() {
         "dataset 'orders': time_partition_column:",
         "dataset 'products': acceleration.refresh_cron:",
     ] {
-        assert!(refused.iter().any(|line| line.starts_with(expected)), "missing '{expected}' in {refused:#?}");
+        assert!(
+            refused.iter().any(|line| line.starts_with(expected)),
+            "missing '{expected}' in {refused:#?}"
+        );
     }
-    assert!(!refused.iter().any(|line| line.contains("refresh_retry")), "{refused:#?}");
+    assert!(
+        !refused.iter().any(|line| line.contains("refresh_retry")),
+        "{refused:#?}"
+    );
 }

@@ -31,13 +31,14 @@ mod fixtures;
 use std::path::Path;
 
 pub use acceleration::{
-    Acceleration, Engine, Mode, RefreshMode, RefreshOnStartup, Retention, RetryPolicy, SnapshotMode, ZeroResults,
+    Acceleration, Engine, Mode, RefreshMode, RefreshOnStartup, Retention, RetryPolicy,
+    SnapshotMode, ZeroResults,
 };
 pub use dataset::{DatasetConfig, DatasetName, ReadyState, TimeFormat};
 pub use error::{ConfigError, ConfigErrors};
 pub use runtime::{
-    AuthConfig, AuthMethod, BootstrapOnFailure, HttpConfig, PgConfig, RuntimeConfig, RuntimeReadyState, SnapshotStore,
-    TlsConfig, UserConfig,
+    AuthConfig, AuthMethod, BootstrapOnFailure, HttpConfig, PgConfig, RuntimeConfig,
+    RuntimeReadyState, SnapshotStore, TlsConfig, UserConfig,
 };
 pub use schedule::{CronSchedule, Schedule};
 pub use secret::Secret;
