@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::policy::{self, Retention, RetryPolicy};
 use super::raw::{RawAcceleration, RawParams, Scalar, StringList};
 use super::schedule::{CronSchedule, Schedule};
 use super::values::{Values, yaml_enum};
@@ -41,25 +42,6 @@ pub struct Acceleration {
     pub snapshots: SnapshotMode,
     /// Overrides the top-level snapshot location for this dataset (a writer's folder).
     pub snapshots_location: Option<String>,
-}
-
-/// Retries of failed refreshes (Fibonacci backoff on transient errors).
-#[derive(Debug, Clone)]
-pub struct RetryPolicy {
-    pub enabled: bool,
-    /// `None`: retry until the refresh succeeds or a newer one replaces it.
-    pub max_attempts: Option<u32>,
-}
-
-/// Eviction of rows from the acceleration. An incomplete policy with `check_enabled` is
-/// kept as written: per the seeds the runtime reports it as a `[retention]` error instead
-/// of refusing the configuration.
-#[derive(Debug, Clone)]
-pub struct Retention {
-    pub check_enabled: bool,
-    pub check_interval: Option<Duration>,
-    pub period: Option<Duration>,
-    pub sql: Option<String>,
 }
 
 yaml_enum! {
@@ -129,7 +111,7 @@ pub(crate) struct Context {
 }
 
 /// Dotted key of an acceleration field.
-fn key(field: &str) -> String {
+pub(super) fn key(field: &str) -> String {
     format!("acceleration.{field}")
 }
 
@@ -162,18 +144,18 @@ pub(crate) fn parse(
         engine_file: engine_file(values, raw.params.as_ref(), engine, mode),
         primary_key: primary_key(values, raw.primary_key.as_ref()),
         refresh_mode,
-        refresh_sql: statement(values, "refresh_sql", &raw.refresh_sql, &["SELECT"]),
+        refresh_sql: policy::statement(values, "refresh_sql", &raw.refresh_sql, &["SELECT"]),
         refresh_data_window: data_window(values, raw, ctx),
         refresh_append_overlap: append_overlap(values, raw, refresh_mode),
         refresh_on_startup: values
             .choice(&key("refresh_on_startup"), &raw.refresh_on_startup)
             .unwrap_or(RefreshOnStartup::Auto),
-        retry: retry(values, raw),
-        jitter: jitter(values, raw, schedule.as_ref()),
+        retry: policy::retry(values, raw),
+        jitter: policy::jitter(values, raw, schedule.as_ref()),
         on_zero_results: values
             .choice(&key("on_zero_results"), &raw.on_zero_results)
             .unwrap_or(ZeroResults::ReturnEmpty),
-        retention: retention(values, raw, ctx),
+        retention: policy::retention(values, raw, ctx),
         schedule,
         snapshots,
         snapshots_location,
@@ -318,36 +300,6 @@ fn schedule(
     }
 }
 
-/// A SQL text that must start with the given keywords (checked loosely; the planner
-/// checks the rest when the dataset loads).
-fn statement(
-    values: &mut Values<'_, '_>,
-    field: &str,
-    raw: &Option<Scalar>,
-    keywords: &[&str],
-) -> Option<String> {
-    let sql = values.non_empty(&key(field), raw, "a SQL statement")?;
-    let words: Vec<&str> = sql.split_whitespace().take(keywords.len()).collect();
-    let matches = words.len() == keywords.len()
-        && words
-            .iter()
-            .zip(keywords)
-            .all(|(w, k)| w.eq_ignore_ascii_case(k));
-    if !matches {
-        let shape = if keywords.first() == Some(&"SELECT") {
-            "SELECT ... FROM <dataset> [WHERE ...]"
-        } else {
-            "DELETE FROM <dataset> WHERE ..."
-        };
-        values.error(
-            &key(field),
-            format!("must be a statement of the form {shape}"),
-        );
-        return None;
-    }
-    Some(sql)
-}
-
 fn data_window(
     values: &mut Values<'_, '_>,
     raw: &RawAcceleration,
@@ -381,111 +333,6 @@ fn append_overlap(
         values.error(&key("refresh_append_overlap"), message);
     }
     overlap
-}
-
-fn retry(values: &mut Values<'_, '_>, raw: &RawAcceleration) -> RetryPolicy {
-    let enabled = values.flag(
-        &key("refresh_retry_enabled"),
-        &raw.refresh_retry_enabled,
-        true,
-    );
-    let attempts_key = key("refresh_retry_max_attempts");
-    let max_attempts = values
-        .integer(
-            &attempts_key,
-            &raw.refresh_retry_max_attempts,
-            1,
-            u64::from(u32::MAX),
-            "a number of attempts",
-        )
-        .and_then(|n| u32::try_from(n).ok());
-    if raw.refresh_retry_max_attempts.is_some() && !enabled {
-        values.error(
-            &attempts_key,
-            "has no effect while refresh_retry_enabled is false; remove one of them",
-        );
-    }
-    RetryPolicy {
-        enabled,
-        max_attempts,
-    }
-}
-
-/// Resolves jitter: `refresh_jitter_max`, else 10% of the interval.
-fn jitter(
-    values: &mut Values<'_, '_>,
-    raw: &RawAcceleration,
-    schedule: Option<&Schedule>,
-) -> Option<Duration> {
-    let enabled = values.flag(
-        &key("refresh_jitter_enabled"),
-        &raw.refresh_jitter_enabled,
-        false,
-    );
-    let max = values.duration(&key("refresh_jitter_max"), &raw.refresh_jitter_max, true);
-    if !enabled {
-        if raw.refresh_jitter_max.is_some() {
-            values.error(
-                &key("refresh_jitter_max"),
-                "refresh_jitter_max has no effect unless refresh_jitter_enabled: true",
-            );
-        }
-        return None;
-    }
-    let interval = match schedule {
-        Some(Schedule::Interval(interval)) => Some(*interval),
-        _ => None,
-    };
-    match (max, interval) {
-        (Some(max), Some(interval)) if max > interval => {
-            let message = format!(
-                "refresh_jitter_max ({}) is larger than refresh_check_interval ({}); use at most the interval",
-                humantime::format_duration(max),
-                humantime::format_duration(interval)
-            );
-            values.error(&key("refresh_jitter_max"), message);
-            None
-        }
-        (Some(max), _) => Some(max),
-        (None, Some(interval)) => Some(interval / 10),
-        (None, None) => {
-            if raw.refresh_jitter_max.is_none() {
-                let message = "needs refresh_jitter_max when there is no refresh_check_interval (the default is 10% of the interval)";
-                values.error(&key("refresh_jitter_enabled"), message);
-            }
-            None
-        }
-    }
-}
-
-fn retention(values: &mut Values<'_, '_>, raw: &RawAcceleration, ctx: &Context) -> Retention {
-    let check_enabled = values.flag(
-        &key("retention_check_enabled"),
-        &raw.retention_check_enabled,
-        false,
-    );
-    let period = values.duration(&key("retention_period"), &raw.retention_period, false);
-    if raw.retention_period.is_some() && !ctx.time_column && !check_enabled {
-        values.error(
-            &key("retention_period"),
-            "needs time_column on the dataset (the column compared with the retention cutoff)",
-        );
-    }
-    Retention {
-        check_enabled,
-        check_interval: values.duration(
-            &key("retention_check_interval"),
-            &raw.retention_check_interval,
-            false,
-        ),
-        period,
-        sql: statement(
-            values,
-            "retention_sql",
-            &raw.retention_sql,
-            &["DELETE", "FROM"],
-        ),
-    }
 }
 
 fn snapshots_location(

@@ -7,7 +7,7 @@
 //! opens connections or touches files other than the configuration itself.
 //!
 //! Files: `raw.rs` (serde mirror of the YAML), `values.rs` (scalar conversions),
-//! `dataset.rs`, `source.rs`, `acceleration.rs`, `runtime.rs` (validated types and their
+//! `dataset.rs`, `source.rs`, `acceleration.rs`, `policy.rs`, `runtime.rs` (validated types and their
 //! rules), `validate.rs` (whole-document pass), `load.rs` (the `config` crate),
 //! `secret.rs`, `duration.rs`, `schedule.rs`, `support.rs` (not yet implemented keys).
 
@@ -16,6 +16,7 @@ mod dataset;
 mod duration;
 mod error;
 mod load;
+mod policy;
 mod raw;
 mod runtime;
 mod schedule;
@@ -31,11 +32,11 @@ mod fixtures;
 use std::path::Path;
 
 pub use acceleration::{
-    Acceleration, Engine, Mode, RefreshMode, RefreshOnStartup, Retention, RetryPolicy,
-    SnapshotMode, ZeroResults,
+    Acceleration, Engine, Mode, RefreshMode, RefreshOnStartup, SnapshotMode, ZeroResults,
 };
 pub use dataset::{DatasetConfig, DatasetName, ReadyState, TimeFormat};
 pub use error::{ConfigError, ConfigErrors};
+pub use policy::{Retention, RetryPolicy};
 pub use runtime::{
     AuthConfig, AuthMethod, BootstrapOnFailure, HttpConfig, PgConfig, RuntimeConfig,
     RuntimeReadyState, SnapshotStore, TlsConfig, UserConfig,
