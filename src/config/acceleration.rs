@@ -386,3 +386,100 @@ fn check_snapshot_mode(
         values.error(&key("engine"), "refresh_mode: snapshot needs a snapshot-capable file engine; valid engines are duckdb, sqlite");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::error::{ConfigError, Report};
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn parse_block(raw: RawAcceleration, time_column: bool) -> (Acceleration, Vec<ConfigError>) {
+        let mut errors = Vec::new();
+        let mut report = Report::new(Some("d".into()), &mut errors);
+        let mut values = Values::new(&mut report, &no_env);
+        let ctx = Context {
+            time_column,
+            time_partition_column: false,
+            snapshot_store: false,
+        };
+        let acceleration = parse(&mut values, &raw, &ctx);
+        (acceleration, errors)
+    }
+
+    fn text(s: &str) -> Option<Scalar> {
+        Some(Scalar::Text(s.into()))
+    }
+
+    #[test]
+    fn interval_or_cron_but_not_both() {
+        let raw = RawAcceleration {
+            refresh_check_interval: text("10m"),
+            ..Default::default()
+        };
+        let (a, errors) = parse_block(raw, false);
+        assert!(errors.is_empty());
+        assert!(matches!(a.schedule, Some(Schedule::Interval(d)) if d == Duration::from_secs(600)));
+
+        let raw = RawAcceleration {
+            refresh_cron: text("0 12 * * 1-5"),
+            ..Default::default()
+        };
+        let (a, _) = parse_block(raw, false);
+        assert!(matches!(a.schedule, Some(Schedule::Cron(ref c)) if c.as_str() == "0 12 * * 1-5"));
+
+        let raw = RawAcceleration {
+            refresh_check_interval: text("10m"),
+            refresh_cron: text("0 12 * * 1-5"),
+            ..Default::default()
+        };
+        let (_, errors) = parse_block(raw, false);
+        assert_eq!(errors[0].key, "acceleration.refresh_cron");
+        assert!(errors[0].message.contains("exclusive"));
+    }
+
+    #[test]
+    fn snapshot_mode_polls_every_minute_by_default() {
+        let raw = RawAcceleration {
+            engine: text("duckdb"),
+            mode: text("file"),
+            refresh_mode: text("snapshot"),
+            snapshots: text("bootstrap_only"),
+            snapshots_location: text("s3://b/snapshots/"),
+            ..Default::default()
+        };
+        let (a, errors) = parse_block(raw, false);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert!(matches!(a.schedule, Some(Schedule::Interval(d)) if d == SNAPSHOT_POLL_DEFAULT));
+    }
+
+    #[test]
+    fn primary_key_accepts_text_and_lists() {
+        let raw = RawAcceleration {
+            primary_key: Some(StringList::One("a, b".into())),
+            ..Default::default()
+        };
+        assert_eq!(parse_block(raw, false).0.primary_key, vec!["a", "b"]);
+        let list = StringList::Many(vec!["x".into(), "y".into()]);
+        let raw = RawAcceleration {
+            primary_key: Some(list),
+            ..Default::default()
+        };
+        assert_eq!(parse_block(raw, false).0.primary_key, vec!["x", "y"]);
+    }
+
+    #[test]
+    fn append_needs_a_time_column() {
+        let raw = || RawAcceleration {
+            refresh_mode: text("append"),
+            ..Default::default()
+        };
+        assert_eq!(
+            parse_block(raw(), false).1[0].key,
+            "acceleration.refresh_mode"
+        );
+        assert!(parse_block(raw(), true).1.is_empty());
+    }
+}

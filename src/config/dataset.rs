@@ -5,8 +5,9 @@
 use std::fmt;
 
 use super::acceleration::{self, Acceleration};
+use super::params::{self, SourceParams};
 use super::raw::{RawAcceleration, RawDataset};
-use super::source::{self, SourceParams, SourceRef};
+use super::source::{self, SourceRef};
 use super::values::{Values, yaml_enum};
 
 /// A validated dataset.
@@ -136,7 +137,7 @@ pub(crate) fn parse(
             }
         });
     let params = from.as_ref().map(|from| {
-        source::parse_params(
+        params::parse_params(
             values,
             from,
             raw.params.as_ref().unwrap_or(&Default::default()),

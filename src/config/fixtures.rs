@@ -229,3 +229,14 @@ fn unsupported_names_dataset_and_key() {
         "{refused:#?}"
     );
 }
+
+#[test]
+fn a_missing_file_names_the_path() {
+    let errors = super::load(Path::new("/nonexistent/pgaccel.yaml"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        errors.starts_with("/nonexistent/pgaccel.yaml: cannot read the configuration"),
+        "{errors}"
+    );
+}

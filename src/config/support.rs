@@ -8,9 +8,10 @@ use super::Config;
 use super::acceleration::{Engine, Mode, RefreshMode, SnapshotMode, ZeroResults};
 use super::dataset::{DatasetConfig, ReadyState};
 use super::error::ConfigError;
+use super::params::{FileFormat, SourceParams};
 use super::runtime::RuntimeReadyState;
 use super::schedule::Schedule;
-use super::source::{FileFormat, SourceParams, SourceRef};
+use super::source::SourceRef;
 
 /// Every key whose behaviour is not implemented yet, naming dataset and key.
 #[rustfmt::skip] // one line per feature, so that implementing one deletes one line
