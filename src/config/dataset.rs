@@ -6,7 +6,7 @@ use std::fmt;
 
 use super::acceleration::{self, Acceleration};
 use super::params::{self, SourceParams};
-use super::raw::{RawAcceleration, RawDataset};
+use super::raw::{RawAcceleration, RawDataset, RawParams};
 use super::source::{self, SourceRef};
 use super::values::{Values, yaml_enum};
 
@@ -120,29 +120,11 @@ pub(crate) fn parse(
     snapshot_store: bool,
 ) -> Option<DatasetConfig> {
     let name = name(values, raw);
-    let from_raw = values.non_empty("from", &raw.from, "a source such as postgres:public.orders");
-    if raw.from.is_none() {
-        values.error(
-            "from",
-            "missing; give a source such as postgres:public.orders or file:data/orders.parquet",
-        );
-    }
-    let from = from_raw
-        .as_deref()
-        .and_then(|text| match source::parse_from(text) {
-            Ok(source) => Some(source),
-            Err(message) => {
-                values.error("from", message);
-                None
-            }
-        });
-    let params = from.as_ref().map(|from| {
-        params::parse_params(
-            values,
-            from,
-            raw.params.as_ref().unwrap_or(&Default::default()),
-        )
-    });
+    let (from_raw, from) = from(values, raw);
+    let no_params = RawParams::default();
+    let params = from
+        .as_ref()
+        .map(|from| params::parse_params(values, from, raw.params.as_ref().unwrap_or(&no_params)));
     let (time_column, time_format) = time_pair(values, raw, "time_column", "time_format");
     let (partition, partition_format) = time_pair(
         values,
@@ -155,16 +137,10 @@ pub(crate) fn parse(
         time_partition_column: partition.is_some(),
         snapshot_store,
     };
-    let ready_state = values
-        .choice("ready_state", &raw.ready_state)
-        .unwrap_or(ReadyState::OnLoad);
-    let acceleration = acceleration::parse(
-        values,
-        raw.acceleration
-            .as_ref()
-            .unwrap_or(&RawAcceleration::default()),
-        &context,
-    );
+    let ready_state = values.choice("ready_state", &raw.ready_state);
+    let no_acceleration = RawAcceleration::default();
+    let raw_acceleration = raw.acceleration.as_ref().unwrap_or(&no_acceleration);
+    let acceleration = acceleration::parse(values, raw_acceleration, &context);
     Some(DatasetConfig {
         name: name?,
         from: from?,
@@ -174,9 +150,30 @@ pub(crate) fn parse(
         time_format,
         time_partition_column: partition,
         time_partition_format: partition_format,
-        ready_state,
+        ready_state: ready_state.unwrap_or(ReadyState::OnLoad),
         acceleration,
     })
+}
+
+/// `from` as written (after substitution) and parsed.
+fn from(values: &mut Values<'_, '_>, raw: &RawDataset) -> (Option<String>, Option<SourceRef>) {
+    if raw.from.is_none() {
+        let message =
+            "missing; give a source such as postgres:public.orders or file:data/orders.parquet";
+        values.error("from", message);
+        return (None, None);
+    }
+    let Some(text) = values.non_empty("from", &raw.from, "a source such as postgres:public.orders")
+    else {
+        return (None, None);
+    };
+    match source::parse_from(&text) {
+        Ok(source) => (Some(text), Some(source)),
+        Err(message) => {
+            values.error("from", message);
+            (Some(text), None)
+        }
+    }
 }
 
 fn name(values: &mut Values<'_, '_>, raw: &RawDataset) -> Option<DatasetName> {

@@ -252,7 +252,7 @@ pub(crate) fn section<T: DeserializeOwned>(
                 }
             }
             None => {
-                report.error(join(prefix, &segments), message);
+                report.error(join(prefix, &segments), readable(message));
                 return None;
             }
         }
@@ -286,6 +286,14 @@ pub(crate) fn join(prefix: &str, segments: &[String]) -> String {
         }
     }
     key
+}
+
+/// serde names our raw struct types in type errors; users know them as mappings.
+fn readable(message: String) -> String {
+    match message.find(", expected struct Raw") {
+        Some(end) => format!("{}, expected a mapping of keys", &message[..end]),
+        None => message,
+    }
 }
 
 /// Recognises serde's "unknown field `x`, expected one of `a`, `b`" and returns the field
@@ -354,6 +362,17 @@ mod tests {
         let mut report = Report::new(None, &mut errors);
         assert!(section::<RawDataset>(value, "", &mut report).is_none());
         assert_eq!(errors[0].key, "acceleration.engine");
+
+        let mut errors = Vec::new();
+        let value = json!({"acceleration": "full"});
+        let mut report = Report::new(None, &mut errors);
+        assert!(section::<RawDataset>(value, "", &mut report).is_none());
+        assert_eq!(errors[0].key, "acceleration");
+        assert!(
+            errors[0].message.ends_with("expected a mapping of keys"),
+            "{}",
+            errors[0].message
+        );
     }
 
     #[test]

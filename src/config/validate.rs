@@ -84,6 +84,15 @@ fn datasets(
     };
     let mut datasets: Vec<(String, DatasetConfig)> = Vec::new();
     for (index, entry) in entries.into_iter().enumerate() {
+        if !entry.is_object() {
+            let message = "each dataset must be a mapping of keys, starting with '- from: ...'";
+            errors.push(ConfigError::new(
+                None,
+                format!("datasets[{index}]"),
+                message,
+            ));
+            continue;
+        }
         let label = label(&entry, index);
         let mut report = Report::new(Some(label.clone()), errors);
         let Some(raw) = raw::section::<RawDataset>(entry, "", &mut report) else {
