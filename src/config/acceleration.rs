@@ -131,31 +131,31 @@ pub(crate) fn parse(
     let refresh_mode = values
         .choice(&key("refresh_mode"), &raw.refresh_mode)
         .unwrap_or(RefreshMode::Full);
-    let schedule = schedule(values, raw, refresh_mode);
+    let schedule = parse_schedule(values, raw, refresh_mode);
     let snapshots = values
         .choice(&key("snapshots"), &raw.snapshots)
         .unwrap_or(SnapshotMode::Disabled);
-    let snapshots_location = snapshots_location(values, raw, snapshots, ctx);
+    let snapshots_location = parse_snapshots_location(values, raw, snapshots, ctx);
     check_snapshot_mode(values, refresh_mode, engine, snapshots);
     Acceleration {
         enabled: values.flag(&key("enabled"), &raw.enabled, true),
         engine,
         mode,
-        engine_file: engine_file(values, raw.params.as_ref(), engine, mode),
-        primary_key: primary_key(values, raw.primary_key.as_ref()),
+        engine_file: parse_engine_file(values, raw.params.as_ref(), engine, mode),
+        primary_key: parse_primary_key(values, raw.primary_key.as_ref()),
         refresh_mode,
-        refresh_sql: policy::statement(values, "refresh_sql", &raw.refresh_sql, &["SELECT"]),
-        refresh_data_window: data_window(values, raw, ctx),
-        refresh_append_overlap: append_overlap(values, raw, refresh_mode),
+        refresh_sql: policy::parse_statement(values, "refresh_sql", &raw.refresh_sql, &["SELECT"]),
+        refresh_data_window: parse_data_window(values, raw, ctx),
+        refresh_append_overlap: parse_append_overlap(values, raw, refresh_mode),
         refresh_on_startup: values
             .choice(&key("refresh_on_startup"), &raw.refresh_on_startup)
             .unwrap_or(RefreshOnStartup::Auto),
-        retry: policy::retry(values, raw),
-        jitter: policy::jitter(values, raw, schedule.as_ref()),
+        retry: policy::parse_retry(values, raw),
+        jitter: policy::resolve_jitter(values, raw, schedule.as_ref()),
         on_zero_results: values
             .choice(&key("on_zero_results"), &raw.on_zero_results)
             .unwrap_or(ZeroResults::ReturnEmpty),
-        retention: policy::retention(values, raw, ctx),
+        retention: policy::parse_retention(values, raw, ctx),
         schedule,
         snapshots,
         snapshots_location,
@@ -188,7 +188,7 @@ fn check_engine_mode(values: &mut Values<'_, '_>, engine: Engine, mode: Mode) {
 }
 
 /// `acceleration.params`: only `duckdb_file`/`sqlite_file`, each with its engine and a file mode.
-fn engine_file(
+fn parse_engine_file(
     values: &mut Values<'_, '_>,
     params: Option<&RawParams>,
     engine: Engine,
@@ -233,7 +233,7 @@ fn engine_file(
 }
 
 /// `id`, `"a, b"` or `[a, b]` → column names.
-fn primary_key(values: &mut Values<'_, '_>, raw: Option<&StringList>) -> Vec<String> {
+fn parse_primary_key(values: &mut Values<'_, '_>, raw: Option<&StringList>) -> Vec<String> {
     let items: Vec<String> = match raw {
         None => return Vec::new(),
         Some(StringList::One(text)) => text.split(',').map(str::to_string).collect(),
@@ -263,7 +263,7 @@ fn primary_key(values: &mut Values<'_, '_>, raw: Option<&StringList>) -> Vec<Str
 }
 
 /// `refresh_check_interval` xor `refresh_cron`.
-fn schedule(
+fn parse_schedule(
     values: &mut Values<'_, '_>,
     raw: &RawAcceleration,
     refresh_mode: RefreshMode,
@@ -300,7 +300,7 @@ fn schedule(
     }
 }
 
-fn data_window(
+fn parse_data_window(
     values: &mut Values<'_, '_>,
     raw: &RawAcceleration,
     ctx: &Context,
@@ -315,7 +315,7 @@ fn data_window(
     window
 }
 
-fn append_overlap(
+fn parse_append_overlap(
     values: &mut Values<'_, '_>,
     raw: &RawAcceleration,
     refresh_mode: RefreshMode,
@@ -335,7 +335,7 @@ fn append_overlap(
     overlap
 }
 
-fn snapshots_location(
+fn parse_snapshots_location(
     values: &mut Values<'_, '_>,
     raw: &RawAcceleration,
     snapshots: SnapshotMode,

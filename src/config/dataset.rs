@@ -119,14 +119,14 @@ pub(crate) fn parse(
     raw: &RawDataset,
     snapshot_store: bool,
 ) -> Option<DatasetConfig> {
-    let name = name(values, raw);
-    let (from_raw, from) = from(values, raw);
+    let name = parse_name(values, raw);
+    let (from_raw, from) = parse_source(values, raw);
     let no_params = RawParams::default();
     let params = from
         .as_ref()
         .map(|from| params::parse_params(values, from, raw.params.as_ref().unwrap_or(&no_params)));
-    let (time_column, time_format) = time_pair(values, raw, "time_column", "time_format");
-    let (partition, partition_format) = time_pair(
+    let (time_column, time_format) = parse_time_column(values, raw, "time_column", "time_format");
+    let (partition, partition_format) = parse_time_column(
         values,
         raw,
         "time_partition_column",
@@ -156,7 +156,10 @@ pub(crate) fn parse(
 }
 
 /// `from` as written (after substitution) and parsed.
-fn from(values: &mut Values<'_, '_>, raw: &RawDataset) -> (Option<String>, Option<SourceRef>) {
+fn parse_source(
+    values: &mut Values<'_, '_>,
+    raw: &RawDataset,
+) -> (Option<String>, Option<SourceRef>) {
     if raw.from.is_none() {
         let message =
             "missing; give a source such as postgres:public.orders or file:data/orders.parquet";
@@ -176,7 +179,7 @@ fn from(values: &mut Values<'_, '_>, raw: &RawDataset) -> (Option<String>, Optio
     }
 }
 
-fn name(values: &mut Values<'_, '_>, raw: &RawDataset) -> Option<DatasetName> {
+fn parse_name(values: &mut Values<'_, '_>, raw: &RawDataset) -> Option<DatasetName> {
     if raw.name.is_none() {
         values.error(
             "name",
@@ -191,7 +194,7 @@ fn name(values: &mut Values<'_, '_>, raw: &RawDataset) -> Option<DatasetName> {
 }
 
 /// A time column and its format; the format alone is an error.
-fn time_pair(
+fn parse_time_column(
     values: &mut Values<'_, '_>,
     raw: &RawDataset,
     column_key: &str,

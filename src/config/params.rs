@@ -77,10 +77,10 @@ pub(crate) fn parse_params(
     reject_foreign_params(values, source, params);
     let get = |key: &str| params.get(key).cloned();
     match source {
-        SourceRef::Postgres { .. } => SourceParams::Postgres(postgres(values, &get)),
-        SourceRef::Mysql { .. } => SourceParams::Mysql(mysql(values, &get)),
+        SourceRef::Postgres { .. } => SourceParams::Postgres(parse_postgres(values, &get)),
+        SourceRef::Mysql { .. } => SourceParams::Mysql(parse_mysql(values, &get)),
         SourceRef::Duckdb { .. } => SourceParams::Duckdb {
-            open: required_path(
+            open: parse_required_path(
                 values,
                 "duckdb_open",
                 &get("duckdb_open"),
@@ -88,7 +88,7 @@ pub(crate) fn parse_params(
             ),
         },
         SourceRef::Sqlite { .. } => SourceParams::Sqlite {
-            file: required_path(
+            file: parse_required_path(
                 values,
                 "sqlite_file",
                 &get("sqlite_file"),
@@ -96,7 +96,7 @@ pub(crate) fn parse_params(
             ),
         },
         SourceRef::File { path } => SourceParams::File {
-            format: file_format(values, path, &get("file_format")),
+            format: parse_file_format(values, path, &get("file_format")),
         },
         SourceRef::Http { .. } => SourceParams::Http,
     }
@@ -136,7 +136,7 @@ struct Connection {
     connection_string: Option<Secret>,
 }
 
-fn connection(
+fn parse_connection(
     values: &mut Values<'_, '_>,
     get: &Get<'_>,
     prefix: &str,
@@ -196,8 +196,8 @@ fn require(
     }
 }
 
-fn postgres(values: &mut Values<'_, '_>, get: &Get<'_>) -> PostgresParams {
-    let conn = connection(values, get, "pg", "pg_port", 5432);
+fn parse_postgres(values: &mut Values<'_, '_>, get: &Get<'_>) -> PostgresParams {
+    let conn = parse_connection(values, get, "pg", "pg_port", 5432);
     require(
         values,
         &conn,
@@ -223,8 +223,8 @@ fn postgres(values: &mut Values<'_, '_>, get: &Get<'_>) -> PostgresParams {
     }
 }
 
-fn mysql(values: &mut Values<'_, '_>, get: &Get<'_>) -> MysqlParams {
-    let conn = connection(values, get, "mysql", "mysql_tcp_port", 3306);
+fn parse_mysql(values: &mut Values<'_, '_>, get: &Get<'_>) -> MysqlParams {
+    let conn = parse_connection(values, get, "mysql", "mysql_tcp_port", 3306);
     require(
         values,
         &conn,
@@ -243,7 +243,7 @@ fn mysql(values: &mut Values<'_, '_>, get: &Get<'_>) -> MysqlParams {
     }
 }
 
-fn required_path(
+fn parse_required_path(
     values: &mut Values<'_, '_>,
     name: &str,
     value: &Option<Scalar>,
@@ -260,7 +260,11 @@ fn required_path(
 }
 
 /// `file_format`, or the file's extension when it is not given.
-fn file_format(values: &mut Values<'_, '_>, path: &Path, value: &Option<Scalar>) -> FileFormat {
+fn parse_file_format(
+    values: &mut Values<'_, '_>,
+    path: &Path,
+    value: &Option<Scalar>,
+) -> FileFormat {
     if value.is_some() {
         return values
             .choice("params.file_format", value)

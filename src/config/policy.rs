@@ -31,7 +31,7 @@ pub struct Retention {
 
 /// A SQL text that must start with the given keywords (checked loosely; the planner
 /// checks the rest when the dataset loads).
-pub(super) fn statement(
+pub(super) fn parse_statement(
     values: &mut Values<'_, '_>,
     field: &str,
     raw: &Option<Scalar>,
@@ -59,7 +59,7 @@ pub(super) fn statement(
     Some(sql)
 }
 
-pub(super) fn retry(values: &mut Values<'_, '_>, raw: &RawAcceleration) -> RetryPolicy {
+pub(super) fn parse_retry(values: &mut Values<'_, '_>, raw: &RawAcceleration) -> RetryPolicy {
     let enabled = values.flag(
         &key("refresh_retry_enabled"),
         &raw.refresh_retry_enabled,
@@ -88,7 +88,7 @@ pub(super) fn retry(values: &mut Values<'_, '_>, raw: &RawAcceleration) -> Retry
 }
 
 /// Resolves jitter: `refresh_jitter_max`, else 10% of the interval.
-pub(super) fn jitter(
+pub(super) fn resolve_jitter(
     values: &mut Values<'_, '_>,
     raw: &RawAcceleration,
     schedule: Option<&Schedule>,
@@ -134,7 +134,7 @@ pub(super) fn jitter(
     }
 }
 
-pub(super) fn retention(
+pub(super) fn parse_retention(
     values: &mut Values<'_, '_>,
     raw: &RawAcceleration,
     ctx: &Context,
@@ -159,7 +159,7 @@ pub(super) fn retention(
             false,
         ),
         period,
-        sql: statement(
+        sql: parse_statement(
             values,
             "retention_sql",
             &raw.retention_sql,

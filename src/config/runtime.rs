@@ -116,8 +116,8 @@ pub(crate) fn parse_runtime(values: &mut Values<'_, '_>, raw: &RawRuntime) -> Ru
         )
     });
     RuntimeConfig {
-        pg: pg(values, raw.pg.as_ref().unwrap_or(&RawPg::default())),
-        http: http(values, raw.http.as_ref().unwrap_or(&RawHttp::default())),
+        pg: parse_pg(values, raw.pg.as_ref().unwrap_or(&RawPg::default())),
+        http: parse_http(values, raw.http.as_ref().unwrap_or(&RawHttp::default())),
         ready_state: values
             .choice("runtime.ready_state", &raw.ready_state)
             .unwrap_or(RuntimeReadyState::OnLoad),
@@ -125,7 +125,7 @@ pub(crate) fn parse_runtime(values: &mut Values<'_, '_>, raw: &RawRuntime) -> Ru
     }
 }
 
-fn pg(values: &mut Values<'_, '_>, raw: &RawPg) -> PgConfig {
+fn parse_pg(values: &mut Values<'_, '_>, raw: &RawPg) -> PgConfig {
     let max = values.integer(
         "runtime.pg.max_connections",
         &raw.max_connections,
@@ -134,16 +134,16 @@ fn pg(values: &mut Values<'_, '_>, raw: &RawPg) -> PgConfig {
         "a connection limit",
     );
     PgConfig {
-        listen: listen(values, "runtime.pg.listen", &raw.listen, PG_LISTEN_DEFAULT),
-        tls: raw.tls.as_ref().map(|tls| self::tls(values, tls)),
+        listen: parse_listen(values, "runtime.pg.listen", &raw.listen, PG_LISTEN_DEFAULT),
+        tls: raw.tls.as_ref().map(|tls| parse_tls(values, tls)),
         max_connections: max.map_or(MAX_CONNECTIONS_DEFAULT, |n| n as usize),
-        auth: raw.auth.as_ref().map(|auth| self::auth(values, auth)),
+        auth: raw.auth.as_ref().map(|auth| parse_auth(values, auth)),
     }
 }
 
-fn http(values: &mut Values<'_, '_>, raw: &RawHttp) -> HttpConfig {
+fn parse_http(values: &mut Values<'_, '_>, raw: &RawHttp) -> HttpConfig {
     HttpConfig {
-        listen: listen(
+        listen: parse_listen(
             values,
             "runtime.http.listen",
             &raw.listen,
@@ -156,7 +156,7 @@ fn http(values: &mut Values<'_, '_>, raw: &RawHttp) -> HttpConfig {
 }
 
 /// An `ip:port` socket address; port 0 asks the OS for a free port (tests).
-fn listen(
+fn parse_listen(
     values: &mut Values<'_, '_>,
     key: &str,
     raw: &Option<Scalar>,
@@ -181,7 +181,7 @@ fn listen(
     })
 }
 
-fn tls(values: &mut Values<'_, '_>, raw: &RawTls) -> TlsConfig {
+fn parse_tls(values: &mut Values<'_, '_>, raw: &RawTls) -> TlsConfig {
     let mut path = |field: &str, value: &Option<Scalar>, what: &str| {
         let key = format!("runtime.pg.tls.{field}");
         if value.is_none() {
@@ -199,7 +199,7 @@ fn tls(values: &mut Values<'_, '_>, raw: &RawTls) -> TlsConfig {
     }
 }
 
-fn auth(values: &mut Values<'_, '_>, raw: &RawAuth) -> AuthConfig {
+fn parse_auth(values: &mut Values<'_, '_>, raw: &RawAuth) -> AuthConfig {
     let method = values
         .choice("runtime.pg.auth.method", &raw.method)
         .unwrap_or(AuthMethod::ScramSha256);

@@ -25,7 +25,7 @@ pub(crate) fn unsupported(config: &Config) -> Vec<ConfigError> {
     for d in &config.datasets {
         let (a, n) = (&d.acceleration, Some(d));
         refuse(&mut out, n, !matches!(d.from, SourceRef::Postgres { .. } | SourceRef::File { .. }), "from", format!("the {} source", d.from.kind()));
-        refuse(&mut out, n, matches!(d.params, SourceParams::File { format: FileFormat::Json | FileFormat::Snapshot }), "params.file_format", file_format(&d.params));
+        refuse(&mut out, n, matches!(d.params, SourceParams::File { format: FileFormat::Json | FileFormat::Snapshot }), "params.file_format", describe_file_format(&d.params));
         refuse(&mut out, n, d.time_partition_column.is_some(), "time_partition_column", "time_partition_column");
         refuse(&mut out, n, d.ready_state != ReadyState::OnLoad, "ready_state", format!("ready_state: {}", d.ready_state.as_str()));
         refuse(&mut out, n, a.engine != Engine::Arrow, "acceleration.engine", format!("engine: {}", a.engine.as_str()));
@@ -64,7 +64,7 @@ fn refuse(
     }
 }
 
-fn file_format(params: &SourceParams) -> String {
+fn describe_file_format(params: &SourceParams) -> String {
     match params {
         SourceParams::File { format } => format!("file_format: {}", format.as_str()),
         _ => String::new(),
