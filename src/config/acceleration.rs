@@ -137,6 +137,7 @@ pub(crate) fn parse(
         .unwrap_or(SnapshotMode::Disabled);
     let snapshots_location = parse_snapshots_location(values, raw, snapshots, ctx);
     check_snapshot_mode(values, refresh_mode, engine, snapshots);
+    check_append(values, refresh_mode, ctx);
     Acceleration {
         enabled: values.flag(&key("enabled"), &raw.enabled, true),
         engine,
@@ -160,20 +161,13 @@ pub(crate) fn parse(
         snapshots,
         snapshots_location,
     }
-    .checked_append(values, ctx)
 }
 
-impl Acceleration {
-    /// Append refreshes compare against the newest `time_column` (or partition) value.
-    fn checked_append(self, values: &mut Values<'_, '_>, ctx: &Context) -> Self {
-        if self.refresh_mode == RefreshMode::Append
-            && !ctx.time_column
-            && !ctx.time_partition_column
-        {
-            let message = "refresh_mode: append needs time_column (or time_partition_column) on the dataset to find new rows";
-            values.error(&key("refresh_mode"), message);
-        }
-        self
+/// Append refreshes compare against the newest `time_column` (or partition) value.
+fn check_append(values: &mut Values<'_, '_>, refresh_mode: RefreshMode, ctx: &Context) {
+    if refresh_mode == RefreshMode::Append && !ctx.time_column && !ctx.time_partition_column {
+        let message = "refresh_mode: append needs time_column (or time_partition_column) on the dataset to find new rows";
+        values.error(&key("refresh_mode"), message);
     }
 }
 
