@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::policy::{self, Retention, RetryPolicy};
 use super::raw::{RawAcceleration, RawParams, Scalar, StringList};
 use super::schedule::{CronSchedule, Schedule};
 use super::values::{Values, yaml_enum};
@@ -41,25 +42,6 @@ pub struct Acceleration {
     pub snapshots: SnapshotMode,
     /// Overrides the top-level snapshot location for this dataset (a writer's folder).
     pub snapshots_location: Option<String>,
-}
-
-/// Retries of failed refreshes (Fibonacci backoff on transient errors).
-#[derive(Debug, Clone)]
-pub struct RetryPolicy {
-    pub enabled: bool,
-    /// `None`: retry until the refresh succeeds or a newer one replaces it.
-    pub max_attempts: Option<u32>,
-}
-
-/// Eviction of rows from the acceleration. An incomplete policy with `check_enabled` is
-/// kept as written: per the seeds the runtime reports it as a `[retention]` error instead
-/// of refusing the configuration.
-#[derive(Debug, Clone)]
-pub struct Retention {
-    pub check_enabled: bool,
-    pub check_interval: Option<Duration>,
-    pub period: Option<Duration>,
-    pub sql: Option<String>,
 }
 
 yaml_enum! {
@@ -129,52 +111,63 @@ pub(crate) struct Context {
 }
 
 /// Dotted key of an acceleration field.
-fn key(field: &str) -> String {
+pub(super) fn key(field: &str) -> String {
     format!("acceleration.{field}")
 }
 
 /// Validates the block; absent blocks behave as `acceleration: {}`.
-pub(crate) fn parse(values: &mut Values<'_, '_>, raw: &RawAcceleration, ctx: &Context) -> Acceleration {
-    let engine = values.choice(&key("engine"), &raw.engine).unwrap_or(Engine::Arrow);
-    let mode = values.choice(&key("mode"), &raw.mode).unwrap_or(Mode::Memory);
+pub(crate) fn parse(
+    values: &mut Values<'_, '_>,
+    raw: &RawAcceleration,
+    ctx: &Context,
+) -> Acceleration {
+    let engine = values
+        .choice(&key("engine"), &raw.engine)
+        .unwrap_or(Engine::Arrow);
+    let mode = values
+        .choice(&key("mode"), &raw.mode)
+        .unwrap_or(Mode::Memory);
     check_engine_mode(values, engine, mode);
-    let refresh_mode = values.choice(&key("refresh_mode"), &raw.refresh_mode).unwrap_or(RefreshMode::Full);
-    let schedule = schedule(values, raw, refresh_mode);
-    let snapshots = values.choice(&key("snapshots"), &raw.snapshots).unwrap_or(SnapshotMode::Disabled);
-    let snapshots_location = snapshots_location(values, raw, snapshots, ctx);
+    let refresh_mode = values
+        .choice(&key("refresh_mode"), &raw.refresh_mode)
+        .unwrap_or(RefreshMode::Full);
+    let schedule = parse_schedule(values, raw, refresh_mode);
+    let snapshots = values
+        .choice(&key("snapshots"), &raw.snapshots)
+        .unwrap_or(SnapshotMode::Disabled);
+    let snapshots_location = parse_snapshots_location(values, raw, snapshots, ctx);
     check_snapshot_mode(values, refresh_mode, engine, snapshots);
+    check_append(values, refresh_mode, ctx);
     Acceleration {
         enabled: values.flag(&key("enabled"), &raw.enabled, true),
         engine,
         mode,
-        engine_file: engine_file(values, raw.params.as_ref(), engine, mode),
-        primary_key: primary_key(values, raw.primary_key.as_ref()),
+        engine_file: parse_engine_file(values, raw.params.as_ref(), engine, mode),
+        primary_key: parse_primary_key(values, raw.primary_key.as_ref()),
         refresh_mode,
-        refresh_sql: statement(values, "refresh_sql", &raw.refresh_sql, &["SELECT"]),
-        refresh_data_window: data_window(values, raw, ctx),
-        refresh_append_overlap: append_overlap(values, raw, refresh_mode),
+        refresh_sql: policy::parse_statement(values, "refresh_sql", &raw.refresh_sql, &["SELECT"]),
+        refresh_data_window: parse_data_window(values, raw, ctx),
+        refresh_append_overlap: parse_append_overlap(values, raw, refresh_mode),
         refresh_on_startup: values
             .choice(&key("refresh_on_startup"), &raw.refresh_on_startup)
             .unwrap_or(RefreshOnStartup::Auto),
-        retry: retry(values, raw),
-        jitter: jitter(values, raw, schedule.as_ref()),
-        on_zero_results: values.choice(&key("on_zero_results"), &raw.on_zero_results).unwrap_or(ZeroResults::ReturnEmpty),
-        retention: retention(values, raw, ctx),
+        retry: policy::parse_retry(values, raw),
+        jitter: policy::resolve_jitter(values, raw, schedule.as_ref()),
+        on_zero_results: values
+            .choice(&key("on_zero_results"), &raw.on_zero_results)
+            .unwrap_or(ZeroResults::ReturnEmpty),
+        retention: policy::parse_retention(values, raw, ctx),
         schedule,
         snapshots,
         snapshots_location,
     }
-    .checked_append(values, ctx)
 }
 
-impl Acceleration {
-    /// Append refreshes compare against the newest `time_column` (or partition) value.
-    fn checked_append(self, values: &mut Values<'_, '_>, ctx: &Context) -> Self {
-        if self.refresh_mode == RefreshMode::Append && !ctx.time_column && !ctx.time_partition_column {
-            let message = "refresh_mode: append needs time_column (or time_partition_column) on the dataset to find new rows";
-            values.error(&key("refresh_mode"), message);
-        }
-        self
+/// Append refreshes compare against the newest `time_column` (or partition) value.
+fn check_append(values: &mut Values<'_, '_>, refresh_mode: RefreshMode, ctx: &Context) {
+    if refresh_mode == RefreshMode::Append && !ctx.time_column && !ctx.time_partition_column {
+        let message = "refresh_mode: append needs time_column (or time_partition_column) on the dataset to find new rows";
+        values.error(&key("refresh_mode"), message);
     }
 }
 
@@ -189,7 +182,12 @@ fn check_engine_mode(values: &mut Values<'_, '_>, engine: Engine, mode: Mode) {
 }
 
 /// `acceleration.params`: only `duckdb_file`/`sqlite_file`, each with its engine and a file mode.
-fn engine_file(values: &mut Values<'_, '_>, params: Option<&RawParams>, engine: Engine, mode: Mode) -> Option<PathBuf> {
+fn parse_engine_file(
+    values: &mut Values<'_, '_>,
+    params: Option<&RawParams>,
+    engine: Engine,
+    mode: Mode,
+) -> Option<PathBuf> {
     let mut file = None;
     for (name, value) in params.into_iter().flatten() {
         let param_key = key(&format!("params.{name}"));
@@ -197,22 +195,39 @@ fn engine_file(values: &mut Values<'_, '_>, params: Option<&RawParams>, engine: 
             "duckdb_file" => Engine::Duckdb,
             "sqlite_file" => Engine::Sqlite,
             _ => {
-                values.error(&param_key, format!("unknown parameter '{name}'; valid parameters are duckdb_file, sqlite_file"));
+                values.error(
+                    &param_key,
+                    format!(
+                        "unknown parameter '{name}'; valid parameters are duckdb_file, sqlite_file"
+                    ),
+                );
                 continue;
             }
         };
         if engine != wanted {
-            values.error(&param_key, format!("only valid with engine: {} (engine is {})", wanted.as_str(), engine.as_str()));
+            values.error(
+                &param_key,
+                format!(
+                    "only valid with engine: {} (engine is {})",
+                    wanted.as_str(),
+                    engine.as_str()
+                ),
+            );
         } else if mode == Mode::Memory {
-            values.error(&param_key, "only valid with mode file, file_create or file_update (mode is memory)");
+            values.error(
+                &param_key,
+                "only valid with mode file, file_create or file_update (mode is memory)",
+            );
         }
-        file = values.non_empty(&param_key, &Some(value.clone()), "a file path").map(PathBuf::from);
+        file = values
+            .non_empty(&param_key, &Some(value.clone()), "a file path")
+            .map(PathBuf::from);
     }
     file
 }
 
 /// `id`, `"a, b"` or `[a, b]` → column names.
-fn primary_key(values: &mut Values<'_, '_>, raw: Option<&StringList>) -> Vec<String> {
+fn parse_primary_key(values: &mut Values<'_, '_>, raw: Option<&StringList>) -> Vec<String> {
     let items: Vec<String> = match raw {
         None => return Vec::new(),
         Some(StringList::One(text)) => text.split(',').map(str::to_string).collect(),
@@ -220,11 +235,20 @@ fn primary_key(values: &mut Values<'_, '_>, raw: Option<&StringList>) -> Vec<Str
     };
     let mut columns: Vec<String> = Vec::new();
     for item in items {
-        let column = values.text(&key("primary_key"), &Some(Scalar::Text(item))).unwrap_or_default();
+        let column = values
+            .text(&key("primary_key"), &Some(Scalar::Text(item)))
+            .unwrap_or_default();
         let column = column.trim().to_string();
         if column.is_empty() || columns.contains(&column) {
-            let problem = if column.is_empty() { "an empty column name".to_string() } else { format!("column '{column}' twice") };
-            values.error(&key("primary_key"), format!("lists {problem}; give distinct column names, e.g. id or \"a, b\""));
+            let problem = if column.is_empty() {
+                "an empty column name".to_string()
+            } else {
+                format!("column '{column}' twice")
+            };
+            values.error(
+                &key("primary_key"),
+                format!("lists {problem}; give distinct column names, e.g. id or \"a, b\""),
+            );
             continue;
         }
         columns.push(column);
@@ -233,8 +257,16 @@ fn primary_key(values: &mut Values<'_, '_>, raw: Option<&StringList>) -> Vec<Str
 }
 
 /// `refresh_check_interval` xor `refresh_cron`.
-fn schedule(values: &mut Values<'_, '_>, raw: &RawAcceleration, refresh_mode: RefreshMode) -> Option<Schedule> {
-    let interval = values.duration(&key("refresh_check_interval"), &raw.refresh_check_interval, false);
+fn parse_schedule(
+    values: &mut Values<'_, '_>,
+    raw: &RawAcceleration,
+    refresh_mode: RefreshMode,
+) -> Option<Schedule> {
+    let interval = values.duration(
+        &key("refresh_check_interval"),
+        &raw.refresh_check_interval,
+        false,
+    );
     let cron = values.text(&key("refresh_cron"), &raw.refresh_cron);
     if raw.refresh_check_interval.is_some() && raw.refresh_cron.is_some() {
         let message = "refresh_cron and refresh_check_interval are exclusive; keep one of them";
@@ -245,7 +277,9 @@ fn schedule(values: &mut Values<'_, '_>, raw: &RawAcceleration, refresh_mode: Re
         return match CronSchedule::parse(text.trim()) {
             Ok(cron) => Some(Schedule::Cron(cron)),
             Err(reason) => {
-                let message = format!("invalid cron expression '{text}': {reason}; use 5 fields (minute hour day month weekday) or 6 with seconds first");
+                let message = format!(
+                    "invalid cron expression '{text}': {reason}; use 5 fields (minute hour day month weekday) or 6 with seconds first"
+                );
                 values.error(&key("refresh_cron"), message);
                 None
             }
@@ -253,122 +287,193 @@ fn schedule(values: &mut Values<'_, '_>, raw: &RawAcceleration, refresh_mode: Re
     }
     match (interval, refresh_mode) {
         (Some(interval), _) => Some(Schedule::Interval(interval)),
-        (None, RefreshMode::Snapshot) if raw.refresh_check_interval.is_none() => Some(Schedule::Interval(SNAPSHOT_POLL_DEFAULT)),
+        (None, RefreshMode::Snapshot) if raw.refresh_check_interval.is_none() => {
+            Some(Schedule::Interval(SNAPSHOT_POLL_DEFAULT))
+        }
         (None, _) => None,
     }
 }
 
-/// A SQL text that must start with the given keywords (checked loosely; the planner
-/// checks the rest when the dataset loads).
-fn statement(values: &mut Values<'_, '_>, field: &str, raw: &Option<Scalar>, keywords: &[&str]) -> Option<String> {
-    let sql = values.non_empty(&key(field), raw, "a SQL statement")?;
-    let words: Vec<&str> = sql.split_whitespace().take(keywords.len()).collect();
-    let matches = words.len() == keywords.len() && words.iter().zip(keywords).all(|(w, k)| w.eq_ignore_ascii_case(k));
-    if !matches {
-        let shape = if keywords == ["SELECT"] { "SELECT ... FROM <dataset> [WHERE ...]" } else { "DELETE FROM <dataset> WHERE ..." };
-        values.error(&key(field), format!("must be a statement of the form {shape}"));
-        return None;
-    }
-    Some(sql)
-}
-
-fn data_window(values: &mut Values<'_, '_>, raw: &RawAcceleration, ctx: &Context) -> Option<Duration> {
+fn parse_data_window(
+    values: &mut Values<'_, '_>,
+    raw: &RawAcceleration,
+    ctx: &Context,
+) -> Option<Duration> {
     let window = values.duration(&key("refresh_data_window"), &raw.refresh_data_window, false);
     if raw.refresh_data_window.is_some() && !ctx.time_column {
-        values.error(&key("refresh_data_window"), "needs time_column on the dataset (the column compared with now() - window)");
+        values.error(
+            &key("refresh_data_window"),
+            "needs time_column on the dataset (the column compared with now() - window)",
+        );
     }
     window
 }
 
-fn append_overlap(values: &mut Values<'_, '_>, raw: &RawAcceleration, refresh_mode: RefreshMode) -> Option<Duration> {
-    let overlap = values.duration(&key("refresh_append_overlap"), &raw.refresh_append_overlap, true);
+fn parse_append_overlap(
+    values: &mut Values<'_, '_>,
+    raw: &RawAcceleration,
+    refresh_mode: RefreshMode,
+) -> Option<Duration> {
+    let overlap = values.duration(
+        &key("refresh_append_overlap"),
+        &raw.refresh_append_overlap,
+        true,
+    );
     if raw.refresh_append_overlap.is_some() && refresh_mode != RefreshMode::Append {
-        let message = format!("only applies to refresh_mode: append (refresh_mode is {})", refresh_mode.as_str());
+        let message = format!(
+            "only applies to refresh_mode: append (refresh_mode is {})",
+            refresh_mode.as_str()
+        );
         values.error(&key("refresh_append_overlap"), message);
     }
     overlap
 }
 
-fn retry(values: &mut Values<'_, '_>, raw: &RawAcceleration) -> RetryPolicy {
-    let enabled = values.flag(&key("refresh_retry_enabled"), &raw.refresh_retry_enabled, true);
-    let attempts_key = key("refresh_retry_max_attempts");
-    let max_attempts = values
-        .integer(&attempts_key, &raw.refresh_retry_max_attempts, 1, u64::from(u32::MAX), "a number of attempts")
-        .and_then(|n| u32::try_from(n).ok());
-    if raw.refresh_retry_max_attempts.is_some() && !enabled {
-        values.error(&attempts_key, "has no effect while refresh_retry_enabled is false; remove one of them");
-    }
-    RetryPolicy { enabled, max_attempts }
-}
-
-/// Resolves jitter: `refresh_jitter_max`, else 10% of the interval.
-fn jitter(values: &mut Values<'_, '_>, raw: &RawAcceleration, schedule: Option<&Schedule>) -> Option<Duration> {
-    let enabled = values.flag(&key("refresh_jitter_enabled"), &raw.refresh_jitter_enabled, false);
-    let max = values.duration(&key("refresh_jitter_max"), &raw.refresh_jitter_max, true);
-    if !enabled {
-        if raw.refresh_jitter_max.is_some() {
-            values.error(&key("refresh_jitter_max"), "refresh_jitter_max has no effect unless refresh_jitter_enabled: true");
-        }
-        return None;
-    }
-    let interval = match schedule {
-        Some(Schedule::Interval(interval)) => Some(*interval),
-        _ => None,
-    };
-    match (max, interval) {
-        (Some(max), Some(interval)) if max > interval => {
-            let message = format!("refresh_jitter_max ({}) is larger than refresh_check_interval ({}); use at most the interval", humantime::format_duration(max), humantime::format_duration(interval));
-            values.error(&key("refresh_jitter_max"), message);
-            None
-        }
-        (Some(max), _) => Some(max),
-        (None, Some(interval)) => Some(interval / 10),
-        (None, None) => {
-            if raw.refresh_jitter_max.is_none() {
-                let message = "needs refresh_jitter_max when there is no refresh_check_interval (the default is 10% of the interval)";
-                values.error(&key("refresh_jitter_enabled"), message);
-            }
-            None
-        }
-    }
-}
-
-fn retention(values: &mut Values<'_, '_>, raw: &RawAcceleration, ctx: &Context) -> Retention {
-    let check_enabled = values.flag(&key("retention_check_enabled"), &raw.retention_check_enabled, false);
-    let period = values.duration(&key("retention_period"), &raw.retention_period, false);
-    if raw.retention_period.is_some() && !ctx.time_column && !check_enabled {
-        values.error(&key("retention_period"), "needs time_column on the dataset (the column compared with the retention cutoff)");
-    }
-    Retention {
-        check_enabled,
-        check_interval: values.duration(&key("retention_check_interval"), &raw.retention_check_interval, false),
-        period,
-        sql: statement(values, "retention_sql", &raw.retention_sql, &["DELETE", "FROM"]),
-    }
-}
-
-fn snapshots_location(values: &mut Values<'_, '_>, raw: &RawAcceleration, snapshots: SnapshotMode, ctx: &Context) -> Option<String> {
-    let location = values.non_empty(&key("snapshots_location"), &raw.snapshots_location, "a snapshot location such as s3://bucket/snapshots/");
+fn parse_snapshots_location(
+    values: &mut Values<'_, '_>,
+    raw: &RawAcceleration,
+    snapshots: SnapshotMode,
+    ctx: &Context,
+) -> Option<String> {
+    let location = values.non_empty(
+        &key("snapshots_location"),
+        &raw.snapshots_location,
+        "a snapshot location such as s3://bucket/snapshots/",
+    );
     if snapshots == SnapshotMode::Disabled && raw.snapshots_location.is_some() {
         values.error(&key("snapshots_location"), "has no effect while acceleration.snapshots is disabled; set snapshots: enabled, bootstrap_only or create_only");
     }
-    if snapshots != SnapshotMode::Disabled && !ctx.snapshot_store && raw.snapshots_location.is_none() {
-        let message = format!("snapshots: {} needs the top-level snapshots block with enabled: true, or acceleration.snapshots_location", snapshots.as_str());
+    if snapshots != SnapshotMode::Disabled
+        && !ctx.snapshot_store
+        && raw.snapshots_location.is_none()
+    {
+        let message = format!(
+            "snapshots: {} needs the top-level snapshots block with enabled: true, or acceleration.snapshots_location",
+            snapshots.as_str()
+        );
         values.error(&key("snapshots"), message);
     }
     location
 }
 
 /// `refresh_mode: snapshot` consumes snapshots into a file-based engine (seeds).
-fn check_snapshot_mode(values: &mut Values<'_, '_>, refresh_mode: RefreshMode, engine: Engine, snapshots: SnapshotMode) {
+fn check_snapshot_mode(
+    values: &mut Values<'_, '_>,
+    refresh_mode: RefreshMode,
+    engine: Engine,
+    snapshots: SnapshotMode,
+) {
     if refresh_mode != RefreshMode::Snapshot {
         return;
     }
-    if !matches!(snapshots, SnapshotMode::Enabled | SnapshotMode::BootstrapOnly) {
-        let message = format!("refresh_mode: snapshot needs acceleration.snapshots: enabled or bootstrap_only (it is {})", snapshots.as_str());
+    if !matches!(
+        snapshots,
+        SnapshotMode::Enabled | SnapshotMode::BootstrapOnly
+    ) {
+        let message = format!(
+            "refresh_mode: snapshot needs acceleration.snapshots: enabled or bootstrap_only (it is {})",
+            snapshots.as_str()
+        );
         values.error(&key("snapshots"), message);
     }
     if engine == Engine::Arrow {
         values.error(&key("engine"), "refresh_mode: snapshot needs a snapshot-capable file engine; valid engines are duckdb, sqlite");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::error::{ConfigError, Report};
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn parse_block(raw: RawAcceleration, time_column: bool) -> (Acceleration, Vec<ConfigError>) {
+        let mut errors = Vec::new();
+        let mut report = Report::new(Some("d".into()), &mut errors);
+        let mut values = Values::new(&mut report, &no_env);
+        let ctx = Context {
+            time_column,
+            time_partition_column: false,
+            snapshot_store: false,
+        };
+        let acceleration = parse(&mut values, &raw, &ctx);
+        (acceleration, errors)
+    }
+
+    fn text(s: &str) -> Option<Scalar> {
+        Some(Scalar::Text(s.into()))
+    }
+
+    #[test]
+    fn interval_or_cron_but_not_both() {
+        let raw = RawAcceleration {
+            refresh_check_interval: text("10m"),
+            ..Default::default()
+        };
+        let (a, errors) = parse_block(raw, false);
+        assert!(errors.is_empty());
+        assert!(matches!(a.schedule, Some(Schedule::Interval(d)) if d == Duration::from_secs(600)));
+
+        let raw = RawAcceleration {
+            refresh_cron: text("0 12 * * 1-5"),
+            ..Default::default()
+        };
+        let (a, _) = parse_block(raw, false);
+        assert!(matches!(a.schedule, Some(Schedule::Cron(ref c)) if c.as_str() == "0 12 * * 1-5"));
+
+        let raw = RawAcceleration {
+            refresh_check_interval: text("10m"),
+            refresh_cron: text("0 12 * * 1-5"),
+            ..Default::default()
+        };
+        let (_, errors) = parse_block(raw, false);
+        assert_eq!(errors[0].key, "acceleration.refresh_cron");
+        assert!(errors[0].message.contains("exclusive"));
+    }
+
+    #[test]
+    fn snapshot_mode_polls_every_minute_by_default() {
+        let raw = RawAcceleration {
+            engine: text("duckdb"),
+            mode: text("file"),
+            refresh_mode: text("snapshot"),
+            snapshots: text("bootstrap_only"),
+            snapshots_location: text("s3://b/snapshots/"),
+            ..Default::default()
+        };
+        let (a, errors) = parse_block(raw, false);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert!(matches!(a.schedule, Some(Schedule::Interval(d)) if d == SNAPSHOT_POLL_DEFAULT));
+    }
+
+    #[test]
+    fn primary_key_accepts_text_and_lists() {
+        let raw = RawAcceleration {
+            primary_key: Some(StringList::One("a, b".into())),
+            ..Default::default()
+        };
+        assert_eq!(parse_block(raw, false).0.primary_key, vec!["a", "b"]);
+        let list = StringList::Many(vec!["x".into(), "y".into()]);
+        let raw = RawAcceleration {
+            primary_key: Some(list),
+            ..Default::default()
+        };
+        assert_eq!(parse_block(raw, false).0.primary_key, vec!["x", "y"]);
+    }
+
+    #[test]
+    fn append_needs_a_time_column() {
+        let raw = || RawAcceleration {
+            refresh_mode: text("append"),
+            ..Default::default()
+        };
+        assert_eq!(
+            parse_block(raw(), false).1[0].key,
+            "acceleration.refresh_mode"
+        );
+        assert!(parse_block(raw(), true).1.is_empty());
     }
 }

@@ -5,8 +5,9 @@
 use std::fmt;
 
 use super::acceleration::{self, Acceleration};
-use super::raw::{RawAcceleration, RawDataset};
-use super::source::{self, SourceParams, SourceRef};
+use super::params::{self, SourceParams};
+use super::raw::{RawAcceleration, RawDataset, RawParams};
+use super::source::{self, SourceRef};
 use super::values::{Values, yaml_enum};
 
 /// A validated dataset.
@@ -52,18 +53,27 @@ impl DatasetName {
                 ));
             }
         }
-        Ok(Self { schema: schema.to_string(), table: table.to_string() })
+        Ok(Self {
+            schema: schema.to_string(),
+            table: table.to_string(),
+        })
     }
 
     /// Lower-cased `schema.table`, for case-insensitive uniqueness.
     pub(crate) fn folded(&self) -> String {
-        format!("{}.{}", self.schema.to_lowercase(), self.table.to_lowercase())
+        format!(
+            "{}.{}",
+            self.schema.to_lowercase(),
+            self.table.to_lowercase()
+        )
     }
 }
 
 fn is_identifier(part: &str) -> bool {
     let mut chars = part.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
@@ -104,28 +114,33 @@ yaml_enum! {
 
 /// Validates one entry; `snapshot_store` says whether the top-level `snapshots:` block is
 /// enabled. Returns `None` only when `name` or `from` could not be read.
-pub(crate) fn parse(values: &mut Values<'_, '_>, raw: &RawDataset, snapshot_store: bool) -> Option<DatasetConfig> {
-    let name = name(values, raw);
-    let from_raw = values.non_empty("from", &raw.from, "a source such as postgres:public.orders");
-    if raw.from.is_none() {
-        values.error("from", "missing; give a source such as postgres:public.orders or file:data/orders.parquet");
-    }
-    let from = from_raw.as_deref().and_then(|text| match source::parse_from(text) {
-        Ok(source) => Some(source),
-        Err(message) => {
-            values.error("from", message);
-            None
-        }
-    });
-    let params = from.as_ref().map(|from| source::parse_params(values, from, raw.params.as_ref().unwrap_or(&Default::default())));
-    let (time_column, time_format) = time_pair(values, raw, "time_column", "time_format");
-    let (partition, partition_format) = time_pair(values, raw, "time_partition_column", "time_partition_format");
+pub(crate) fn parse(
+    values: &mut Values<'_, '_>,
+    raw: &RawDataset,
+    snapshot_store: bool,
+) -> Option<DatasetConfig> {
+    let name = parse_name(values, raw);
+    let (from_raw, from) = parse_source(values, raw);
+    let no_params = RawParams::default();
+    let params = from
+        .as_ref()
+        .map(|from| params::parse_params(values, from, raw.params.as_ref().unwrap_or(&no_params)));
+    let (time_column, time_format) = parse_time_column(values, raw, "time_column", "time_format");
+    let (partition, partition_format) = parse_time_column(
+        values,
+        raw,
+        "time_partition_column",
+        "time_partition_format",
+    );
     let context = acceleration::Context {
         time_column: time_column.is_some(),
         time_partition_column: partition.is_some(),
         snapshot_store,
     };
-    let acceleration = acceleration::parse(values, raw.acceleration.as_ref().unwrap_or(&RawAcceleration::default()), &context);
+    let ready_state = values.choice("ready_state", &raw.ready_state);
+    let no_acceleration = RawAcceleration::default();
+    let raw_acceleration = raw.acceleration.as_ref().unwrap_or(&no_acceleration);
+    let acceleration = acceleration::parse(values, raw_acceleration, &context);
     Some(DatasetConfig {
         name: name?,
         from: from?,
@@ -135,14 +150,41 @@ pub(crate) fn parse(values: &mut Values<'_, '_>, raw: &RawDataset, snapshot_stor
         time_format,
         time_partition_column: partition,
         time_partition_format: partition_format,
-        ready_state: values.choice("ready_state", &raw.ready_state).unwrap_or(ReadyState::OnLoad),
+        ready_state: ready_state.unwrap_or(ReadyState::OnLoad),
         acceleration,
     })
 }
 
-fn name(values: &mut Values<'_, '_>, raw: &RawDataset) -> Option<DatasetName> {
+/// `from` as written (after substitution) and parsed.
+fn parse_source(
+    values: &mut Values<'_, '_>,
+    raw: &RawDataset,
+) -> (Option<String>, Option<SourceRef>) {
+    if raw.from.is_none() {
+        let message =
+            "missing; give a source such as postgres:public.orders or file:data/orders.parquet";
+        values.error("from", message);
+        return (None, None);
+    }
+    let Some(text) = values.non_empty("from", &raw.from, "a source such as postgres:public.orders")
+    else {
+        return (None, None);
+    };
+    match source::parse_from(&text) {
+        Ok(source) => (Some(text), Some(source)),
+        Err(message) => {
+            values.error("from", message);
+            (Some(text), None)
+        }
+    }
+}
+
+fn parse_name(values: &mut Values<'_, '_>, raw: &RawDataset) -> Option<DatasetName> {
     if raw.name.is_none() {
-        values.error("name", "missing; give the table name clients query, e.g. orders or shop.orders");
+        values.error(
+            "name",
+            "missing; give the table name clients query, e.g. orders or shop.orders",
+        );
         return None;
     }
     let text = values.text("name", &raw.name)?;
@@ -152,7 +194,12 @@ fn name(values: &mut Values<'_, '_>, raw: &RawDataset) -> Option<DatasetName> {
 }
 
 /// A time column and its format; the format alone is an error.
-fn time_pair(values: &mut Values<'_, '_>, raw: &RawDataset, column_key: &str, format_key: &str) -> (Option<String>, Option<TimeFormat>) {
+fn parse_time_column(
+    values: &mut Values<'_, '_>,
+    raw: &RawDataset,
+    column_key: &str,
+    format_key: &str,
+) -> (Option<String>, Option<TimeFormat>) {
     let (column, format) = if column_key == "time_column" {
         (&raw.time_column, &raw.time_format)
     } else {
@@ -161,7 +208,10 @@ fn time_pair(values: &mut Values<'_, '_>, raw: &RawDataset, column_key: &str, fo
     let column = values.non_empty(column_key, column, "a column name");
     let format = values.choice(format_key, format);
     if format.is_some() && column.is_none() {
-        values.error(format_key, format!("{format_key} needs {column_key}, which says which column it describes"));
+        values.error(
+            format_key,
+            format!("{format_key} needs {column_key}, which says which column it describes"),
+        );
     }
     (column, format)
 }
@@ -173,17 +223,31 @@ mod tests {
     #[test]
     fn names_default_to_public() {
         let name = DatasetName::parse("orders").unwrap();
-        assert_eq!((name.schema.as_str(), name.table.as_str()), ("public", "orders"));
+        assert_eq!(
+            (name.schema.as_str(), name.table.as_str()),
+            ("public", "orders")
+        );
         assert_eq!(name.to_string(), "orders");
         let name = DatasetName::parse("shop.orders").unwrap();
         assert_eq!(name.schema, "shop");
         assert_eq!(name.to_string(), "shop.orders");
-        assert_eq!(DatasetName::parse("Shop.Orders").unwrap().folded(), "shop.orders");
+        assert_eq!(
+            DatasetName::parse("Shop.Orders").unwrap().folded(),
+            "shop.orders"
+        );
     }
 
     #[test]
     fn bad_names_are_rejected() {
-        for text in ["", "a.b.c", "1orders", "my-orders", "shop.", ".orders", "or ders"] {
+        for text in [
+            "",
+            "a.b.c",
+            "1orders",
+            "my-orders",
+            "shop.",
+            ".orders",
+            "or ders",
+        ] {
             assert!(DatasetName::parse(text).is_err(), "{text}");
         }
     }

@@ -17,7 +17,9 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 fn invalid(text: &str) -> String {
-    format!("invalid duration '{text}'; use a number and a unit such as 30s, 10m, 1h, 1d (units: ms, s, m, h, d, w)")
+    format!(
+        "invalid duration '{text}'; use a number and a unit such as 30s, 10m, 1h, 1d (units: ms, s, m, h, d, w)"
+    )
 }
 
 /// True when `text` is a sequence of `<digits><unit>` parts with known units.
@@ -32,7 +34,10 @@ fn is_compact(text: &str) -> bool {
             return false;
         }
         rest = &rest[digits..];
-        let letters = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_alphabetic()).len();
+        let letters = rest.len()
+            - rest
+                .trim_start_matches(|c: char| c.is_ascii_alphabetic())
+                .len();
         if !UNITS.contains(&&rest[..letters]) {
             return false;
         }
@@ -51,14 +56,26 @@ mod tests {
         assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
         assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
         assert_eq!(parse_duration("1d").unwrap(), Duration::from_secs(86_400));
-        assert_eq!(parse_duration("30d").unwrap(), Duration::from_secs(30 * 86_400));
+        assert_eq!(
+            parse_duration("30d").unwrap(),
+            Duration::from_secs(30 * 86_400)
+        );
         assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
     }
 
     #[test]
     fn rejects_other_spellings() {
-        for text in ["10 minutes", "10", "m", "", "1h 30m", "10mins", "-1s", "1.5h"] {
+        for text in [
+            "10 minutes",
+            "10",
+            "m",
+            "",
+            "1h 30m",
+            "10mins",
+            "-1s",
+            "1.5h",
+        ] {
             let error = parse_duration(text).unwrap_err();
             assert!(error.contains("use a number and a unit"), "{text}: {error}");
         }

@@ -71,10 +71,6 @@ impl<'a> Report<'a> {
         let error = ConfigError::new(self.dataset.as_deref(), key, message);
         self.errors.push(error);
     }
-
-    pub fn dataset(&self) -> Option<&str> {
-        self.dataset.as_deref()
-    }
 }
 
 #[cfg(test)]
@@ -84,7 +80,10 @@ mod tests {
     #[test]
     fn display_names_dataset_and_key() {
         let error = ConfigError::new(Some("orders"), "acceleration.refresh_mode", "bad");
-        assert_eq!(error.to_string(), "dataset 'orders': acceleration.refresh_mode: bad");
+        assert_eq!(
+            error.to_string(),
+            "dataset 'orders': acceleration.refresh_mode: bad"
+        );
         let error = ConfigError::new(None, "runtime.pg.listen", "bad");
         assert_eq!(error.to_string(), "runtime.pg.listen: bad");
     }

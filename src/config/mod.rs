@@ -7,7 +7,7 @@
 //! opens connections or touches files other than the configuration itself.
 //!
 //! Files: `raw.rs` (serde mirror of the YAML), `values.rs` (scalar conversions),
-//! `dataset.rs`, `source.rs`, `acceleration.rs`, `runtime.rs` (validated types and their
+//! `dataset.rs`, `source.rs`, `params.rs`, `acceleration.rs`, `policy.rs`, `runtime.rs` (validated types and their
 //! rules), `validate.rs` (whole-document pass), `load.rs` (the `config` crate),
 //! `secret.rs`, `duration.rs`, `schedule.rs`, `support.rs` (not yet implemented keys).
 
@@ -16,6 +16,8 @@ mod dataset;
 mod duration;
 mod error;
 mod load;
+mod params;
+mod policy;
 mod raw;
 mod runtime;
 mod schedule;
@@ -31,17 +33,19 @@ mod fixtures;
 use std::path::Path;
 
 pub use acceleration::{
-    Acceleration, Engine, Mode, RefreshMode, RefreshOnStartup, Retention, RetryPolicy, SnapshotMode, ZeroResults,
+    Acceleration, Engine, Mode, RefreshMode, RefreshOnStartup, SnapshotMode, ZeroResults,
 };
 pub use dataset::{DatasetConfig, DatasetName, ReadyState, TimeFormat};
 pub use error::{ConfigError, ConfigErrors};
+pub use params::{FileFormat, MysqlParams, PostgresParams, SourceParams, SslMode};
+pub use policy::{Retention, RetryPolicy};
 pub use runtime::{
-    AuthConfig, AuthMethod, BootstrapOnFailure, HttpConfig, PgConfig, RuntimeConfig, RuntimeReadyState, SnapshotStore,
-    TlsConfig, UserConfig,
+    AuthConfig, AuthMethod, BootstrapOnFailure, HttpConfig, PgConfig, RuntimeConfig,
+    RuntimeReadyState, SnapshotStore, TlsConfig, UserConfig,
 };
 pub use schedule::{CronSchedule, Schedule};
 pub use secret::Secret;
-pub use source::{FileFormat, MysqlParams, PostgresParams, SourceParams, SourceRef, SslMode};
+pub use source::SourceRef;
 
 /// A validated configuration.
 #[derive(Debug, Clone)]

@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use serde::de::{self, DeserializeOwned, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{self, DeserializeOwned, Deserializer, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::error::Report;
@@ -236,14 +236,23 @@ pub(crate) fn section<T: DeserializeOwned>(
         let message = error.into_inner().to_string();
         match unknown_field(&message) {
             Some((field, valid)) => {
-                let key = join(prefix, &[segments.as_slice(), &[field.clone()]].concat());
-                report.error(key, format!("unknown key '{field}'; {valid}"));
-                if !remove(&mut value, &segments, &field) {
+                // serde_path_to_error's path may or may not end with the unknown key itself.
+                let parent = match segments.split_last() {
+                    Some((last, parent)) if *last == field => parent.to_vec(),
+                    _ => segments,
+                };
+                let mut full = parent.clone();
+                full.push(field.clone());
+                report.error(
+                    join(prefix, &full),
+                    format!("unknown key '{field}'; {valid}"),
+                );
+                if !remove(&mut value, &parent, &field) {
                     return None;
                 }
             }
             None => {
-                report.error(join(prefix, &segments), message);
+                report.error(join(prefix, &segments), readable(message));
                 return None;
             }
         }
@@ -279,6 +288,14 @@ pub(crate) fn join(prefix: &str, segments: &[String]) -> String {
     key
 }
 
+/// serde names our raw struct types in type errors; users know them as mappings.
+fn readable(message: String) -> String {
+    match message.find(", expected struct Raw") {
+        Some(end) => format!("{}, expected a mapping of keys", &message[..end]),
+        None => message,
+    }
+}
+
 /// Recognises serde's "unknown field `x`, expected one of `a`, `b`" and returns the field
 /// and a readable list of valid keys.
 fn unknown_field(message: &str) -> Option<(String, String)> {
@@ -309,7 +326,9 @@ fn remove(value: &mut Value, path: &[String], field: &str) -> bool {
             None => return false,
         }
     }
-    current.as_object_mut().is_some_and(|map| map.remove(field).is_some())
+    current
+        .as_object_mut()
+        .is_some_and(|map| map.remove(field).is_some())
 }
 
 #[cfg(test)]
@@ -321,14 +340,19 @@ mod tests {
     #[test]
     fn reports_every_unknown_key_with_its_path() {
         let mut errors: Vec<ConfigError> = Vec::new();
-        let value = json!({"from": "postgres:t", "nme": "x", "acceleration": {"refresh_mod": "full"}});
+        let value =
+            json!({"from": "postgres:t", "nme": "x", "acceleration": {"refresh_mod": "full"}});
         let mut report = Report::new(Some("x".into()), &mut errors);
         let parsed = section::<RawDataset>(value, "", &mut report);
         assert!(parsed.is_some());
         let keys: Vec<_> = errors.iter().map(|e| e.key.as_str()).collect();
         assert!(keys.contains(&"nme"), "{keys:?}");
         assert!(keys.contains(&"acceleration.refresh_mod"), "{keys:?}");
-        assert!(errors[0].message.contains("valid keys here are"), "{}", errors[0].message);
+        assert!(
+            errors[0].message.contains("valid keys here are"),
+            "{}",
+            errors[0].message
+        );
     }
 
     #[test]
@@ -338,11 +362,28 @@ mod tests {
         let mut report = Report::new(None, &mut errors);
         assert!(section::<RawDataset>(value, "", &mut report).is_none());
         assert_eq!(errors[0].key, "acceleration.engine");
+
+        let mut errors = Vec::new();
+        let value = json!({"acceleration": "full"});
+        let mut report = Report::new(None, &mut errors);
+        assert!(section::<RawDataset>(value, "", &mut report).is_none());
+        assert_eq!(errors[0].key, "acceleration");
+        assert!(
+            errors[0].message.ends_with("expected a mapping of keys"),
+            "{}",
+            errors[0].message
+        );
     }
 
     #[test]
     fn join_formats_indexes() {
-        let segments = vec!["pg".to_string(), "auth".into(), "users".into(), "1".into(), "name".into()];
+        let segments = vec![
+            "pg".to_string(),
+            "auth".into(),
+            "users".into(),
+            "1".into(),
+            "name".into(),
+        ];
         assert_eq!(join("runtime", &segments), "runtime.pg.auth.users[1].name");
     }
 }

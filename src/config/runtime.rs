@@ -109,51 +109,88 @@ yaml_enum! {
 
 /// Validates `runtime:`; an absent block gives all defaults.
 pub(crate) fn parse_runtime(values: &mut Values<'_, '_>, raw: &RawRuntime) -> RuntimeConfig {
-    let pool = raw.params.as_ref().and_then(|p| values.choice("runtime.params.dedicated_thread_pool", &p.dedicated_thread_pool));
+    let pool = raw.params.as_ref().and_then(|p| {
+        values.choice(
+            "runtime.params.dedicated_thread_pool",
+            &p.dedicated_thread_pool,
+        )
+    });
     RuntimeConfig {
-        pg: pg(values, raw.pg.as_ref().unwrap_or(&RawPg::default())),
-        http: http(values, raw.http.as_ref().unwrap_or(&RawHttp::default())),
-        ready_state: values.choice("runtime.ready_state", &raw.ready_state).unwrap_or(RuntimeReadyState::OnLoad),
+        pg: parse_pg(values, raw.pg.as_ref().unwrap_or(&RawPg::default())),
+        http: parse_http(values, raw.http.as_ref().unwrap_or(&RawHttp::default())),
+        ready_state: values
+            .choice("runtime.ready_state", &raw.ready_state)
+            .unwrap_or(RuntimeReadyState::OnLoad),
         dedicated_thread_pool: pool != Some(ThreadPool::Disabled),
     }
 }
 
-fn pg(values: &mut Values<'_, '_>, raw: &RawPg) -> PgConfig {
-    let max = values.integer("runtime.pg.max_connections", &raw.max_connections, 1, u64::from(u32::MAX), "a connection limit");
+fn parse_pg(values: &mut Values<'_, '_>, raw: &RawPg) -> PgConfig {
+    let max = values.integer(
+        "runtime.pg.max_connections",
+        &raw.max_connections,
+        1,
+        u64::from(u32::MAX),
+        "a connection limit",
+    );
     PgConfig {
-        listen: listen(values, "runtime.pg.listen", &raw.listen, PG_LISTEN_DEFAULT),
-        tls: raw.tls.as_ref().map(|tls| self::tls(values, tls)),
+        listen: parse_listen(values, "runtime.pg.listen", &raw.listen, PG_LISTEN_DEFAULT),
+        tls: raw.tls.as_ref().map(|tls| parse_tls(values, tls)),
         max_connections: max.map_or(MAX_CONNECTIONS_DEFAULT, |n| n as usize),
-        auth: raw.auth.as_ref().map(|auth| self::auth(values, auth)),
+        auth: raw.auth.as_ref().map(|auth| parse_auth(values, auth)),
     }
 }
 
-fn http(values: &mut Values<'_, '_>, raw: &RawHttp) -> HttpConfig {
+fn parse_http(values: &mut Values<'_, '_>, raw: &RawHttp) -> HttpConfig {
     HttpConfig {
-        listen: listen(values, "runtime.http.listen", &raw.listen, HTTP_LISTEN_DEFAULT),
-        api_key: values.non_empty("runtime.http.api_key", &raw.api_key, "an API key").map(Secret::new),
+        listen: parse_listen(
+            values,
+            "runtime.http.listen",
+            &raw.listen,
+            HTTP_LISTEN_DEFAULT,
+        ),
+        api_key: values
+            .non_empty("runtime.http.api_key", &raw.api_key, "an API key")
+            .map(Secret::new),
     }
 }
 
 /// An `ip:port` socket address; port 0 asks the OS for a free port (tests).
-fn listen(values: &mut Values<'_, '_>, key: &str, raw: &Option<Scalar>, default: &str) -> SocketAddr {
-    let fallback = || default.parse().unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0)));
-    let Some(text) = values.text(key, raw) else { return fallback() };
+fn parse_listen(
+    values: &mut Values<'_, '_>,
+    key: &str,
+    raw: &Option<Scalar>,
+    default: &str,
+) -> SocketAddr {
+    let fallback = || {
+        default
+            .parse()
+            .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0)))
+    };
+    let Some(text) = values.text(key, raw) else {
+        return fallback();
+    };
     text.trim().parse().unwrap_or_else(|_| {
         let shown = raw.as_ref().map(Scalar::written).unwrap_or_default();
-        let message = format!("invalid address '{shown}'; use an IP address and port such as {default} or 0.0.0.0:{}", default.rsplit(':').next().unwrap_or("0"));
+        let message = format!(
+            "invalid address '{shown}'; use an IP address and port such as {default} or 0.0.0.0:{}",
+            default.rsplit(':').next().unwrap_or("0")
+        );
         values.error(key, message);
         fallback()
     })
 }
 
-fn tls(values: &mut Values<'_, '_>, raw: &RawTls) -> TlsConfig {
+fn parse_tls(values: &mut Values<'_, '_>, raw: &RawTls) -> TlsConfig {
     let mut path = |field: &str, value: &Option<Scalar>, what: &str| {
         let key = format!("runtime.pg.tls.{field}");
         if value.is_none() {
             values.error(&key, format!("missing; give the path of {what} (PEM)"));
         }
-        values.non_empty(&key, value, what).map(PathBuf::from).unwrap_or_default()
+        values
+            .non_empty(&key, value, what)
+            .map(PathBuf::from)
+            .unwrap_or_default()
     };
     TlsConfig {
         cert: path("cert", &raw.cert, "the server certificate chain"),
@@ -162,8 +199,10 @@ fn tls(values: &mut Values<'_, '_>, raw: &RawTls) -> TlsConfig {
     }
 }
 
-fn auth(values: &mut Values<'_, '_>, raw: &RawAuth) -> AuthConfig {
-    let method = values.choice("runtime.pg.auth.method", &raw.method).unwrap_or(AuthMethod::ScramSha256);
+fn parse_auth(values: &mut Values<'_, '_>, raw: &RawAuth) -> AuthConfig {
+    let method = values
+        .choice("runtime.pg.auth.method", &raw.method)
+        .unwrap_or(AuthMethod::ScramSha256);
     let raw_users = raw.users.as_deref().unwrap_or_default();
     if raw_users.is_empty() {
         values.error("runtime.pg.auth.users", "no users; list at least one { name, password }, or remove the auth block to trust every client");
@@ -172,15 +211,24 @@ fn auth(values: &mut Values<'_, '_>, raw: &RawAuth) -> AuthConfig {
     for (i, user) in raw_users.iter().enumerate() {
         let prefix = format!("runtime.pg.auth.users[{i}]");
         let name = values.non_empty(&format!("{prefix}.name"), &user.name, "a user name");
-        let password = values.non_empty(&format!("{prefix}.password"), &user.password, "a password");
+        let password =
+            values.non_empty(&format!("{prefix}.password"), &user.password, "a password");
         if user.name.is_none() || user.password.is_none() {
             values.error(&prefix, "each user needs name and password");
         }
-        if let Some(name) = &name && users.iter().any(|u| &u.name == name) {
-            values.error(&format!("{prefix}.name"), format!("user '{name}' is listed twice"));
+        if let Some(name) = &name
+            && users.iter().any(|u| &u.name == name)
+        {
+            values.error(
+                &format!("{prefix}.name"),
+                format!("user '{name}' is listed twice"),
+            );
         }
         if let (Some(name), Some(password)) = (name, password) {
-            users.push(UserConfig { name, password: Secret::new(password) });
+            users.push(UserConfig {
+                name,
+                password: Secret::new(password),
+            });
         }
     }
     AuthConfig { method, users }
@@ -193,15 +241,22 @@ pub(crate) fn parse_snapshots(values: &mut Values<'_, '_>, raw: &RawSnapshots) -
     }
     let mut params = BTreeMap::new();
     for (name, value) in raw.params.iter().flatten() {
-        if let Some(secret) = values.secret(&format!("snapshots.params.{name}"), &Some(value.clone())) {
+        if let Some(secret) =
+            values.secret(&format!("snapshots.params.{name}"), &Some(value.clone()))
+        {
             params.insert(name.clone(), secret);
         }
     }
     SnapshotStore {
         enabled: values.flag("snapshots.enabled", &raw.enabled, true),
-        location: values.non_empty("snapshots.location", &raw.location, "a snapshot location").unwrap_or_default(),
+        location: values
+            .non_empty("snapshots.location", &raw.location, "a snapshot location")
+            .unwrap_or_default(),
         bootstrap_on_failure_behavior: values
-            .choice("snapshots.bootstrap_on_failure_behavior", &raw.bootstrap_on_failure_behavior)
+            .choice(
+                "snapshots.bootstrap_on_failure_behavior",
+                &raw.bootstrap_on_failure_behavior,
+            )
             .unwrap_or(BootstrapOnFailure::Warn),
         params,
     }

@@ -16,7 +16,8 @@ pub enum Schedule {
 /// A parsed cron expression (5 fields, or 6 with seconds first) and its original text.
 #[derive(Clone)]
 pub struct CronSchedule {
-    cron: croner::Cron,
+    /// Boxed: a parsed pattern is ~250 bytes, and most schedules are intervals.
+    cron: Box<croner::Cron>,
     text: String,
 }
 
@@ -26,9 +27,9 @@ impl CronSchedule {
         let cron = croner::Cron::new(text)
             .with_seconds_optional()
             .parse()
-            .map_err(|error| error.to_string())?;
+            .map_err(|error| error.to_string().trim_end_matches('.').to_string())?;
         Ok(Self {
-            cron,
+            cron: Box::new(cron),
             text: text.to_string(),
         })
     }
@@ -55,7 +56,10 @@ mod tests {
 
     #[test]
     fn accepts_five_and_six_fields() {
-        assert_eq!(CronSchedule::parse("0 12 * * 1-5").unwrap().as_str(), "0 12 * * 1-5");
+        assert_eq!(
+            CronSchedule::parse("0 12 * * 1-5").unwrap().as_str(),
+            "0 12 * * 1-5"
+        );
         assert!(CronSchedule::parse("*/10 * * * * *").is_ok());
     }
 

@@ -67,12 +67,15 @@ fn resolve(reference: &str, lookup: Lookup<'_>) -> Result<String, String> {
         ));
     }
     match kind {
-        "env" => lookup(name)
-            .ok_or_else(|| format!("environment variable '{name}' is not set (referenced as ${{env:{name}}})")),
+        "env" => lookup(name).ok_or_else(|| {
+            format!("environment variable '{name}' is not set (referenced as ${{env:{name}}})")
+        }),
         "secrets" => {
             let prefixed = format!("PGACCEL_SECRET_{name}");
             lookup(&prefixed).or_else(|| lookup(name)).ok_or_else(|| {
-                format!("secret '{name}' is not set; set the environment variable {prefixed} or {name}")
+                format!(
+                    "secret '{name}' is not set; set the environment variable {prefixed} or {name}"
+                )
             })
         }
         _ => Err(format!(
@@ -111,7 +114,10 @@ mod tests {
     fn substitutes_env_and_secrets() {
         assert_eq!(substitute("${secrets:PW}", &env).unwrap(), "hunter2");
         assert_eq!(substitute("${secrets:PLAIN}", &env).unwrap(), "plain");
-        assert_eq!(substitute("host=${env:HOST} port=1", &env).unwrap(), "host=db.local port=1");
+        assert_eq!(
+            substitute("host=${env:HOST} port=1", &env).unwrap(),
+            "host=db.local port=1"
+        );
         assert_eq!(substitute("no references", &env).unwrap(), "no references");
     }
 

@@ -2,59 +2,71 @@
 //! but startup refuses it rather than silently behaving differently. Everything lives in
 //! `unsupported`, one line per feature: implementing a feature means deleting its line.
 
-use super::acceleration::{Engine, Mode, RefreshMode, SnapshotMode, ZeroResults};
-use super::dataset::ReadyState;
-use super::error::ConfigError;
-use super::runtime::RuntimeReadyState;
-use super::source::{FileFormat, SourceParams, SourceRef};
+use std::fmt::Display;
+
 use super::Config;
+use super::acceleration::{Engine, Mode, RefreshMode, SnapshotMode, ZeroResults};
+use super::dataset::{DatasetConfig, ReadyState};
+use super::error::ConfigError;
+use super::params::{FileFormat, SourceParams};
+use super::runtime::RuntimeReadyState;
+use super::schedule::Schedule;
+use super::source::SourceRef;
 
 /// Every key whose behaviour is not implemented yet, naming dataset and key.
+#[rustfmt::skip] // one line per feature, so that implementing one deletes one line
 pub(crate) fn unsupported(config: &Config) -> Vec<ConfigError> {
-    let mut out = Refusals::default();
-    let runtime = &config.runtime;
-    out.check(None, runtime.pg.tls.is_some(), "runtime.pg.tls", "TLS on the PostgreSQL listener");
-    out.check(None, runtime.pg.auth.is_some(), "runtime.pg.auth", "password authentication");
-    out.check(None, runtime.ready_state != RuntimeReadyState::OnLoad, "runtime.ready_state", format!("ready_state: {}", runtime.ready_state.as_str()));
-    out.check(None, config.snapshots.as_ref().is_some_and(|s| s.enabled), "snapshots.enabled", "acceleration snapshots");
-    for dataset in &config.datasets {
-        let (d, a) = (Some(dataset.name.to_string()), &dataset.acceleration);
-        out.check(d.clone(), !matches!(dataset.from, SourceRef::Postgres { .. } | SourceRef::File { .. }), "from", format!("the {} source", dataset.from.kind()));
-        out.check(d.clone(), matches!(dataset.params, SourceParams::File { format: FileFormat::Json | FileFormat::Snapshot }), "params.file_format", file_format(&dataset.params));
-        out.check(d.clone(), dataset.time_partition_column.is_some(), "time_partition_column", "time_partition_column");
-        out.check(d.clone(), dataset.ready_state != ReadyState::OnLoad, "ready_state", format!("ready_state: {}", dataset.ready_state.as_str()));
-        out.check(d.clone(), a.engine != Engine::Arrow, "acceleration.engine", format!("engine: {}", a.engine.as_str()));
-        out.check(d.clone(), a.mode != Mode::Memory, "acceleration.mode", format!("mode: {}", a.mode.as_str()));
-        out.check(d.clone(), a.refresh_mode != RefreshMode::Full, "acceleration.refresh_mode", format!("refresh_mode: {}", a.refresh_mode.as_str()));
-        out.check(d.clone(), matches!(a.schedule, Some(super::Schedule::Cron(_))), "acceleration.refresh_cron", "refresh_cron");
-        out.check(d.clone(), a.jitter.is_some(), "acceleration.refresh_jitter_enabled", "refresh jitter");
-        out.check(d.clone(), a.refresh_sql.is_some(), "acceleration.refresh_sql", "refresh_sql");
-        out.check(d.clone(), a.refresh_data_window.is_some(), "acceleration.refresh_data_window", "refresh_data_window");
-        out.check(d.clone(), a.refresh_append_overlap.is_some(), "acceleration.refresh_append_overlap", "refresh_append_overlap");
-        out.check(d.clone(), a.on_zero_results == ZeroResults::UseSource, "acceleration.on_zero_results", "on_zero_results: use_source");
-        out.check(d.clone(), a.retention.check_enabled, "acceleration.retention_check_enabled", "retention checks");
-        out.check(d.clone(), a.retention.period.is_some(), "acceleration.retention_period", "retention_period");
-        out.check(d.clone(), a.retention.sql.is_some(), "acceleration.retention_sql", "retention_sql");
-        out.check(d.clone(), a.snapshots != SnapshotMode::Disabled, "acceleration.snapshots", format!("snapshots: {}", a.snapshots.as_str()));
+    let mut out = Vec::new();
+    let rt = &config.runtime;
+    refuse(&mut out, None, rt.pg.tls.is_some(), "runtime.pg.tls", "TLS on the PostgreSQL listener");
+    refuse(&mut out, None, rt.pg.auth.is_some(), "runtime.pg.auth", "password authentication");
+    refuse(&mut out, None, rt.ready_state != RuntimeReadyState::OnLoad, "runtime.ready_state", format!("ready_state: {}", rt.ready_state.as_str()));
+    refuse(&mut out, None, config.snapshots.as_ref().is_some_and(|s| s.enabled), "snapshots.enabled", "publishing and restoring acceleration snapshots");
+    for d in &config.datasets {
+        let (a, n) = (&d.acceleration, Some(d));
+        refuse(&mut out, n, !matches!(d.from, SourceRef::Postgres { .. } | SourceRef::File { .. }), "from", format!("the {} source", d.from.kind()));
+        refuse(&mut out, n, matches!(d.params, SourceParams::File { format: FileFormat::Json | FileFormat::Snapshot }), "params.file_format", describe_file_format(&d.params));
+        refuse(&mut out, n, d.time_partition_column.is_some(), "time_partition_column", "time_partition_column");
+        refuse(&mut out, n, d.ready_state != ReadyState::OnLoad, "ready_state", format!("ready_state: {}", d.ready_state.as_str()));
+        refuse(&mut out, n, a.engine != Engine::Arrow, "acceleration.engine", format!("engine: {}", a.engine.as_str()));
+        refuse(&mut out, n, a.mode != Mode::Memory, "acceleration.mode", format!("mode: {}", a.mode.as_str()));
+        refuse(&mut out, n, a.refresh_mode != RefreshMode::Full, "acceleration.refresh_mode", format!("refresh_mode: {}", a.refresh_mode.as_str()));
+        refuse(&mut out, n, matches!(a.schedule, Some(Schedule::Cron(_))), "acceleration.refresh_cron", "refresh_cron");
+        refuse(&mut out, n, a.jitter.is_some(), "acceleration.refresh_jitter_enabled", "refresh_jitter_enabled: true");
+        refuse(&mut out, n, a.refresh_sql.is_some(), "acceleration.refresh_sql", "refresh_sql");
+        refuse(&mut out, n, a.refresh_data_window.is_some(), "acceleration.refresh_data_window", "refresh_data_window");
+        refuse(&mut out, n, a.refresh_append_overlap.is_some(), "acceleration.refresh_append_overlap", "refresh_append_overlap");
+        refuse(&mut out, n, a.on_zero_results == ZeroResults::UseSource, "acceleration.on_zero_results", "on_zero_results: use_source");
+        refuse(&mut out, n, a.retention.check_enabled, "acceleration.retention_check_enabled", "retention_check_enabled: true");
+        refuse(&mut out, n, a.retention.period.is_some(), "acceleration.retention_period", "retention_period");
+        refuse(&mut out, n, a.retention.sql.is_some(), "acceleration.retention_sql", "retention_sql");
+        refuse(&mut out, n, a.snapshots != SnapshotMode::Disabled, "acceleration.snapshots", format!("snapshots: {}", a.snapshots.as_str()));
     }
-    out.0
+    out
 }
 
-fn file_format(params: &SourceParams) -> String {
+/// Records one refusal when `when` holds.
+fn refuse(
+    out: &mut Vec<ConfigError>,
+    dataset: Option<&DatasetConfig>,
+    when: bool,
+    key: &str,
+    what: impl Display,
+) {
+    if when {
+        let message = format!("{what} is not supported yet by this version of pgaccel");
+        let dataset = dataset.map(|d| d.name.to_string());
+        out.push(ConfigError {
+            dataset,
+            key: key.to_string(),
+            message,
+        });
+    }
+}
+
+fn describe_file_format(params: &SourceParams) -> String {
     match params {
         SourceParams::File { format } => format!("file_format: {}", format.as_str()),
         _ => String::new(),
-    }
-}
-
-#[derive(Default)]
-struct Refusals(Vec<ConfigError>);
-
-impl Refusals {
-    fn check(&mut self, dataset: Option<String>, when: bool, key: &str, what: impl std::fmt::Display) {
-        if when {
-            let message = format!("{what} is not supported yet by this version of pgaccel");
-            self.0.push(ConfigError { dataset, key: key.to_string(), message });
-        }
     }
 }

@@ -101,30 +101,53 @@ impl<'r, 'e> Values<'r, 'e> {
         };
         parsed.unwrap_or_else(|| {
             let shown = raw.written();
-            self.error(key, format!("invalid value '{shown}'; valid values are true, false"));
+            self.error(
+                key,
+                format!("invalid value '{shown}'; valid values are true, false"),
+            );
             default
         })
     }
 
     /// A duration such as `10m`; zero is rejected unless `allow_zero`.
-    pub fn duration(&mut self, key: &str, value: &Option<Scalar>, allow_zero: bool) -> Option<Duration> {
+    pub fn duration(
+        &mut self,
+        key: &str,
+        value: &Option<Scalar>,
+        allow_zero: bool,
+    ) -> Option<Duration> {
         let text = self.text(key, value)?;
         match parse_duration(text.trim()) {
             Ok(duration) if duration.is_zero() && !allow_zero => {
-                self.error(key, "must be longer than zero; use a duration such as 30s, 10m, 1h");
+                self.error(
+                    key,
+                    "must be longer than zero; use a duration such as 30s, 10m, 1h",
+                );
                 None
             }
             Ok(duration) => Some(duration),
             Err(_) => {
                 let shown = value.as_ref().map(Scalar::written).unwrap_or_default();
-                self.error(key, parse_duration(&shown).err().unwrap_or_else(|| format!("invalid duration '{shown}'")));
+                self.error(
+                    key,
+                    parse_duration(&shown)
+                        .err()
+                        .unwrap_or_else(|| format!("invalid duration '{shown}'")),
+                );
                 None
             }
         }
     }
 
     /// An integer in `min..=max`; `what` describes it in the error ("a TCP port").
-    pub fn integer(&mut self, key: &str, value: &Option<Scalar>, min: u64, max: u64, what: &str) -> Option<u64> {
+    pub fn integer(
+        &mut self,
+        key: &str,
+        value: &Option<Scalar>,
+        min: u64,
+        max: u64,
+        what: &str,
+    ) -> Option<u64> {
         let text = self.text(key, value)?;
         match text.trim().parse::<u64>() {
             Ok(n) if (min..=max).contains(&n) => Some(n),
@@ -149,7 +172,13 @@ impl<'r, 'e> Values<'r, 'e> {
         if found.is_none() {
             let valid: Vec<&str> = E::ALL.iter().map(YamlEnum::as_str).collect();
             let shown = value.as_ref().map(Scalar::written).unwrap_or_default();
-            self.error(key, format!("invalid value '{shown}'; valid values are {}", valid.join(", ")));
+            self.error(
+                key,
+                format!(
+                    "invalid value '{shown}'; valid values are {}",
+                    valid.join(", ")
+                ),
+            );
         }
         found
     }
@@ -190,12 +219,18 @@ mod tests {
         assert!(errors.is_empty());
         let (found, errors) = check(|v| v.choice::<Colour>("colour", &text("blue")));
         assert_eq!(found, None);
-        assert_eq!(errors[0].message, "invalid value 'blue'; valid values are red, light_blue");
+        assert_eq!(
+            errors[0].message,
+            "invalid value 'blue'; valid values are red, light_blue"
+        );
     }
 
     #[test]
     fn ports_accept_numbers_and_strings() {
-        assert_eq!(check(|v| v.port("p", &Some(Scalar::Int(5432)))).0, Some(5432));
+        assert_eq!(
+            check(|v| v.port("p", &Some(Scalar::Int(5432)))).0,
+            Some(5432)
+        );
         assert_eq!(check(|v| v.port("p", &text("3306"))).0, Some(3306));
         let (port, errors) = check(|v| v.port("p", &Some(Scalar::Int(70000))));
         assert_eq!(port, None);
@@ -205,9 +240,16 @@ mod tests {
     #[test]
     fn zero_durations_are_rejected_unless_allowed() {
         assert!(check(|v| v.duration("d", &text("0s"), false)).1.len() == 1);
-        assert_eq!(check(|v| v.duration("d", &text("0s"), true)).0, Some(Duration::ZERO));
+        assert_eq!(
+            check(|v| v.duration("d", &text("0s"), true)).0,
+            Some(Duration::ZERO)
+        );
         let (_, errors) = check(|v| v.duration("d", &text("10 minutes"), false));
-        assert!(errors[0].message.starts_with("invalid duration '10 minutes'"));
+        assert!(
+            errors[0]
+                .message
+                .starts_with("invalid duration '10 minutes'")
+        );
     }
 
     #[test]

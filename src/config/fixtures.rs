@@ -1,0 +1,242 @@
+//! Tests over `testdata/config/`: every file in `valid/` loads, and every file in
+//! `invalid/` fails with an error containing the text of its `# expect:` first line
+//! (dataset and key). Also checks that errors never contain secret values and that
+//! `unsupported()` names what this version refuses.
+
+use std::path::{Path, PathBuf};
+
+use super::load::{Input, document};
+use super::{Config, ConfigErrors, secret, validate};
+
+/// Secret values the fixtures resolve; none may appear in any error message.
+const SECRET_VALUES: &[&str] = &[
+    "app-password-value",
+    "admin-key-value",
+    "pg-password-value",
+    "mysql://u:p@h/db",
+];
+
+fn fixture_env(name: &str) -> Option<String> {
+    let value = match name {
+        "PGACCEL_SECRET_APP_PW" => SECRET_VALUES[0],
+        "PGACCEL_SECRET_ADMIN_KEY" => SECRET_VALUES[1],
+        "PG_PASSWORD" => SECRET_VALUES[2],
+        "MYSQL_URL" => SECRET_VALUES[3],
+        "PG_HOST" => "db.internal",
+        "PG_PORT" => "6543",
+        _ => return None,
+    };
+    Some(value.to_string())
+}
+
+/// Loads a fixture with a fixed environment, so tests neither read nor mutate the
+/// process environment.
+fn load_fixture(path: &Path) -> Result<Config, ConfigErrors> {
+    let overrides = ::config::Environment::with_prefix("PGACCEL")
+        .separator("__")
+        .source(Some(Default::default()));
+    let document = document(Input::Path(path), overrides)?;
+    validate::validate(document, &fixture_env)
+}
+
+fn fixtures(kind: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/config")
+        .join(kind);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn valid_fixtures_load() {
+    let files = fixtures("valid");
+    assert!(files.len() >= 4);
+    for path in files {
+        if let Err(errors) = load_fixture(&path) {
+            panic!("{} should be valid:\n{errors}", path.display());
+        }
+    }
+}
+
+#[test]
+fn invalid_fixtures_name_dataset_and_key() {
+    let files = fixtures("invalid");
+    assert!(files.len() >= 20);
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let expect = text
+            .lines()
+            .next()
+            .and_then(|line| line.strip_prefix("# expect: "))
+            .unwrap_or_else(|| panic!("{} has no '# expect:' first line", path.display()));
+        let errors = match load_fixture(&path) {
+            Ok(_) => panic!("{} should be invalid", path.display()),
+            Err(errors) => errors.to_string(),
+        };
+        assert!(
+            errors.contains(expect),
+            "{}: expected '{expect}' in:\n{errors}",
+            path.display()
+        );
+        for secret in SECRET_VALUES {
+            assert!(
+                !errors.contains(secret),
+                "{} leaks a secret:\n{errors}",
+                path.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn secrets_resolve_and_stay_hidden() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/config/valid/secrets.yaml");
+    let config = load_fixture(&path).unwrap();
+    let api_key = config.runtime.http.api_key.as_ref().unwrap();
+    assert_eq!(api_key.expose(), "admin-key-value");
+    let super::SourceParams::Postgres(pg) = &config.datasets[0].params else {
+        panic!("postgres")
+    };
+    assert_eq!((pg.host.as_str(), pg.port), ("db.internal", 6543));
+    assert_eq!(pg.pass.as_ref().unwrap().expose(), "pg-password-value");
+    let debug = format!("{config:?}");
+    for secret in SECRET_VALUES {
+        assert!(!debug.contains(secret), "Debug leaks {secret}");
+    }
+}
+
+fn from_yaml_with(yaml: &str, vars: &[(&str, &str)]) -> Result<Config, ConfigErrors> {
+    let vars = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let overrides = ::config::Environment::with_prefix("PGACCEL")
+        .separator("__")
+        .source(Some(vars));
+    validate::validate(
+        document(Input::Yaml(yaml), overrides)?,
+        &secret::process_env,
+    )
+}
+
+fn from_yaml(yaml: &str) -> Result<Config, ConfigErrors> {
+    from_yaml_with(yaml, &[])
+}
+
+#[test]
+fn environment_overrides_apply() {
+    let yaml = "runtime:\n  pg:\n    listen: 127.0.0.1:15432\n";
+    let vars = [
+        ("PGACCEL__RUNTIME__PG__LISTEN", "0.0.0.0:0"),
+        ("PGACCEL_SECRET_X", "ignored"),
+    ];
+    let config = from_yaml_with(yaml, &vars).unwrap();
+    assert_eq!(config.runtime.pg.listen.to_string(), "0.0.0.0:0");
+    let vars = [(
+        "PGACCEL__RUNTIME__PARAMS__DEDICATED_THREAD_POOL",
+        "disabled",
+    )];
+    assert!(
+        !from_yaml_with("", &vars)
+            .unwrap()
+            .runtime
+            .dedicated_thread_pool
+    );
+}
+
+#[test]
+fn one_bad_dataset_does_not_hide_another() {
+    let yaml = "datasets:\n  - from: postgres:a\n    name: a\n    nope: 1\n    acceleration: { refresh_mode: x, engine: y }\n  - from: nowhere\n    name: b\n";
+    let errors = from_yaml(yaml).unwrap_err().to_string();
+    for expected in [
+        "dataset 'a': nope",
+        "dataset 'a': acceleration.refresh_mode",
+        "dataset 'a': acceleration.engine",
+        "dataset 'b': from",
+    ] {
+        assert!(
+            errors.contains(expected),
+            "missing '{expected}' in:\n{errors}"
+        );
+    }
+}
+
+#[test]
+fn defaults_apply() {
+    let config = from_yaml("datasets:\n  - from: file:x.parquet\n    name: x\n").unwrap();
+    assert_eq!(config.runtime.pg.listen.to_string(), "127.0.0.1:15432");
+    assert_eq!(config.runtime.http.listen.to_string(), "127.0.0.1:8090");
+    assert_eq!(config.runtime.pg.max_connections, 500);
+    assert!(config.runtime.dedicated_thread_pool);
+    let a = &config.datasets[0].acceleration;
+    assert!(a.enabled && a.retry.enabled && a.retry.max_attempts.is_none());
+    assert_eq!(
+        (a.engine, a.mode, a.refresh_mode),
+        (
+            super::Engine::Arrow,
+            super::Mode::Memory,
+            super::RefreshMode::Full
+        )
+    );
+    assert!(a.schedule.is_none() && a.jitter.is_none());
+    assert!(
+        config.unsupported().is_empty(),
+        "{:?}",
+        config.unsupported()
+    );
+}
+
+#[test]
+fn jitter_defaults_to_a_tenth_of_the_interval() {
+    let yaml = "datasets:\n  - from: file:x.csv\n    name: x\n    acceleration: { refresh_check_interval: 10s, refresh_jitter_enabled: true }\n";
+    let config = from_yaml(yaml).unwrap();
+    assert_eq!(
+        config.datasets[0].acceleration.jitter,
+        Some(std::time::Duration::from_secs(1))
+    );
+}
+
+#[test]
+fn unsupported_names_dataset_and_key() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/config/valid/full.yaml");
+    let refused: Vec<String> = load_fixture(&path)
+        .unwrap()
+        .unsupported()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    for expected in [
+        "runtime.pg.tls: TLS on the PostgreSQL listener is not supported yet by this version of pgaccel",
+        "runtime.pg.auth:",
+        "snapshots.enabled:",
+        "dataset 'orders': acceleration.engine: engine: duckdb is not supported yet",
+        "dataset 'orders': acceleration.refresh_mode:",
+        "dataset 'orders': time_partition_column:",
+        "dataset 'products': acceleration.refresh_cron:",
+    ] {
+        assert!(
+            refused.iter().any(|line| line.starts_with(expected)),
+            "missing '{expected}' in {refused:#?}"
+        );
+    }
+    assert!(
+        !refused.iter().any(|line| line.contains("refresh_retry")),
+        "{refused:#?}"
+    );
+}
+
+#[test]
+fn a_missing_file_names_the_path() {
+    let errors = super::load(Path::new("/nonexistent/pgaccel.yaml"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        errors.starts_with("/nonexistent/pgaccel.yaml: cannot read the configuration"),
+        "{errors}"
+    );
+}

@@ -1,0 +1,384 @@
+//! The `params` of a dataset's source: which keys each source kind accepts, their
+//! defaults (PostgreSQL 127.0.0.1:5432, MySQL 127.0.0.1:3306, sslmode prefer) and their
+//! secrets. Parameters of another source kind are errors, never ignored.
+
+use std::path::{Path, PathBuf};
+
+use super::raw::{RawParams, Scalar};
+use super::secret::Secret;
+use super::source::SourceRef;
+use super::values::{Values, yaml_enum};
+
+/// Connection settings for the source, by kind.
+#[derive(Debug, Clone)]
+pub enum SourceParams {
+    Postgres(PostgresParams),
+    Mysql(MysqlParams),
+    Duckdb { open: PathBuf },
+    Sqlite { file: PathBuf },
+    File { format: FileFormat },
+    Http,
+}
+
+/// `pg_*` parameters. With `pg_connection_string` the other keys are rejected (the string
+/// carries them), and `db`/`user` are left empty.
+#[derive(Debug, Clone)]
+pub struct PostgresParams {
+    pub host: String,
+    pub port: u16,
+    pub db: String,
+    pub user: String,
+    pub pass: Option<Secret>,
+    pub sslmode: SslMode,
+    pub connection_string: Option<Secret>,
+}
+
+/// `mysql_*` parameters; same rules as `PostgresParams`, but the database is optional
+/// because `from: mysql:db.table` may name it.
+#[derive(Debug, Clone)]
+pub struct MysqlParams {
+    pub host: String,
+    pub port: u16,
+    pub db: Option<String>,
+    pub user: String,
+    pub pass: Option<Secret>,
+    pub sslmode: SslMode,
+    pub connection_string: Option<Secret>,
+}
+
+yaml_enum! {
+    /// TLS toward the source (libpq's names, also used for MySQL).
+    pub enum SslMode {
+        Disable => "disable",
+        Prefer => "prefer",
+        Require => "require",
+        VerifyCa => "verify-ca",
+        VerifyFull => "verify-full",
+    }
+}
+
+yaml_enum! {
+    /// How a `file:` source is read.
+    pub enum FileFormat {
+        Parquet => "parquet",
+        Csv => "csv",
+        Json => "json",
+        /// A published acceleration snapshot location (see seeds/snapshot-refresh-mode).
+        Snapshot => "snapshot",
+    }
+}
+
+/// Checks `params` against the source kind and applies defaults.
+pub(crate) fn parse_params(
+    values: &mut Values<'_, '_>,
+    source: &SourceRef,
+    params: &RawParams,
+) -> SourceParams {
+    reject_foreign_params(values, source, params);
+    let get = |key: &str| params.get(key).cloned();
+    match source {
+        SourceRef::Postgres { .. } => SourceParams::Postgres(parse_postgres(values, &get)),
+        SourceRef::Mysql { .. } => SourceParams::Mysql(parse_mysql(values, &get)),
+        SourceRef::Duckdb { .. } => SourceParams::Duckdb {
+            open: parse_required_path(
+                values,
+                "duckdb_open",
+                &get("duckdb_open"),
+                "the DuckDB database file to read",
+            ),
+        },
+        SourceRef::Sqlite { .. } => SourceParams::Sqlite {
+            file: parse_required_path(
+                values,
+                "sqlite_file",
+                &get("sqlite_file"),
+                "the SQLite database file to read",
+            ),
+        },
+        SourceRef::File { path } => SourceParams::File {
+            format: parse_file_format(values, path, &get("file_format")),
+        },
+        SourceRef::Http { .. } => SourceParams::Http,
+    }
+}
+
+fn reject_foreign_params(values: &mut Values<'_, '_>, source: &SourceRef, params: &RawParams) {
+    let allowed = source.allowed_params();
+    for key in params.keys().filter(|key| !allowed.contains(&key.as_str())) {
+        let valid = if allowed.is_empty() {
+            "none".to_string()
+        } else {
+            allowed.join(", ")
+        };
+        let hint = if matches!(key.as_str(), "duckdb_file" | "sqlite_file") {
+            " (acceleration files go in acceleration.params)"
+        } else {
+            ""
+        };
+        let message = format!(
+            "'{key}' is not a parameter of {} sources{hint}; valid parameters are {valid}",
+            source.kind()
+        );
+        values.error(&format!("params.{key}"), message);
+    }
+}
+
+type Get<'a> = dyn Fn(&str) -> Option<Scalar> + 'a;
+
+/// Connection fields shared by PostgreSQL and MySQL, keyed by the kind's prefix.
+struct Connection {
+    host: String,
+    port: u16,
+    db: Option<String>,
+    user: Option<String>,
+    pass: Option<Secret>,
+    sslmode: SslMode,
+    connection_string: Option<Secret>,
+}
+
+fn parse_connection(
+    values: &mut Values<'_, '_>,
+    get: &Get<'_>,
+    prefix: &str,
+    port_key: &str,
+    default_port: u16,
+) -> Connection {
+    let key = |name: &str| format!("params.{prefix}_{name}");
+    let string_key = format!("{prefix}_connection_string");
+    let connection_string = values.secret(&format!("params.{string_key}"), &get(&string_key));
+    if connection_string.is_some() {
+        for name in ["host", "db", "user", "pass", "sslmode"]
+            .iter()
+            .map(|n| format!("{prefix}_{n}"))
+            .chain([port_key.to_string()])
+        {
+            if get(&name).is_some() {
+                let message = format!(
+                    "cannot be combined with {string_key}; put it in the connection string or remove {string_key}"
+                );
+                values.error(&format!("params.{name}"), message);
+            }
+        }
+    }
+    Connection {
+        host: values
+            .non_empty(
+                &key("host"),
+                &get(&format!("{prefix}_host")),
+                "a host name or address",
+            )
+            .unwrap_or_else(|| "127.0.0.1".into()),
+        port: values
+            .port(&format!("params.{port_key}"), &get(port_key))
+            .unwrap_or(default_port),
+        db: values.non_empty(&key("db"), &get(&format!("{prefix}_db")), "a database name"),
+        user: values.non_empty(&key("user"), &get(&format!("{prefix}_user")), "a user name"),
+        pass: values.secret(&key("pass"), &get(&format!("{prefix}_pass"))),
+        sslmode: values
+            .choice(&key("sslmode"), &get(&format!("{prefix}_sslmode")))
+            .unwrap_or(SslMode::Prefer),
+        connection_string,
+    }
+}
+
+/// Reports a required connection field that is absent when there is no connection string.
+fn require(
+    values: &mut Values<'_, '_>,
+    conn: &Connection,
+    field: &Option<String>,
+    key: &str,
+    what: &str,
+) {
+    if field.is_none() && conn.connection_string.is_none() {
+        let prefix = key.split('_').next().unwrap_or_default();
+        let message = format!("missing {what}; set {key} or {prefix}_connection_string");
+        values.error(&format!("params.{key}"), message);
+    }
+}
+
+fn parse_postgres(values: &mut Values<'_, '_>, get: &Get<'_>) -> PostgresParams {
+    let conn = parse_connection(values, get, "pg", "pg_port", 5432);
+    require(
+        values,
+        &conn,
+        &conn.db,
+        "pg_db",
+        "the database to read from",
+    );
+    require(
+        values,
+        &conn,
+        &conn.user,
+        "pg_user",
+        "the user to connect as",
+    );
+    PostgresParams {
+        host: conn.host,
+        port: conn.port,
+        db: conn.db.unwrap_or_default(),
+        user: conn.user.unwrap_or_default(),
+        pass: conn.pass,
+        sslmode: conn.sslmode,
+        connection_string: conn.connection_string,
+    }
+}
+
+fn parse_mysql(values: &mut Values<'_, '_>, get: &Get<'_>) -> MysqlParams {
+    let conn = parse_connection(values, get, "mysql", "mysql_tcp_port", 3306);
+    require(
+        values,
+        &conn,
+        &conn.user,
+        "mysql_user",
+        "the user to connect as",
+    );
+    MysqlParams {
+        host: conn.host,
+        port: conn.port,
+        db: conn.db,
+        user: conn.user.unwrap_or_default(),
+        pass: conn.pass,
+        sslmode: conn.sslmode,
+        connection_string: conn.connection_string,
+    }
+}
+
+fn parse_required_path(
+    values: &mut Values<'_, '_>,
+    name: &str,
+    value: &Option<Scalar>,
+    what: &str,
+) -> PathBuf {
+    let key = format!("params.{name}");
+    if value.is_none() {
+        values.error(&key, format!("missing {what}; set params.{name}"));
+    }
+    values
+        .non_empty(&key, value, what)
+        .map(PathBuf::from)
+        .unwrap_or_default()
+}
+
+/// `file_format`, or the file's extension when it is not given.
+fn parse_file_format(
+    values: &mut Values<'_, '_>,
+    path: &Path,
+    value: &Option<Scalar>,
+) -> FileFormat {
+    if value.is_some() {
+        return values
+            .choice("params.file_format", value)
+            .unwrap_or(FileFormat::Parquet);
+    }
+    let extension = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match extension.as_deref() {
+        Some("parquet") => FileFormat::Parquet,
+        Some("csv") => FileFormat::Csv,
+        Some("json" | "jsonl" | "ndjson") => FileFormat::Json,
+        _ => {
+            let message = format!(
+                "cannot tell the format of '{}' from its extension; set params.file_format to parquet, csv, json or snapshot",
+                path.display()
+            );
+            values.error("params.file_format", message);
+            FileFormat::Parquet
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::error::{ConfigError, Report};
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn params(source: &str, pairs: &[(&str, Scalar)]) -> (SourceParams, Vec<ConfigError>) {
+        let raw: RawParams = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        let mut errors = Vec::new();
+        let mut report = Report::new(Some("d".into()), &mut errors);
+        let mut values = Values::new(&mut report, &no_env);
+        let parsed = parse_params(
+            &mut values,
+            &crate::config::source::parse_from(source).unwrap(),
+            &raw,
+        );
+        (parsed, errors)
+    }
+
+    fn text(s: &str) -> Scalar {
+        Scalar::Text(s.into())
+    }
+
+    #[test]
+    fn postgres_defaults() {
+        let (parsed, errors) = params(
+            "postgres:t",
+            &[("pg_db", text("test")), ("pg_user", text("root"))],
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        let SourceParams::Postgres(pg) = parsed else {
+            panic!("postgres")
+        };
+        assert_eq!(
+            (pg.host.as_str(), pg.port, pg.sslmode),
+            ("127.0.0.1", 5432, SslMode::Prefer)
+        );
+    }
+
+    #[test]
+    fn mysql_port_may_be_a_string() {
+        let (parsed, errors) = params(
+            "mysql:t",
+            &[
+                ("mysql_user", text("root")),
+                ("mysql_tcp_port", text("3307")),
+            ],
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        let SourceParams::Mysql(my) = parsed else {
+            panic!("mysql")
+        };
+        assert_eq!((my.port, my.db), (3307, None));
+    }
+
+    #[test]
+    fn params_of_another_source_are_errors() {
+        let (_, errors) = params(
+            "mysql:t",
+            &[("mysql_user", text("root")), ("pg_host", text("h"))],
+        );
+        assert_eq!(errors[0].key, "params.pg_host");
+        assert!(
+            errors[0]
+                .message
+                .contains("not a parameter of mysql sources")
+        );
+    }
+
+    #[test]
+    fn file_format_comes_from_the_extension() {
+        let (parsed, _) = params("file:x.CSV", &[]);
+        assert!(matches!(
+            parsed,
+            SourceParams::File {
+                format: FileFormat::Csv
+            }
+        ));
+        let (parsed, _) = params("file:x.dat", &[("file_format", text("parquet"))]);
+        assert!(matches!(
+            parsed,
+            SourceParams::File {
+                format: FileFormat::Parquet
+            }
+        ));
+    }
+}
