@@ -11,7 +11,11 @@ use pgaccel::runtime::Runtime;
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
-#[command(name = "pgaccel", version, about = "A PostgreSQL-wire read replica that answers from local accelerations")]
+#[command(
+    name = "pgaccel",
+    version,
+    about = "A PostgreSQL-wire read replica that answers from local accelerations"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -44,7 +48,9 @@ enum Command {
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
         .init();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Runtime::new() {
@@ -73,8 +79,14 @@ fn main() -> ExitCode {
 
 async fn run(path: PathBuf) -> Result<(), String> {
     let config = config::load(&path).map_err(|errors| format!("{}:\n{errors}", path.display()))?;
-    let runtime = Runtime::start(config).await.map_err(|error| error.to_string())?;
-    println!("pgaccel is serving PostgreSQL on {} and HTTP on {}", runtime.pg_addr(), runtime.http_addr());
+    let runtime = Runtime::start(config)
+        .await
+        .map_err(|error| error.to_string())?;
+    println!(
+        "pgaccel is serving PostgreSQL on {} and HTTP on {}",
+        runtime.pg_addr(),
+        runtime.http_addr()
+    );
     wait_for_signal().await;
     tracing::info!("shutting down");
     runtime.shutdown().await;
@@ -85,13 +97,14 @@ async fn wait_for_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(signal) => signal,
-            Err(_) => {
-                let _ = ctrl_c.await;
-                return;
-            }
-        };
+        let mut terminate =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(signal) => signal,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
         tokio::select! {
             _ = ctrl_c => {}
             _ = terminate.recv() => {}
@@ -108,13 +121,24 @@ fn check(path: PathBuf) -> Result<(), String> {
         let lines: Vec<String> = refused.iter().map(ToString::to_string).collect();
         return Err(format!("{}:\n{}", path.display(), lines.join("\n")));
     }
-    println!("{}: ok ({} datasets)", path.display(), config.datasets.len());
+    println!(
+        "{}: ok ({} datasets)",
+        path.display(),
+        config.datasets.len()
+    );
     Ok(())
 }
 
 async fn refresh(api: &str, name: &str) -> Result<(), String> {
-    let url = format!("{}/v1/datasets/{name}/acceleration/refresh", api.trim_end_matches('/'));
-    let response = reqwest::Client::new().post(&url).send().await.map_err(|e| format!("cannot reach {api}: {e}"))?;
+    let url = format!(
+        "{}/v1/datasets/{name}/acceleration/refresh",
+        api.trim_end_matches('/')
+    );
+    let response = reqwest::Client::new()
+        .post(&url)
+        .send()
+        .await
+        .map_err(|e| format!("cannot reach {api}: {e}"))?;
     let status = response.status();
     let body: serde_json::Value = response.json().await.unwrap_or_default();
     let message = body["message"].as_str().unwrap_or_default().to_owned();
@@ -128,19 +152,30 @@ async fn refresh(api: &str, name: &str) -> Result<(), String> {
 
 async fn datasets(api: &str) -> Result<(), String> {
     let url = format!("{}/v1/datasets?status=true", api.trim_end_matches('/'));
-    let response = reqwest::get(&url).await.map_err(|e| format!("cannot reach {api}: {e}"))?;
+    let response = reqwest::get(&url)
+        .await
+        .map_err(|e| format!("cannot reach {api}: {e}"))?;
     if !response.status().is_success() {
         return Err(format!("{url} answered {}", response.status()));
     }
-    let list: Vec<DatasetInfo> = response.json().await.map_err(|e| format!("unexpected answer from {url}: {e}"))?;
-    println!("{:<24} {:<12} {:>12} {:<28} {:<28} ERROR", "NAME", "STATUS", "ROWS", "LAST_REFRESH", "NEXT_REFRESH");
+    let list: Vec<DatasetInfo> = response
+        .json()
+        .await
+        .map_err(|e| format!("unexpected answer from {url}: {e}"))?;
+    println!(
+        "{:<24} {:<12} {:>12} {:<28} {:<28} ERROR",
+        "NAME", "STATUS", "ROWS", "LAST_REFRESH", "NEXT_REFRESH"
+    );
     for dataset in list {
         let status = dataset.status.map(|s| format!("{s:?}")).unwrap_or_default();
         println!(
             "{:<24} {:<12} {:>12} {:<28} {:<28} {}",
             dataset.name,
             status,
-            dataset.rows.map(|r| r.to_string()).unwrap_or_else(|| "-".into()),
+            dataset
+                .rows
+                .map(|r| r.to_string())
+                .unwrap_or_else(|| "-".into()),
             dataset.last_refresh.unwrap_or_else(|| "-".into()),
             dataset.next_refresh.unwrap_or_else(|| "-".into()),
             dataset.error_message.unwrap_or_default(),

@@ -5,7 +5,9 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use metrics::{Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
+use metrics::{
+    Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram,
+};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 pub const REFRESH_ERRORS: &str = "dataset_acceleration_refresh_errors";
@@ -34,13 +36,20 @@ pub fn handle() -> &'static PrometheusHandle {
 }
 
 fn describe() {
-    describe_counter!(REFRESH_ERRORS, "Failed refresh attempts, by dataset and reason");
+    describe_counter!(
+        REFRESH_ERRORS,
+        "Failed refresh attempts, by dataset and reason"
+    );
     describe_gauge!(
         LAST_REFRESH_TIME,
         Unit::Milliseconds,
         "Unix time of the last successful refresh"
     );
-    describe_histogram!(REFRESH_DURATION, Unit::Milliseconds, "Duration of successful refreshes");
+    describe_histogram!(
+        REFRESH_DURATION,
+        Unit::Milliseconds,
+        "Duration of successful refreshes"
+    );
     describe_gauge!(ROWS, "Rows held by the acceleration");
     describe_gauge!(BYTES, Unit::Bytes, "Arrow memory held by the acceleration");
     describe_gauge!(
@@ -48,8 +57,15 @@ fn describe() {
         "Dataset status: 0 initializing, 1 ready, 2 refreshing, 3 error, 4 shutting down"
     );
     describe_counter!(QUERIES, "Statements executed over the wire");
-    describe_counter!(QUERY_ERRORS, "Statements that ended in an error, by SQLSTATE class");
-    describe_histogram!(QUERY_DURATION, Unit::Milliseconds, "Statement execution time");
+    describe_counter!(
+        QUERY_ERRORS,
+        "Statements that ended in an error, by SQLSTATE class"
+    );
+    describe_histogram!(
+        QUERY_DURATION,
+        Unit::Milliseconds,
+        "Statement execution time"
+    );
 }
 
 pub fn refresh_failed(dataset: &str, reason: &'static str) {

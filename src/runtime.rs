@@ -8,9 +8,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use datafusion::prelude::SessionContext;
-use datafusion::logical_expr::{ColumnarValue, Volatility, create_udf};
 use datafusion::arrow::datatypes::DataType;
+use datafusion::logical_expr::{ColumnarValue, Volatility, create_udf};
+use datafusion::prelude::SessionContext;
 use datafusion::scalar::ScalarValue;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -29,7 +29,10 @@ pub enum StartError {
     #[error("{0}")]
     Config(#[from] ConfigErrors),
     #[error("cannot listen on {address}: {source}")]
-    Bind { address: SocketAddr, source: std::io::Error },
+    Bind {
+        address: SocketAddr,
+        source: std::io::Error,
+    },
     #[error("cannot build the query engine: {0}")]
     Query(#[from] datafusion::error::DataFusionError),
     #[error("cannot start the refresh-worker threads: {0}")]
@@ -59,15 +62,30 @@ impl Runtime {
         metrics::handle();
         let partitions = std::thread::available_parallelism().map_or(2, |n| n.get());
         let registry = Arc::new(Registry::new(
-            config.datasets.iter().cloned().map(|dataset| Arc::new(Dataset::new(dataset))).collect(),
+            config
+                .datasets
+                .iter()
+                .cloned()
+                .map(|dataset| Arc::new(Dataset::new(dataset)))
+                .collect(),
         ));
         let ctx = query::session(&registry, partitions)?;
         register_version(&ctx);
         let pg_listener = bind(config.runtime.pg.listen).await?;
         let http_listener = bind(config.runtime.http.listen).await?;
         let runtime = Runtime {
-            pg_addr: pg_listener.local_addr().map_err(|source| StartError::Bind { address: config.runtime.pg.listen, source })?,
-            http_addr: http_listener.local_addr().map_err(|source| StartError::Bind { address: config.runtime.http.listen, source })?,
+            pg_addr: pg_listener
+                .local_addr()
+                .map_err(|source| StartError::Bind {
+                    address: config.runtime.pg.listen,
+                    source,
+                })?,
+            http_addr: http_listener
+                .local_addr()
+                .map_err(|source| StartError::Bind {
+                    address: config.runtime.http.listen,
+                    source,
+                })?,
             registry,
             shutdown: CancellationToken::new(),
             tracker: TaskTracker::new(),
@@ -133,7 +151,10 @@ impl Runtime {
     pub async fn shutdown(mut self) {
         self.shutdown.cancel();
         self.tracker.close();
-        if tokio::time::timeout(SHUTDOWN_GRACE, self.tracker.wait()).await.is_err() {
+        if tokio::time::timeout(SHUTDOWN_GRACE, self.tracker.wait())
+            .await
+            .is_err()
+        {
             warn!("tasks still running after {SHUTDOWN_GRACE:?}; stopping anyway");
         }
         if let Some(refresh_runtime) = self.refresh_runtime.take() {
@@ -154,7 +175,9 @@ impl Drop for Runtime {
 }
 
 async fn bind(address: SocketAddr) -> Result<TcpListener, StartError> {
-    TcpListener::bind(address).await.map_err(|source| StartError::Bind { address, source })
+    TcpListener::bind(address)
+        .await
+        .map_err(|source| StartError::Bind { address, source })
 }
 
 fn refresh_runtime(dedicated: bool) -> Result<Option<tokio::runtime::Runtime>, StartError> {
@@ -178,7 +201,11 @@ fn register_version(ctx: &SessionContext) {
         vec![],
         DataType::Utf8,
         Volatility::Stable,
-        Arc::new(move |_args: &[ColumnarValue]| Ok(ColumnarValue::Scalar(ScalarValue::Utf8(Some(version.clone()))))),
+        Arc::new(move |_args: &[ColumnarValue]| {
+            Ok(ColumnarValue::Scalar(ScalarValue::Utf8(Some(
+                version.clone(),
+            ))))
+        }),
     );
     ctx.register_udf(udf);
 }

@@ -143,12 +143,22 @@ mod tests {
         let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
         let mut builder = TableDataBuilder::new(Arc::clone(&schema));
         for chunk in 0..10 {
-            builder.push(batch(&schema, (0..3000).map(|i| chunk * 3000 + i).collect())).unwrap();
+            builder
+                .push(batch(
+                    &schema,
+                    (0..3000).map(|i| chunk * 3000 + i).collect(),
+                ))
+                .unwrap();
         }
         let data = builder.finish(2).unwrap();
         assert_eq!(data.rows(), 30_000);
         assert_eq!(data.partitions().len(), 2);
-        let stored: Vec<usize> = data.partitions().iter().flatten().map(RecordBatch::num_rows).collect();
+        let stored: Vec<usize> = data
+            .partitions()
+            .iter()
+            .flatten()
+            .map(RecordBatch::num_rows)
+            .collect();
         assert_eq!(stored.iter().sum::<usize>(), 30_000);
         assert!(stored.iter().all(|rows| *rows <= STORED_BATCH_ROWS));
         assert!(data.bytes() >= 30_000 * 8);

@@ -48,7 +48,10 @@ fn router(state: ApiState) -> Router {
         .route("/datasets", get(datasets))
         .route("/datasets/{name}/acceleration/refresh", post(refresh))
         .route("/datasets/{name}/acceleration", patch(patch_acceleration))
-        .layer(middleware::from_fn_with_state(state.clone(), require_api_key));
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            require_api_key,
+        ));
     Router::new()
         .route("/health", get(|| async { "ok" }))
         .route("/metrics", get(render_metrics))
@@ -68,7 +71,10 @@ async fn require_api_key(State(state): State<ApiState>, request: Request, next: 
 }
 
 fn presented_key(headers: &HeaderMap) -> Option<&str> {
-    if let Some(key) = headers.get("x-api-key").and_then(|value| value.to_str().ok()) {
+    if let Some(key) = headers
+        .get("x-api-key")
+        .and_then(|value| value.to_str().ok())
+    {
         return Some(key);
     }
     headers
@@ -114,7 +120,10 @@ pub struct DatasetInfo {
     pub rows: Option<usize>,
 }
 
-async fn datasets(State(state): State<ApiState>, Query(query): Query<DatasetsQuery>) -> Json<Vec<DatasetInfo>> {
+async fn datasets(
+    State(state): State<ApiState>,
+    Query(query): Query<DatasetsQuery>,
+) -> Json<Vec<DatasetInfo>> {
     let list = state
         .registry
         .iter()
@@ -160,7 +169,10 @@ async fn refresh(State(state): State<ApiState>, Path(name): Path<String>) -> Res
         return error(StatusCode::NOT_FOUND, format!("dataset '{name}' not found"));
     };
     if !dataset.config.acceleration.enabled {
-        return error(StatusCode::BAD_REQUEST, format!("dataset '{name}' is not accelerated, so it has nothing to refresh"));
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!("dataset '{name}' is not accelerated, so it has nothing to refresh"),
+        );
     }
     dataset.request_refresh();
     let message = format!("Dataset refresh triggered for {}.", dataset.name());

@@ -101,7 +101,9 @@ impl Dataset {
     fn state(&self) -> MutexGuard<'_, State> {
         // A panic while holding this lock cannot leave State inconsistent
         // (every update is a plain field store), so poisoning is ignored.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     pub fn report(&self) -> StatusReport {

@@ -29,7 +29,8 @@ impl DatasetSchema {
     }
 
     fn dataset(&self, table: &str) -> Option<&Arc<Dataset>> {
-        self.datasets().find(|dataset| dataset.config.name.table == table)
+        self.datasets()
+            .find(|dataset| dataset.config.name.table == table)
     }
 }
 

@@ -27,7 +27,10 @@ pub use table::{AcceleratedTable, QueryError};
 pub const CATALOG: &str = "pgaccel";
 
 /// Builds the session every connection plans in.
-pub fn session(registry: &Arc<Registry>, partitions: usize) -> Result<SessionContext, DataFusionError> {
+pub fn session(
+    registry: &Arc<Registry>,
+    partitions: usize,
+) -> Result<SessionContext, DataFusionError> {
     let mut config = SessionConfig::new()
         .with_default_catalog_and_schema(CATALOG, "public")
         .with_information_schema(true)

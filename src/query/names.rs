@@ -18,7 +18,8 @@ const HIDDEN_SUFFIX: &str = "\u{1}pgaccel#";
 
 /// The name a client sees for a result column.
 pub fn display_name(name: &str) -> &str {
-    name.split_once(HIDDEN_SUFFIX).map_or(name, |(shown, _)| shown)
+    name.split_once(HIDDEN_SUFFIX)
+        .map_or(name, |(shown, _)| shown)
 }
 
 /// Aliases the unaliased items of the outermost select list.
@@ -47,16 +48,29 @@ fn name_items(items: &mut [SelectItem]) {
     let figured: Vec<Option<String>> = items
         .iter()
         .map(|item| match item {
-            SelectItem::UnnamedExpr(expr) if needs_alias(expr) => Some(figure(expr).unwrap_or_else(|| "?column?".into())),
+            SelectItem::UnnamedExpr(expr) if needs_alias(expr) => {
+                Some(figure(expr).unwrap_or_else(|| "?column?".into()))
+            }
             _ => None,
         })
         .collect();
     let taken: Vec<String> = items.iter().filter_map(explicit_name).collect();
     for (index, item) in items.iter_mut().enumerate() {
-        let Some(name) = &figured[index] else { continue };
-        let repeats = figured.iter().flatten().filter(|other| *other == name).count() > 1
+        let Some(name) = &figured[index] else {
+            continue;
+        };
+        let repeats = figured
+            .iter()
+            .flatten()
+            .filter(|other| *other == name)
+            .count()
+            > 1
             || taken.iter().any(|other| other == name);
-        let alias = if repeats { format!("{name}{HIDDEN_SUFFIX}{index}") } else { name.clone() };
+        let alias = if repeats {
+            format!("{name}{HIDDEN_SUFFIX}{index}")
+        } else {
+            name.clone()
+        };
         if let SelectItem::UnnamedExpr(expr) = item {
             *item = SelectItem::ExprWithAlias {
                 expr: expr.clone(),
@@ -71,7 +85,9 @@ fn explicit_name(item: &SelectItem) -> Option<String> {
     match item {
         SelectItem::ExprWithAlias { alias, .. } => Some(alias.value.clone()),
         SelectItem::UnnamedExpr(Expr::Identifier(ident)) => Some(ident.value.to_lowercase()),
-        SelectItem::UnnamedExpr(Expr::CompoundIdentifier(parts)) => parts.last().map(|p| p.value.to_lowercase()),
+        SelectItem::UnnamedExpr(Expr::CompoundIdentifier(parts)) => {
+            parts.last().map(|p| p.value.to_lowercase())
+        }
         _ => None,
     }
 }
@@ -86,10 +102,21 @@ fn figure(expr: &Expr) -> Option<String> {
     match expr {
         Expr::Identifier(ident) => Some(ident.value.to_lowercase()),
         Expr::CompoundIdentifier(parts) => parts.last().map(|p| p.value.to_lowercase()),
-        Expr::Function(function) => function.name.0.last().map(|part| part.to_string().to_lowercase()),
+        Expr::Function(function) => function
+            .name
+            .0
+            .last()
+            .map(|part| part.to_string().to_lowercase()),
         Expr::Nested(inner) => figure(inner),
-        Expr::Cast { kind, expr, data_type, .. } => match kind {
-            CastKind::Cast | CastKind::DoubleColon => figure(expr).or_else(|| Some(type_name(data_type))),
+        Expr::Cast {
+            kind,
+            expr,
+            data_type,
+            ..
+        } => match kind {
+            CastKind::Cast | CastKind::DoubleColon => {
+                figure(expr).or_else(|| Some(type_name(data_type)))
+            }
             _ => figure(expr),
         },
         Expr::TypedString(typed) => Some(type_name(&typed.data_type)),
@@ -149,9 +176,13 @@ mod tests {
     use datafusion::sql::sqlparser::parser::Parser;
 
     fn names(sql: &str) -> Vec<String> {
-        let mut statement = Parser::parse_sql(&PostgreSqlDialect {}, sql).unwrap().remove(0);
+        let mut statement = Parser::parse_sql(&PostgreSqlDialect {}, sql)
+            .unwrap()
+            .remove(0);
         apply_postgres_names(&mut statement);
-        let Statement::Query(mut query) = statement else { panic!() };
+        let Statement::Query(mut query) = statement else {
+            panic!()
+        };
         leftmost_select(&mut query.body)
             .unwrap()
             .projection
@@ -165,19 +196,34 @@ mod tests {
 
     #[test]
     fn names_follow_postgres() {
-        assert_eq!(names("SELECT count(*), 1, 'a' || 'b', 1::integer, CAST(x AS text), max(y) AS m FROM t"), [
-            "count", "?column?", "?column?", "int4", "x", "m"
-        ]);
-        assert_eq!(names("SELECT CASE WHEN a THEN 1 END, (SELECT max(v) FROM u), date '2020-01-01' FROM t"), [
-            "case", "max", "date"
-        ]);
+        assert_eq!(
+            names(
+                "SELECT count(*), 1, 'a' || 'b', 1::integer, CAST(x AS text), max(y) AS m FROM t"
+            ),
+            ["count", "?column?", "?column?", "int4", "x", "m"]
+        );
+        assert_eq!(
+            names(
+                "SELECT CASE WHEN a THEN 1 END, (SELECT max(v) FROM u), date '2020-01-01' FROM t"
+            ),
+            ["case", "max", "date"]
+        );
     }
 
     #[test]
     fn repeated_names_stay_unique_inside() {
-        assert_eq!(names("SELECT count(*), count(a) FROM t"), ["count", "count"]);
+        assert_eq!(
+            names("SELECT count(*), count(a) FROM t"),
+            ["count", "count"]
+        );
         assert_eq!(names("SELECT 1, 2"), ["?column?", "?column?"]);
-        assert_eq!(names("SELECT a, max(b) AS a2, sum(c) FROM t"), ["<a>", "a2", "sum"]);
-        assert_eq!(names("SELECT a, max(b) AS sum, sum(c) FROM t"), ["<a>", "sum", "sum"]);
+        assert_eq!(
+            names("SELECT a, max(b) AS a2, sum(c) FROM t"),
+            ["<a>", "a2", "sum"]
+        );
+        assert_eq!(
+            names("SELECT a, max(b) AS sum, sum(c) FROM t"),
+            ["<a>", "sum", "sum"]
+        );
     }
 }

@@ -21,7 +21,9 @@ use crate::accelerator::ArrowAcceleration;
 /// Errors of the query path that carry their own SQLSTATE.
 #[derive(Debug, thiserror::Error)]
 pub enum QueryError {
-    #[error("dataset '{dataset}' is still loading its initial data; query it again once it is ready")]
+    #[error(
+        "dataset '{dataset}' is still loading its initial data; query it again once it is ready"
+    )]
     Loading { dataset: String },
     #[error("the schema of dataset '{dataset}' changed while the query was planned; run it again")]
     SchemaChanged { dataset: String },
@@ -62,15 +64,22 @@ impl TableProvider for AcceleratedTable {
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let dataset = self.acceleration.dataset().to_owned();
-        let data = self
-            .acceleration
-            .current()
-            .ok_or_else(|| DataFusionError::External(Box::new(QueryError::Loading { dataset: dataset.clone() })))?;
+        let data = self.acceleration.current().ok_or_else(|| {
+            DataFusionError::External(Box::new(QueryError::Loading {
+                dataset: dataset.clone(),
+            }))
+        })?;
         if data.schema().fields() != self.schema.fields() {
-            return Err(DataFusionError::External(Box::new(QueryError::SchemaChanged { dataset })));
+            return Err(DataFusionError::External(Box::new(
+                QueryError::SchemaChanged { dataset },
+            )));
         }
-        let source = MemorySourceConfig::try_new(data.partitions(), Arc::clone(data.schema()), projection.cloned())?
-            .with_limit(limit);
+        let source = MemorySourceConfig::try_new(
+            data.partitions(),
+            Arc::clone(data.schema()),
+            projection.cloned(),
+        )?
+        .with_limit(limit);
         Ok(DataSourceExec::from_data_source(source))
     }
 }

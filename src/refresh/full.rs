@@ -23,7 +23,9 @@ pub async fn run(
     let mut builder = TableDataBuilder::new(source.schema());
     while let Some(batch) = stream.next().await {
         let batch = batch.map_err(|e| RefreshError::read(acceleration.dataset(), e))?;
-        builder.push(batch).map_err(|e| RefreshError::build(acceleration.dataset(), e))?;
+        builder
+            .push(batch)
+            .map_err(|e| RefreshError::build(acceleration.dataset(), e))?;
     }
     let data = builder
         .finish(partitions)

@@ -11,14 +11,12 @@ const SPREAD: f64 = 0.3;
 
 /// The un-randomized delay before retry number `retry` (1-based).
 pub fn base_delay(retry: u32) -> Duration {
-    let (mut previous, mut current) = (0u64, 1u64);
+    let (mut current, mut next) = (1u64, 2u64);
     for _ in 1..retry {
-        let next = previous.saturating_add(current);
-        previous = current;
-        current = next;
         if current >= CAP.as_secs() {
             return CAP;
         }
+        (current, next) = (next, current.saturating_add(next));
     }
     Duration::from_secs(current).min(CAP)
 }

@@ -21,7 +21,11 @@ pub struct FileSource {
 }
 
 impl FileSource {
-    pub async fn open(dataset: String, path: &Path, format: FileFormat) -> Result<Self, SourceError> {
+    pub async fn open(
+        dataset: String,
+        path: &Path,
+        format: FileFormat,
+    ) -> Result<Self, SourceError> {
         let frame = read(&dataset, path, format).await?;
         let schema = SchemaRef::new(frame.schema().as_arrow().clone());
         Ok(FileSource {
@@ -38,10 +42,13 @@ impl FileSource {
 
     pub async fn read_all(&self) -> Result<SendableRecordBatchStream, SourceError> {
         let frame = read(&self.dataset, &self.path, self.format).await?;
-        let stream = frame.execute_stream().await.map_err(|e| SourceError::Read {
-            dataset: self.dataset.clone(),
-            message: e.to_string(),
-        })?;
+        let stream = frame
+            .execute_stream()
+            .await
+            .map_err(|e| SourceError::Read {
+                dataset: self.dataset.clone(),
+                message: e.to_string(),
+            })?;
         Ok(super::with_schema(stream, self.schema()))
     }
 }
@@ -50,8 +57,14 @@ async fn read(dataset: &str, path: &Path, format: FileFormat) -> Result<DataFram
     let ctx = SessionContext::new();
     let location = path.to_string_lossy();
     let frame = match format {
-        FileFormat::Parquet => ctx.read_parquet(location.as_ref(), ParquetReadOptions::default()).await,
-        FileFormat::Csv => ctx.read_csv(location.as_ref(), CsvReadOptions::new().has_header(true)).await,
+        FileFormat::Parquet => {
+            ctx.read_parquet(location.as_ref(), ParquetReadOptions::default())
+                .await
+        }
+        FileFormat::Csv => {
+            ctx.read_csv(location.as_ref(), CsvReadOptions::new().has_header(true))
+                .await
+        }
         other => {
             return Err(SourceError::Unsupported {
                 dataset: dataset.to_owned(),

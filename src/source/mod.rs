@@ -64,14 +64,20 @@ impl Source {
         match (&config.from, &config.params) {
             (SourceRef::Postgres { schema, table }, SourceParams::Postgres(params)) => {
                 let schema = schema.as_deref().unwrap_or("public");
-                PostgresSource::connect(dataset, params, schema, table).await.map(Source::Postgres)
+                PostgresSource::connect(dataset, params, schema, table)
+                    .await
+                    .map(Source::Postgres)
             }
             (SourceRef::File { path }, SourceParams::File { format }) => {
-                FileSource::open(dataset, path, *format).await.map(Source::File)
+                FileSource::open(dataset, path, *format)
+                    .await
+                    .map(Source::File)
             }
             (from, _) => Err(SourceError::Unsupported {
                 dataset,
-                message: format!("the source `{from:?}` is not supported yet by this version of pgaccel"),
+                message: format!(
+                    "the source `{from:?}` is not supported yet by this version of pgaccel"
+                ),
             }),
         }
     }
@@ -95,10 +101,7 @@ impl Source {
 }
 
 /// Re-labels every batch with `schema` (same columns, plus metadata).
-fn with_schema(
-    stream: SendableRecordBatchStream,
-    schema: SchemaRef,
-) -> SendableRecordBatchStream {
+fn with_schema(stream: SendableRecordBatchStream, schema: SchemaRef) -> SendableRecordBatchStream {
     let target = Arc::clone(&schema);
     let relabelled = stream.map(move |batch| {
         let batch = batch?;

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
+use datafusion::common::TableReference;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::prelude::SessionContext;
-use datafusion::common::TableReference;
 use datafusion_table_providers::UnsupportedTypeAction;
 use datafusion_table_providers::postgres::PostgresTableFactory;
 use datafusion_table_providers::sql::db_connection_pool::postgrespool::PostgresConnectionPool;
@@ -124,7 +124,10 @@ async fn column_types(
 ) -> Result<HashMap<String, String>, Box<dyn std::error::Error + Send + Sync>> {
     let connection = pool.connect_direct().await?;
     let qualified = format!("{}.{}", quote_ident(schema), quote_ident(table));
-    let rows = connection.conn.query(COLUMN_TYPES_SQL, &[&qualified]).await?;
+    let rows = connection
+        .conn
+        .query(COLUMN_TYPES_SQL, &[&qualified])
+        .await?;
     Ok(rows
         .iter()
         .map(|row| (row.get::<_, String>(0), row.get::<_, String>(1)))

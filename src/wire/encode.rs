@@ -12,7 +12,9 @@ use arrow_pg::datatypes::field_into_pg_type;
 use arrow_pg::encoder::encode_value;
 use bytes::{BufMut, BytesMut};
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
-use datafusion::arrow::datatypes::{DataType, Field, Float32Type, Float64Type, Schema};
+use datafusion::arrow::datatypes::{
+    DataType, Decimal128Type, Field, Float32Type, Float64Type, Schema,
+};
 use pgwire::api::Type;
 use pgwire::api::portal::Format;
 use pgwire::api::results::{DataRowEncoder, FieldFormat, FieldInfo};
@@ -22,7 +24,7 @@ use pgwire::types::ToSqlText;
 use pgwire::types::format::FormatOptions;
 use postgres_types::{IsNull, ToSql, to_sql_checked};
 
-use super::{sqlstate, text};
+use super::{numeric, sqlstate, text};
 use crate::accelerator::PG_TYPE_METADATA;
 use crate::query::display_name;
 
@@ -35,7 +37,10 @@ pub fn pg_type(field: &Arc<Field>) -> PgWireResult<Type> {
 }
 
 fn special_type(field: &Field) -> Option<Type> {
-    if !matches!(field.data_type(), DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) {
+    if !matches!(
+        field.data_type(),
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+    ) {
         return None;
     }
     Some(match field.metadata().get(PG_TYPE_METADATA)?.as_str() {
@@ -75,6 +80,8 @@ enum ColumnKind {
     /// Text format of a type whose PostgreSQL text output pgaccel renders
     /// itself (see [`super::text`]).
     PgText,
+    /// Decimal128 as `numeric`, text or binary (see [`super::numeric`]).
+    Numeric,
     /// Everything else, through arrow-pg.
     Default,
 }
@@ -83,9 +90,16 @@ fn column_kind(field: &Field, pg_field: &FieldInfo) -> ColumnKind {
     if special_type(field).is_some() {
         return ColumnKind::TextBacked;
     }
+    if matches!(field.data_type(), DataType::Decimal128(..)) {
+        return ColumnKind::Numeric;
+    }
     let pg_text = matches!(
         field.data_type(),
-        DataType::Float32 | DataType::Float64 | DataType::Timestamp(..) | DataType::Time32(_) | DataType::Time64(_)
+        DataType::Float32
+            | DataType::Float64
+            | DataType::Timestamp(..)
+            | DataType::Time32(_)
+            | DataType::Time64(_)
     );
     if pg_text && pg_field.format() == FieldFormat::Text {
         ColumnKind::PgText
@@ -117,7 +131,18 @@ pub fn rows(batch: &RecordBatch, fields: &Arc<Vec<FieldInfo>>) -> PgWireResult<V
                     let value = pg_text(array, row)?.map(TextBacked);
                     encode_with(&mut encoder, &value, pg_field)?;
                 }
-                ColumnKind::Default => encode_value(&mut encoder, array, row, schema.field(column), pg_field)?,
+                ColumnKind::Numeric => {
+                    let value = (!array.is_null(row)).then(|| numeric_value(array, row));
+                    encoder.encode_field_with_type_and_format(
+                        &value,
+                        pg_field.datatype(),
+                        pg_field.format(),
+                        pg_field.format_options(),
+                    )?;
+                }
+                ColumnKind::Default => {
+                    encode_value(&mut encoder, array, row, schema.field(column), pg_field)?
+                }
             }
         }
         rows.push(encoder.take_row());
@@ -125,8 +150,17 @@ pub fn rows(batch: &RecordBatch, fields: &Arc<Vec<FieldInfo>>) -> PgWireResult<V
     Ok(rows)
 }
 
-fn encode_with(encoder: &mut DataRowEncoder, value: &Option<TextBacked>, field: &FieldInfo) -> PgWireResult<()> {
-    encoder.encode_field_with_type_and_format(value, field.datatype(), field.format(), field.format_options())
+fn encode_with(
+    encoder: &mut DataRowEncoder,
+    value: &Option<TextBacked>,
+    field: &FieldInfo,
+) -> PgWireResult<()> {
+    encoder.encode_field_with_type_and_format(
+        value,
+        field.datatype(),
+        field.format(),
+        field.format_options(),
+    )
 }
 
 /// PostgreSQL's text form of a float, timestamp or time value.
@@ -141,13 +175,22 @@ fn pg_text(array: &Arc<dyn Array>, row: usize) -> PgWireResult<Option<String>> {
         )
     };
     let text = match array.data_type() {
-        DataType::Float32 => text::float(f64::from(array.as_primitive::<Float32Type>().value(row)), true),
+        DataType::Float32 => text::float(
+            f64::from(array.as_primitive::<Float32Type>().value(row)),
+            true,
+        ),
         DataType::Float64 => text::float(array.as_primitive::<Float64Type>().value(row), false),
         DataType::Timestamp(_, tz) => {
             let at = temporal::timestamp(array, row).ok_or_else(unsupported)?;
-            if tz.is_some() { text::timestamptz_utc(at) } else { text::timestamp(at) }
+            if tz.is_some() {
+                text::timestamptz_utc(at)
+            } else {
+                text::timestamp(at)
+            }
         }
-        DataType::Time32(_) | DataType::Time64(_) => text::time(temporal::time(array, row).ok_or_else(unsupported)?),
+        DataType::Time32(_) | DataType::Time64(_) => {
+            text::time(temporal::time(array, row).ok_or_else(unsupported)?)
+        }
         _ => return Err(unsupported()),
     };
     Ok(Some(text))
@@ -164,28 +207,82 @@ mod temporal {
 
     pub fn timestamp(array: &Arc<dyn Array>, row: usize) -> Option<NaiveDateTime> {
         match array.data_type() {
-            DataType::Timestamp(TimeUnit::Second, _) => array.as_primitive::<TimestampSecondType>().value_as_datetime(row),
-            DataType::Timestamp(TimeUnit::Millisecond, _) => {
-                array.as_primitive::<TimestampMillisecondType>().value_as_datetime(row)
-            }
-            DataType::Timestamp(TimeUnit::Microsecond, _) => {
-                array.as_primitive::<TimestampMicrosecondType>().value_as_datetime(row)
-            }
-            DataType::Timestamp(TimeUnit::Nanosecond, _) => {
-                array.as_primitive::<TimestampNanosecondType>().value_as_datetime(row)
-            }
+            DataType::Timestamp(TimeUnit::Second, _) => array
+                .as_primitive::<TimestampSecondType>()
+                .value_as_datetime(row),
+            DataType::Timestamp(TimeUnit::Millisecond, _) => array
+                .as_primitive::<TimestampMillisecondType>()
+                .value_as_datetime(row),
+            DataType::Timestamp(TimeUnit::Microsecond, _) => array
+                .as_primitive::<TimestampMicrosecondType>()
+                .value_as_datetime(row),
+            DataType::Timestamp(TimeUnit::Nanosecond, _) => array
+                .as_primitive::<TimestampNanosecondType>()
+                .value_as_datetime(row),
             _ => None,
         }
     }
 
     pub fn time(array: &Arc<dyn Array>, row: usize) -> Option<NaiveTime> {
         match array.data_type() {
-            DataType::Time32(TimeUnit::Second) => array.as_primitive::<Time32SecondType>().value_as_time(row),
-            DataType::Time32(TimeUnit::Millisecond) => array.as_primitive::<Time32MillisecondType>().value_as_time(row),
-            DataType::Time64(TimeUnit::Microsecond) => array.as_primitive::<Time64MicrosecondType>().value_as_time(row),
-            DataType::Time64(TimeUnit::Nanosecond) => array.as_primitive::<Time64NanosecondType>().value_as_time(row),
+            DataType::Time32(TimeUnit::Second) => {
+                array.as_primitive::<Time32SecondType>().value_as_time(row)
+            }
+            DataType::Time32(TimeUnit::Millisecond) => array
+                .as_primitive::<Time32MillisecondType>()
+                .value_as_time(row),
+            DataType::Time64(TimeUnit::Microsecond) => array
+                .as_primitive::<Time64MicrosecondType>()
+                .value_as_time(row),
+            DataType::Time64(TimeUnit::Nanosecond) => array
+                .as_primitive::<Time64NanosecondType>()
+                .value_as_time(row),
             _ => None,
         }
+    }
+}
+
+fn numeric_value(array: &Arc<dyn Array>, row: usize) -> Numeric {
+    let decimals = array.as_primitive::<Decimal128Type>();
+    Numeric {
+        value: decimals.value(row),
+        scale: decimals.scale(),
+    }
+}
+
+/// A `numeric` value: an unscaled integer and its scale.
+#[derive(Debug)]
+struct Numeric {
+    value: i128,
+    scale: i8,
+}
+
+impl ToSql for Numeric {
+    fn to_sql(
+        &self,
+        _ty: &Type,
+        out: &mut BytesMut,
+    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
+        numeric::binary(self.value, self.scale, out);
+        Ok(IsNull::No)
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::NUMERIC
+    }
+
+    to_sql_checked!();
+}
+
+impl ToSqlText for Numeric {
+    fn to_sql_text(
+        &self,
+        _ty: &Type,
+        out: &mut BytesMut,
+        _format_options: &FormatOptions,
+    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
+        out.put_slice(numeric::text(self.value, self.scale).as_bytes());
+        Ok(IsNull::No)
     }
 }
 
@@ -202,7 +299,11 @@ fn string_value(array: &Arc<dyn Array>, row: usize) -> String {
 struct TextBacked(String);
 
 impl ToSql for TextBacked {
-    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut BytesMut,
+    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
         match *ty {
             Type::UUID => out.put_slice(uuid::Uuid::parse_str(&self.0)?.as_bytes()),
             Type::JSONB => {

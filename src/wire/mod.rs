@@ -6,6 +6,7 @@
 //! DataFusion session and reports errors with real SQLSTATE codes.
 
 mod encode;
+mod numeric;
 mod session;
 pub mod sqlstate;
 mod statement;
@@ -143,7 +144,11 @@ struct Startup {
 
 #[async_trait]
 impl StartupHandler for Startup {
-    async fn on_startup<C>(&self, client: &mut C, message: PgWireFrontendMessage) -> PgWireResult<()>
+    async fn on_startup<C>(
+        &self,
+        client: &mut C,
+        message: PgWireFrontendMessage,
+    ) -> PgWireResult<()>
     where
         C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
         C::Error: Debug,
@@ -157,7 +162,9 @@ impl StartupHandler for Startup {
         let (pid, secret) = self.keys.generate(client);
         let (handle, guard) = self.connections.register(pid, secret.clone());
         client.set_pid_and_secret_key(pid, secret);
-        client.session_extensions().insert::<Arc<ConnectionHandle>>(handle);
+        client
+            .session_extensions()
+            .insert::<Arc<ConnectionHandle>>(handle);
         client.session_extensions().insert(guard);
         finish_authentication(client, &ServerParameters).await
     }

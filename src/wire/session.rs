@@ -51,7 +51,10 @@ pub struct QueryService {
 impl QueryService {
     pub fn new(ctx: SessionContext) -> Self {
         QueryService {
-            parser: Arc::new(StatementParser { ctx: ctx.clone(), sql: PostgresCompatibilityParser::new() }),
+            parser: Arc::new(StatementParser {
+                ctx: ctx.clone(),
+                sql: PostgresCompatibilityParser::new(),
+            }),
             ctx,
         }
     }
@@ -96,7 +99,11 @@ impl StatementParser {
                         None => Ok(Type::TEXT),
                     })
                     .collect::<PgWireResult<Vec<_>>>()?;
-                Ok(Prepared::Plan { plan, data_types, wire_types })
+                Ok(Prepared::Plan {
+                    plan,
+                    data_types,
+                    wire_types,
+                })
             }
             Command::ReadOnly { command } => Err(sqlstate::read_only(&command)),
             command => Ok(Prepared::Command(command)),
@@ -106,7 +113,9 @@ impl StatementParser {
 
 /// Parameter types in `$1, $2, ...` order.
 fn parameter_types(plan: &LogicalPlan) -> PgWireResult<Vec<Option<DataType>>> {
-    let types = plan.get_parameter_types().map_err(sqlstate::from_datafusion)?;
+    let types = plan
+        .get_parameter_types()
+        .map_err(sqlstate::from_datafusion)?;
     let mut ordered: Vec<(usize, Option<DataType>)> = types
         .into_iter()
         .filter_map(|(id, data_type)| {
@@ -127,7 +136,12 @@ fn parameter_types(plan: &LogicalPlan) -> PgWireResult<Vec<Option<DataType>>> {
 impl QueryParser for StatementParser {
     type Statement = Prepared;
 
-    async fn parse_sql<C>(&self, _client: &C, sql: &str, _types: &[Option<Type>]) -> PgWireResult<Option<Prepared>>
+    async fn parse_sql<C>(
+        &self,
+        _client: &C,
+        sql: &str,
+        _types: &[Option<Type>],
+    ) -> PgWireResult<Option<Prepared>>
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
@@ -149,7 +163,11 @@ impl QueryParser for StatementParser {
         })
     }
 
-    fn get_result_schema(&self, statement: &Prepared, format: Option<&Format>) -> PgWireResult<Vec<FieldInfo>> {
+    fn get_result_schema(
+        &self,
+        statement: &Prepared,
+        format: Option<&Format>,
+    ) -> PgWireResult<Vec<FieldInfo>> {
         let format = format.unwrap_or(&Format::UnifiedText);
         match statement {
             Prepared::Plan { plan, .. } => encode::fields(plan.schema().as_arrow(), format),
@@ -166,9 +184,16 @@ fn show_schema(name: &str) -> Schema {
 impl QueryService {
     async fn execute_plan(&self, plan: LogicalPlan, format: &Format) -> PgWireResult<Response> {
         let started = Instant::now();
-        let frame = self.ctx.execute_logical_plan(plan).await.map_err(sqlstate::from_datafusion)?;
+        let frame = self
+            .ctx
+            .execute_logical_plan(plan)
+            .await
+            .map_err(sqlstate::from_datafusion)?;
         let fields = Arc::new(encode::fields(frame.schema().as_arrow(), format)?);
-        let batches = frame.execute_stream().await.map_err(sqlstate::from_datafusion)?;
+        let batches = frame
+            .execute_stream()
+            .await
+            .map_err(sqlstate::from_datafusion)?;
         metrics::query_executed(started.elapsed());
         let row_fields = Arc::clone(&fields);
         let rows = batches
@@ -183,7 +208,12 @@ impl QueryService {
         Ok(Response::Query(QueryResponse::new(fields, rows)))
     }
 
-    fn execute_command<C: ClientInfo>(&self, client: &mut C, command: &Command, format: &Format) -> PgWireResult<Response> {
+    fn execute_command<C: ClientInfo>(
+        &self,
+        client: &mut C,
+        command: &Command,
+        format: &Format,
+    ) -> PgWireResult<Response> {
         Ok(match command {
             Command::Begin => Response::TransactionStart(Tag::new("BEGIN")),
             Command::Commit => Response::TransactionEnd(Tag::new("COMMIT")),
@@ -199,30 +229,49 @@ impl QueryService {
         })
     }
 
-    fn show<C: ClientInfo>(&self, client: &C, name: &str, format: &Format) -> PgWireResult<Response> {
+    fn show<C: ClientInfo>(
+        &self,
+        client: &C,
+        name: &str,
+        format: &Format,
+    ) -> PgWireResult<Response> {
         let value = client
             .metadata()
             .get(name)
             .cloned()
             .or_else(|| default_setting(name).map(str::to_owned))
             .ok_or_else(|| {
-                sqlstate::error(sqlstate::UNDEFINED_OBJECT, format!("unrecognized configuration parameter \"{name}\""))
+                sqlstate::error(
+                    sqlstate::UNDEFINED_OBJECT,
+                    format!("unrecognized configuration parameter \"{name}\""),
+                )
             })?;
         let schema = Arc::new(show_schema(name));
         let fields = Arc::new(encode::fields(&schema, format)?);
         let batch = datafusion::arrow::record_batch::RecordBatch::try_new(
             schema,
-            vec![Arc::new(datafusion::arrow::array::StringArray::from(vec![value]))],
+            vec![Arc::new(datafusion::arrow::array::StringArray::from(vec![
+                value,
+            ]))],
         )
         .map_err(|e| sqlstate::error(sqlstate::INTERNAL_ERROR, e.to_string()))?;
         let rows = encode::rows(&batch, &fields)?;
-        Ok(Response::Query(QueryResponse::new(fields, stream::iter(rows.into_iter().map(Ok)))))
+        Ok(Response::Query(QueryResponse::new(
+            fields,
+            stream::iter(rows.into_iter().map(Ok)),
+        )))
     }
 
-    async fn run_simple<C: ClientInfo>(&self, client: &mut C, statement: Statement) -> PgWireResult<Response> {
+    async fn run_simple<C: ClientInfo>(
+        &self,
+        client: &mut C,
+        statement: Statement,
+    ) -> PgWireResult<Response> {
         match self.parser.prepare(statement).await? {
             Prepared::Plan { plan, .. } => self.execute_plan(plan, &Format::UnifiedText).await,
-            Prepared::Command(command) => self.execute_command(client, &command, &Format::UnifiedText),
+            Prepared::Command(command) => {
+                self.execute_command(client, &command, &Format::UnifiedText)
+            }
         }
     }
 }
@@ -269,7 +318,12 @@ impl ExtendedQueryHandler for QueryService {
         Arc::clone(&self.parser)
     }
 
-    async fn do_query<C>(&self, client: &mut C, portal: &Portal<Prepared>, _max_rows: usize) -> PgWireResult<Response>
+    async fn do_query<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Prepared>,
+        _max_rows: usize,
+    ) -> PgWireResult<Response>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::PortalStore: PortalStore<Statement = Self::Statement>,
@@ -278,9 +332,16 @@ impl ExtendedQueryHandler for QueryService {
     {
         let format = &portal.result_column_format;
         let outcome = match &portal.statement.statement {
-            Prepared::Plan { plan, data_types, wire_types } => {
+            Prepared::Plan {
+                plan,
+                data_types,
+                wire_types,
+            } => {
                 let params = bind_parameters(portal, data_types, wire_types)?;
-                let plan = plan.clone().replace_params_with_values(&params).map_err(sqlstate::from_datafusion)?;
+                let plan = plan
+                    .clone()
+                    .replace_params_with_values(&params)
+                    .map_err(sqlstate::from_datafusion)?;
                 self.execute_plan(plan, format).await
             }
             Prepared::Command(command) => self.execute_command(client, command, format),

@@ -73,10 +73,14 @@ fn syntax_message(parser_message: &str) -> String {
 fn postgres_message(error: &DataFusionError, code: &str) -> String {
     let message = error.message().into_owned();
     match (error, code) {
-        (DataFusionError::SchemaError(schema_error, _), UNDEFINED_COLUMN) => match schema_error.as_ref() {
-            SchemaError::FieldNotFound { field, .. } => format!("column \"{}\" does not exist", field.name),
-            _ => message,
-        },
+        (DataFusionError::SchemaError(schema_error, _), UNDEFINED_COLUMN) => {
+            match schema_error.as_ref() {
+                SchemaError::FieldNotFound { field, .. } => {
+                    format!("column \"{}\" does not exist", field.name)
+                }
+                _ => message,
+            }
+        }
         (_, UNDEFINED_TABLE) => {
             let quoted = message.split('\'').nth(1).unwrap_or_default();
             let table = quoted.rsplit('.').next().unwrap_or(quoted);
@@ -170,7 +174,9 @@ mod tests {
         assert_eq!(code(from_datafusion(missing_table)), UNDEFINED_TABLE);
         let divide = DataFusionError::ArrowError(Box::new(ArrowError::DivideByZero), None);
         assert_eq!(code(from_datafusion(divide)), DIVISION_BY_ZERO);
-        let loading = DataFusionError::External(Box::new(QueryError::Loading { dataset: "orders".into() }));
+        let loading = DataFusionError::External(Box::new(QueryError::Loading {
+            dataset: "orders".into(),
+        }));
         let wrapped = DataFusionError::Context("planning".into(), Box::new(loading));
         assert_eq!(code(from_datafusion(wrapped)), NOT_IN_PREREQUISITE_STATE);
     }
@@ -179,11 +185,15 @@ mod tests {
     fn messages_use_postgres_wording() {
         let missing_table = DataFusionError::Plan("table 'pgaccel.public.nope' not found".into());
         match from_datafusion(missing_table) {
-            PgWireError::UserError(info) => assert_eq!(info.message, "relation \"nope\" does not exist"),
+            PgWireError::UserError(info) => {
+                assert_eq!(info.message, "relation \"nope\" does not exist")
+            }
             other => panic!("{other}"),
         }
         assert_eq!(
-            syntax_message("sql parser error: Expected: an SQL statement, found: selec at Line: 1, Column: 1"),
+            syntax_message(
+                "sql parser error: Expected: an SQL statement, found: selec at Line: 1, Column: 1"
+            ),
             "syntax error at or near \"selec\""
         );
     }

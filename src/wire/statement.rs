@@ -14,19 +14,30 @@ pub enum Command {
     Commit,
     Rollback,
     /// `SET name = value` (per connection).
-    Set { name: String, value: String },
+    Set {
+        name: String,
+        value: String,
+    },
     /// `SHOW name`.
-    Show { name: String },
+    Show {
+        name: String,
+    },
     /// Other session statements that need no work here (`DISCARD`, `RESET`,
     /// `SET TRANSACTION ...`, savepoints); the tag to answer with.
-    Accepted { tag: &'static str },
+    Accepted {
+        tag: &'static str,
+    },
     /// A write or DDL, refused with 25006; the command name PostgreSQL uses.
-    ReadOnly { command: String },
+    ReadOnly {
+        command: String,
+    },
 }
 
 pub fn classify(statement: &Statement) -> Command {
     match statement {
-        Statement::Query(_) | Statement::Explain { .. } | Statement::ExplainTable { .. } => Command::Query,
+        Statement::Query(_) | Statement::Explain { .. } | Statement::ExplainTable { .. } => {
+            Command::Query
+        }
         Statement::StartTransaction { .. } => Command::Begin,
         Statement::Commit { .. } => Command::Commit,
         Statement::Rollback { .. } => Command::Rollback,
@@ -50,7 +61,9 @@ pub fn classify(statement: &Statement) -> Command {
 
 fn classify_set(set: &Set) -> Command {
     match set {
-        Set::SingleAssignment { variable, values, .. } => Command::Set {
+        Set::SingleAssignment {
+            variable, values, ..
+        } => Command::Set {
             name: variable.to_string().to_lowercase(),
             value: values
                 .iter()
@@ -83,12 +96,19 @@ fn command_name(statement: &Statement) -> String {
         Statement::Grant(_) => "GRANT",
         Statement::Revoke(_) => "REVOKE",
         Statement::Copy { .. } => "COPY FROM",
-        Statement::Drop { object_type, .. } => return format!("DROP {}", object_type.to_string().to_uppercase()),
+        Statement::Drop { object_type, .. } => {
+            return format!("DROP {}", object_type.to_string().to_uppercase());
+        }
         other => {
             // Fall back to the statement's leading keywords, as PostgreSQL
             // names commands by them (CREATE FUNCTION, ALTER ROLE, ...).
             let text = other.to_string();
-            return text.split_whitespace().take(2).collect::<Vec<_>>().join(" ").to_uppercase();
+            return text
+                .split_whitespace()
+                .take(2)
+                .collect::<Vec<_>>()
+                .join(" ")
+                .to_uppercase();
         }
     };
     command.to_owned()
@@ -151,7 +171,10 @@ mod tests {
         assert!(matches!(classify_sql("COMMIT"), Command::Commit));
         assert!(matches!(classify_sql("SELECT 1"), Command::Query));
         match classify_sql("SET application_name = 'psql'") {
-            Command::Set { name, value } => assert_eq!((name.as_str(), value.as_str()), ("application_name", "psql")),
+            Command::Set { name, value } => assert_eq!(
+                (name.as_str(), value.as_str()),
+                ("application_name", "psql")
+            ),
             other => panic!("{other:?}"),
         }
         match classify_sql("SHOW server_version") {

@@ -25,7 +25,9 @@ pub fn float(value: f64, single_precision: bool) -> String {
     } else {
         format!("{value:e}")
     };
-    let (mantissa, exponent) = scientific.split_once('e').expect("`{:e}` always has an exponent");
+    let (mantissa, exponent) = scientific
+        .split_once('e')
+        .expect("`{:e}` always has an exponent");
     let exponent: i32 = exponent.parse().expect("`{:e}` exponent is an integer");
     let negative = mantissa.starts_with('-');
     let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
@@ -130,10 +132,22 @@ mod tests {
     #[test]
     fn timestamps_drop_trailing_zeros() {
         let at = |s: &str| NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S%.f").unwrap();
-        assert_eq!(timestamp(at("2024-02-29 12:34:56.789")), "2024-02-29 12:34:56.789");
+        assert_eq!(
+            timestamp(at("2024-02-29 12:34:56.789")),
+            "2024-02-29 12:34:56.789"
+        );
         assert_eq!(timestamp(at("1999-12-31 23:59:59")), "1999-12-31 23:59:59");
-        assert_eq!(timestamp(at("2000-01-01 00:00:00.000001")), "2000-01-01 00:00:00.000001");
-        assert_eq!(timestamptz_utc(at("2000-01-01 00:00:00")), "2000-01-01 00:00:00+00");
-        assert_eq!(time(NaiveTime::from_hms_micro_opt(1, 2, 3, 450_000).unwrap()), "01:02:03.45");
+        assert_eq!(
+            timestamp(at("2000-01-01 00:00:00.000001")),
+            "2000-01-01 00:00:00.000001"
+        );
+        assert_eq!(
+            timestamptz_utc(at("2000-01-01 00:00:00")),
+            "2000-01-01 00:00:00+00"
+        );
+        assert_eq!(
+            time(NaiveTime::from_hms_micro_opt(1, 2, 3, 450_000).unwrap()),
+            "01:02:03.45"
+        );
     }
 }

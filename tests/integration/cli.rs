@@ -36,8 +36,40 @@ fn check_accepts_the_quickstart_and_rejects_bad_files_with_every_message() {
     .unwrap();
     let (ok, out) = pgaccel(&["check", "-c", bad.path().to_str().unwrap()]);
     assert!(!ok, "{out}");
-    assert!(out.contains("dataset 'a'") && out.contains("acceleration.refresh_mode"), "{out}");
-    assert!(out.contains("dataset 'b'") && out.contains("acceleration.refresh_check_interval"), "{out}");
+    assert!(
+        out.contains("dataset 'a'") && out.contains("acceleration.refresh_mode"),
+        "{out}"
+    );
+    assert!(
+        out.contains("dataset 'b'") && out.contains("acceleration.refresh_check_interval"),
+        "{out}"
+    );
+}
+
+#[test]
+fn check_names_the_key_of_each_invalid_fixture() {
+    for name in [
+        "cron-and-interval.yaml",
+        "data-window-without-time-column.yaml",
+        "unknown-key.yaml",
+        "bad-duration.yaml",
+    ] {
+        let path = fixture(&format!("invalid/{name}"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let expected = text
+            .lines()
+            .next()
+            .unwrap()
+            .trim_start_matches("# expect:")
+            .trim()
+            .to_owned();
+        let (ok, out) = pgaccel(&["check", "-c", &path]);
+        assert!(!ok, "{name}: {out}");
+        assert!(
+            out.contains(&expected),
+            "{name}: expected {expected:?} in {out}"
+        );
+    }
 }
 
 #[test]
@@ -45,18 +77,23 @@ fn check_refuses_keys_that_are_not_implemented_yet() {
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(
         file.path(),
-        "datasets:\n  - from: postgres:public.a\n    name: a\n    time_column: t\n    acceleration:\n      refresh_mode: append\n",
+        "datasets:\n  - from: postgres:public.a\n    name: a\n    params: { pg_db: test, pg_user: postgres }\n    time_column: t\n    acceleration:\n      refresh_mode: append\n",
     )
     .unwrap();
     let (ok, out) = pgaccel(&["check", "-c", file.path().to_str().unwrap()]);
     assert!(!ok, "{out}");
-    assert!(out.contains("refresh_mode") && out.contains("not supported yet"), "{out}");
+    assert!(
+        out.contains("refresh_mode") && out.contains("not supported yet"),
+        "{out}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refresh_and_datasets_commands_talk_to_a_running_server() {
     let source = SourceSchema::create("cli").await;
-    source.execute("CREATE TABLE {schema}.t (id int); INSERT INTO {schema}.t VALUES (1), (2);").await;
+    source
+        .execute("CREATE TABLE {schema}.t (id int); INSERT INTO {schema}.t VALUES (1), (2);")
+        .await;
     let server = Server::start(&source.dataset("t", "t", "")).await;
     server.wait_ready().await;
     let api = format!("http://{}", server.runtime.http_addr());
@@ -68,8 +105,16 @@ async fn refresh_and_datasets_commands_talk_to_a_running_server() {
     .unwrap();
     assert!(ok, "{out}");
     assert!(out.contains("Dataset refresh triggered for t."), "{out}");
-    let (ok, out) = tokio::task::spawn_blocking(move || pgaccel(&["datasets", "--api", &api])).await.unwrap();
+    let (ok, out) = tokio::task::spawn_blocking(move || pgaccel(&["datasets", "--api", &api]))
+        .await
+        .unwrap();
     assert!(ok, "{out}");
-    let line = out.lines().find(|line| line.starts_with("t ")).unwrap_or_else(|| panic!("{out}"));
-    assert!(line.contains("Ready") || line.contains("Refreshing"), "{line}");
+    let line = out
+        .lines()
+        .find(|line| line.starts_with("t "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        line.contains("Ready") || line.contains("Refreshing"),
+        "{line}"
+    );
 }

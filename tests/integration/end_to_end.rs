@@ -22,15 +22,28 @@ async fn source_changes_appear_after_an_on_demand_refresh() {
         .await
         .unwrap();
     let got: Vec<(String, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
-    assert_eq!(got, [("ada".into(), "15.75".into()), ("grace".into(), "20.00".into())]);
+    assert_eq!(
+        got,
+        [
+            ("ada".into(), "15.75".into()),
+            ("grace".into(), "20.00".into())
+        ]
+    );
 
-    let (ok, out) = psql(server.runtime.pg_addr().port(), "SELECT count(*) FROM orders");
+    let (ok, out) = psql(
+        server.runtime.pg_addr().port(),
+        "SELECT count(*) FROM orders",
+    );
     assert!(ok, "{out}");
     assert_eq!(out.trim(), "3");
 
     source.execute("INSERT INTO {schema}.orders VALUES (4, 'linus', 99.99, '2026-02-01'); DELETE FROM {schema}.orders WHERE id = 2;").await;
     // Unchanged until refreshed: the acceleration answers, not the source.
-    let count: i64 = client.query_one("SELECT count(*) FROM orders WHERE id = 4", &[]).await.unwrap().get(0);
+    let count: i64 = client
+        .query_one("SELECT count(*) FROM orders WHERE id = 4", &[])
+        .await
+        .unwrap()
+        .get(0);
     assert_eq!(count, 0);
 
     server.refresh("orders").await;
@@ -42,7 +55,10 @@ async fn source_changes_appear_after_an_on_demand_refresh() {
         .map(|r| r.get(0))
         .collect();
     assert_eq!(ids, [1, 3, 4]);
-    let (_, out) = psql(server.runtime.pg_addr().port(), "SELECT customer FROM orders WHERE id = 4");
+    let (_, out) = psql(
+        server.runtime.pg_addr().port(),
+        "SELECT customer FROM orders WHERE id = 4",
+    );
     assert_eq!(out.trim(), "linus");
 }
 
@@ -50,7 +66,11 @@ async fn source_changes_appear_after_an_on_demand_refresh() {
 async fn status_readiness_and_metrics_describe_each_dataset() {
     let source = SourceSchema::create("status").await;
     source.execute(ORDERS).await;
-    let datasets = source.dataset("orders", "orders", "    acceleration:\n      refresh_check_interval: 1h\n");
+    let datasets = source.dataset(
+        "orders",
+        "orders",
+        "    acceleration:\n      refresh_check_interval: 1h\n",
+    );
     let server = Server::start(&datasets).await;
     server.wait_ready().await;
 
@@ -58,10 +78,15 @@ async fn status_readiness_and_metrics_describe_each_dataset() {
     let status = server.dataset_status("orders").await;
     assert_eq!(status["status"], "Ready");
     assert_eq!(status["from"], format!("postgres:{}.orders", source.name));
-    let last = chrono::DateTime::parse_from_rfc3339(status["last_refresh"].as_str().unwrap()).unwrap();
-    let next = chrono::DateTime::parse_from_rfc3339(status["next_refresh"].as_str().unwrap()).unwrap();
+    let last =
+        chrono::DateTime::parse_from_rfc3339(status["last_refresh"].as_str().unwrap()).unwrap();
+    let next =
+        chrono::DateTime::parse_from_rfc3339(status["next_refresh"].as_str().unwrap()).unwrap();
     let gap = (next - last).num_seconds();
-    assert!((3599..=3601).contains(&gap), "next_refresh should be an hour after last_refresh: {status}");
+    assert!(
+        (3599..=3601).contains(&gap),
+        "next_refresh should be an hour after last_refresh: {status}"
+    );
     assert!(status.get("error_message").is_none(), "{status}");
 
     let (code, metrics) = server.get("/metrics").await;
@@ -72,10 +97,15 @@ async fn status_readiness_and_metrics_describe_each_dataset() {
         "dataset_acceleration_refresh_errors{dataset=\"orders\"",
         "dataset_acceleration_refresh_duration_ms",
     ] {
-        assert!(metrics.contains(needle), "{needle} missing from /metrics:\n{metrics}");
+        assert!(
+            metrics.contains(needle),
+            "{needle} missing from /metrics:\n{metrics}"
+        );
     }
 
-    let (code, body) = server.post("/v1/datasets/nosuch/acceleration/refresh").await;
+    let (code, body) = server
+        .post("/v1/datasets/nosuch/acceleration/refresh")
+        .await;
     assert_eq!(code, 404, "{body}");
 }
 
@@ -86,7 +116,11 @@ async fn a_dataset_that_cannot_load_keeps_readiness_down_and_says_why() {
     let datasets = format!(
         "{}{}",
         source.dataset("orders", "orders", ""),
-        source.dataset("missing", "ghost", "    acceleration:\n      refresh_retry_enabled: false\n")
+        source.dataset(
+            "missing",
+            "ghost",
+            "    acceleration:\n      refresh_retry_enabled: false\n"
+        )
     );
     let server = Server::start(&datasets).await;
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -99,20 +133,33 @@ async fn a_dataset_that_cannot_load_keeps_readiness_down_and_says_why() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     let message = status["error_message"].as_str().unwrap();
-    assert!(message.contains("ghost") && message.contains("missing"), "{message}");
+    assert!(
+        message.contains("ghost") && message.contains("missing"),
+        "{message}"
+    );
     assert_eq!(server.get("/v1/ready").await.0, 503);
 
     let client = server.client().await;
     let error = client.query("SELECT * FROM ghost", &[]).await.unwrap_err();
     let db = error.as_db_error().expect("a server error");
     assert_eq!(db.code().code(), "55000");
-    assert!(db.message().contains("'ghost'") && db.message().contains("loading"), "{}", db.message());
+    assert!(
+        db.message().contains("'ghost'") && db.message().contains("loading"),
+        "{}",
+        db.message()
+    );
     // The other dataset serves meanwhile.
-    let count: i64 = client.query_one("SELECT count(*) FROM orders", &[]).await.unwrap().get(0);
+    let count: i64 = client
+        .query_one("SELECT count(*) FROM orders", &[])
+        .await
+        .unwrap()
+        .get(0);
     assert_eq!(count, 3);
     let (_, metrics) = server.get("/metrics").await;
     assert!(
-        metrics.lines().any(|line| line.starts_with("dataset_acceleration_refresh_errors{dataset=\"ghost\"") && !line.ends_with(" 0")),
+        metrics.lines().any(|line| line
+            .starts_with("dataset_acceleration_refresh_errors{dataset=\"ghost\"")
+            && !line.ends_with(" 0")),
         "{metrics}"
     );
 }
@@ -121,18 +168,31 @@ async fn a_dataset_that_cannot_load_keeps_readiness_down_and_says_why() {
 async fn an_interval_refresh_picks_up_changes_by_itself() {
     let source = SourceSchema::create("interval").await;
     source.execute(ORDERS).await;
-    let datasets = source.dataset("orders", "orders", "    acceleration:\n      refresh_check_interval: 1s\n");
+    let datasets = source.dataset(
+        "orders",
+        "orders",
+        "    acceleration:\n      refresh_check_interval: 1s\n",
+    );
     let server = Server::start(&datasets).await;
     server.wait_ready().await;
-    source.execute("INSERT INTO {schema}.orders VALUES (5, 'edsger', 1.00, '2026-03-01')").await;
+    source
+        .execute("INSERT INTO {schema}.orders VALUES (5, 'edsger', 1.00, '2026-03-01')")
+        .await;
     let client = server.client().await;
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let count: i64 = client.query_one("SELECT count(*) FROM orders", &[]).await.unwrap().get(0);
+        let count: i64 = client
+            .query_one("SELECT count(*) FROM orders", &[])
+            .await
+            .unwrap()
+            .get(0);
         if count == 4 {
             break;
         }
-        assert!(Instant::now() < deadline, "interval refresh never showed the new row");
+        assert!(
+            Instant::now() < deadline,
+            "interval refresh never showed the new row"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

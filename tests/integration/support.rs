@@ -28,7 +28,9 @@ impl SourceSchema {
         );
         let client = connect(SOURCE_DSN).await;
         client
-            .batch_execute(&format!("DROP SCHEMA IF EXISTS {name} CASCADE; CREATE SCHEMA {name}"))
+            .batch_execute(&format!(
+                "DROP SCHEMA IF EXISTS {name} CASCADE; CREATE SCHEMA {name}"
+            ))
             .await
             .expect("create the test schema");
         SourceSchema { name, client }
@@ -36,7 +38,10 @@ impl SourceSchema {
 
     pub async fn execute(&self, sql: &str) {
         let sql = sql.replace("{schema}", &self.name);
-        self.client.batch_execute(&sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+        self.client
+            .batch_execute(&sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
     }
 
     /// A dataset entry reading `table` of this schema.
@@ -52,7 +57,16 @@ impl Drop for SourceSchema {
     fn drop(&mut self) {
         // Synchronous on purpose: runs even while a failed test unwinds.
         let _ = Command::new("psql")
-            .args(["-h", "127.0.0.1", "-U", "postgres", "-d", "test", "-q", "-c"])
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-U",
+                "postgres",
+                "-d",
+                "test",
+                "-q",
+                "-c",
+            ])
             .arg(format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name))
             .output();
     }
@@ -80,7 +94,8 @@ impl Server {
         let yaml = format!(
             "runtime:\n  pg: {{ listen: 127.0.0.1:0 }}\n  http: {{ listen: 127.0.0.1:0 }}\ndatasets:\n{datasets}"
         );
-        let config = pgaccel::config::from_yaml_str(&yaml).unwrap_or_else(|e| panic!("{yaml}\n{e}"));
+        let config =
+            pgaccel::config::from_yaml_str(&yaml).unwrap_or_else(|e| panic!("{yaml}\n{e}"));
         let runtime = Runtime::start(config).await.expect("pgaccel starts");
         Server {
             runtime,
@@ -89,7 +104,10 @@ impl Server {
     }
 
     pub fn dsn(&self) -> String {
-        format!("host=127.0.0.1 port={} user=tester dbname=test", self.runtime.pg_addr().port())
+        format!(
+            "host=127.0.0.1 port={} user=tester dbname=test",
+            self.runtime.pg_addr().port()
+        )
     }
 
     pub async fn client(&self) -> Client {
@@ -102,7 +120,10 @@ impl Server {
 
     pub async fn get(&self, path: &str) -> (u16, String) {
         let response = self.http.get(self.url(path)).send().await.expect("GET");
-        (response.status().as_u16(), response.text().await.unwrap_or_default())
+        (
+            response.status().as_u16(),
+            response.text().await.unwrap_or_default(),
+        )
     }
 
     pub async fn post(&self, path: &str) -> (u16, Value) {
@@ -132,7 +153,9 @@ impl Server {
     /// Triggers a refresh over HTTP and waits until it has completed.
     pub async fn refresh(&self, name: &str) {
         let before = self.dataset_status(name).await["last_refresh"].clone();
-        let (status, body) = self.post(&format!("/v1/datasets/{name}/acceleration/refresh")).await;
+        let (status, body) = self
+            .post(&format!("/v1/datasets/{name}/acceleration/refresh"))
+            .await;
         assert_eq!(status, 201, "{body}");
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
@@ -140,7 +163,10 @@ impl Server {
             if current["last_refresh"] != before && current["status"] == "Ready" {
                 return;
             }
-            assert!(Instant::now() < deadline, "refresh of {name} did not complete: {current}");
+            assert!(
+                Instant::now() < deadline,
+                "refresh of {name} did not complete: {current}"
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -149,7 +175,20 @@ impl Server {
 /// Runs psql against `port` and returns its unaligned, tuples-only output.
 pub fn psql(port: u16, command: &str) -> (bool, String) {
     let output = Command::new("psql")
-        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "tester", "-d", "test", "-X", "-A", "-t", "-c"])
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-U",
+            "tester",
+            "-d",
+            "test",
+            "-X",
+            "-A",
+            "-t",
+            "-c",
+        ])
         .arg(command)
         .output()
         .expect("psql runs");

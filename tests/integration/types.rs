@@ -22,8 +22,22 @@ break', 'x', true, '2262-04-11', '2000-01-01 00:00:00.000001', '1970-01-01 00:00
      'ffffffff-ffff-ffff-ffff-ffffffffffff', '{}', '{}', '\\x00ff');";
 
 const EXPECTED_TYPES: [Type; 16] = [
-    Type::INT4, Type::INT2, Type::INT8, Type::FLOAT4, Type::FLOAT8, Type::NUMERIC, Type::TEXT, Type::VARCHAR,
-    Type::BOOL, Type::DATE, Type::TIMESTAMP, Type::TIMESTAMPTZ, Type::UUID, Type::JSON, Type::JSONB, Type::BYTEA,
+    Type::INT4,
+    Type::INT2,
+    Type::INT8,
+    Type::FLOAT4,
+    Type::FLOAT8,
+    Type::NUMERIC,
+    Type::TEXT,
+    Type::VARCHAR,
+    Type::BOOL,
+    Type::DATE,
+    Type::TIMESTAMP,
+    Type::TIMESTAMPTZ,
+    Type::UUID,
+    Type::JSON,
+    Type::JSONB,
+    Type::BYTEA,
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -40,7 +54,11 @@ async fn every_type_round_trips_in_text_and_binary() {
     // Binary results, decoded into Rust values by tokio-postgres.
     let replica_rows = replica.query(replica_sql, &[]).await.unwrap();
     let primary_rows = primary.query(primary_sql.as_str(), &[]).await.unwrap();
-    let types: Vec<Type> = replica_rows[0].columns().iter().map(|c| c.type_().clone()).collect();
+    let types: Vec<Type> = replica_rows[0]
+        .columns()
+        .iter()
+        .map(|c| c.type_().clone())
+        .collect();
     assert_eq!(types, EXPECTED_TYPES);
     assert_eq!(replica_rows.len(), primary_rows.len());
     for (replica_row, primary_row) in replica_rows.iter().zip(&primary_rows) {
@@ -67,7 +85,10 @@ fn binary_values(row: &Row) -> Vec<String> {
             Type::BOOL => format!("{:?}", row.get::<_, Option<bool>>(i)),
             Type::DATE => format!("{:?}", row.get::<_, Option<chrono::NaiveDate>>(i)),
             Type::TIMESTAMP => format!("{:?}", row.get::<_, Option<chrono::NaiveDateTime>>(i)),
-            Type::TIMESTAMPTZ => format!("{:?}", row.get::<_, Option<chrono::DateTime<chrono::Utc>>>(i)),
+            Type::TIMESTAMPTZ => format!(
+                "{:?}",
+                row.get::<_, Option<chrono::DateTime<chrono::Utc>>>(i)
+            ),
             Type::UUID => format!("{:?}", row.get::<_, Option<uuid::Uuid>>(i)),
             Type::JSON | Type::JSONB => format!("{:?}", row.get::<_, Option<serde_json::Value>>(i)),
             Type::BYTEA => format!("{:?}", row.get::<_, Option<Vec<u8>>>(i)),
@@ -80,9 +101,11 @@ fn text_rows(messages: Vec<SimpleQueryMessage>) -> Vec<Vec<Option<String>>> {
     messages
         .into_iter()
         .filter_map(|message| match message {
-            SimpleQueryMessage::Row(row) => {
-                Some((0..row.len()).map(|i| row.get(i).map(str::to_owned)).collect())
-            }
+            SimpleQueryMessage::Row(row) => Some(
+                (0..row.len())
+                    .map(|i| row.get(i).map(str::to_owned))
+                    .collect(),
+            ),
             _ => None,
         })
         .collect()

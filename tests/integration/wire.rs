@@ -37,14 +37,32 @@ async fn errors_carry_postgres_sqlstates_and_the_connection_stays_usable() {
     ];
     for (sql, expected) in cases {
         let error = client.simple_query(sql).await.unwrap_err();
-        assert_eq!(sqlstate(&error), expected, "simple protocol: {sql}: {error}");
+        assert_eq!(
+            sqlstate(&error),
+            expected,
+            "simple protocol: {sql}: {error}"
+        );
         let error = client.query(sql, &[]).await.unwrap_err();
-        assert_eq!(sqlstate(&error), expected, "extended protocol: {sql}: {error}");
-        let count: i64 = client.query_one("SELECT count(*) FROM items", &[]).await.unwrap().get(0);
+        assert_eq!(
+            sqlstate(&error),
+            expected,
+            "extended protocol: {sql}: {error}"
+        );
+        let count: i64 = client
+            .query_one("SELECT count(*) FROM items", &[])
+            .await
+            .unwrap()
+            .get(0);
         assert_eq!(count, 100, "connection unusable after {sql}");
     }
-    let error = client.query("INSERT INTO items VALUES (1000, 'x', 1, now())", &[]).await.unwrap_err();
-    assert_eq!(error.as_db_error().unwrap().message(), "cannot execute INSERT in a read-only transaction");
+    let error = client
+        .query("INSERT INTO items VALUES (1000, 'x', 1, now())", &[])
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.as_db_error().unwrap().message(),
+        "cannot execute INSERT in a read-only transaction"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -63,9 +81,18 @@ async fn prepared_statements_bind_typed_parameters() {
         assert_eq!(row.get::<_, String>(1), format!("item {id}"));
         assert_eq!(row.get::<_, f64>(2), id as f64 * 1.5);
     }
-    assert!(client.query(&statement, &[&7i64, &100.0f64]).await.unwrap().is_empty());
+    assert!(
+        client
+            .query(&statement, &[&7i64, &100.0f64])
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let names: Vec<String> = client
-        .query("SELECT name FROM items WHERE name LIKE $1 ORDER BY id LIMIT 2", &[&"item 1%"])
+        .query(
+            "SELECT name FROM items WHERE name LIKE $1 ORDER BY id LIMIT 2",
+            &[&"item 1%"],
+        )
         .await
         .unwrap()
         .iter()
@@ -78,23 +105,45 @@ async fn prepared_statements_bind_typed_parameters() {
 async fn session_statements_behave_like_a_hot_standby() {
     let (_source, server) = server_with_items("session").await;
     let mut client = server.client().await;
-    client.batch_execute("BEGIN; SET application_name = 'tests'; COMMIT").await.unwrap();
-    let read_only = client.simple_query("SHOW transaction_read_only").await.unwrap();
+    client
+        .batch_execute("BEGIN; SET application_name = 'tests'; COMMIT")
+        .await
+        .unwrap();
+    let read_only = client
+        .simple_query("SHOW transaction_read_only")
+        .await
+        .unwrap();
     let value = match &read_only[1] {
         tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).unwrap().to_owned(),
         other => panic!("{other:?}"),
     };
     assert_eq!(value, "on");
-    let version: String = client.query_one("SELECT version()", &[]).await.unwrap().get(0);
+    let version: String = client
+        .query_one("SELECT version()", &[])
+        .await
+        .unwrap()
+        .get(0);
     let shown = client.simple_query("SHOW server_version").await.unwrap();
     let server_version = match &shown[1] {
         tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).unwrap().to_owned(),
         other => panic!("{other:?}"),
     };
-    assert!(version.starts_with(&format!("PostgreSQL {server_version}")), "{version} vs {server_version}");
+    assert!(
+        version.starts_with(&format!("PostgreSQL {server_version}")),
+        "{version} vs {server_version}"
+    );
     // Transactions are accepted; reads inside them work.
-    let transaction = client.build_transaction().read_only(true).start().await.unwrap();
-    let count: i64 = transaction.query_one("SELECT count(*) FROM items", &[]).await.unwrap().get(0);
+    let transaction = client
+        .build_transaction()
+        .read_only(true)
+        .start()
+        .await
+        .unwrap();
+    let count: i64 = transaction
+        .query_one("SELECT count(*) FROM items", &[])
+        .await
+        .unwrap()
+        .get(0);
     assert_eq!(count, 100);
     transaction.commit().await.unwrap();
 }
@@ -105,11 +154,23 @@ async fn psql_lists_tables_and_columns() {
     let port = server.runtime.pg_addr().port();
     let (ok, tables) = psql(port, "\\dt");
     assert!(ok, "{tables}");
-    assert!(tables.lines().any(|line| line.starts_with("public|items|table")), "{tables}");
+    assert!(
+        tables
+            .lines()
+            .any(|line| line.starts_with("public|items|table")),
+        "{tables}"
+    );
     let (ok, columns) = psql(port, "\\d items");
     assert!(ok, "{columns}");
-    for expected in ["id|bigint", "price|double precision", "added|timestamp with time zone"] {
-        assert!(columns.contains(expected), "{expected} missing from:\n{columns}");
+    for expected in [
+        "id|bigint",
+        "price|double precision",
+        "added|timestamp with time zone",
+    ] {
+        assert!(
+            columns.contains(expected),
+            "{expected} missing from:\n{columns}"
+        );
     }
     let (ok, out) = psql(port, "SELECT count(*), max(price) FROM items");
     assert!(ok, "{out}");
