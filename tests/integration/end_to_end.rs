@@ -196,3 +196,42 @@ async fn an_interval_refresh_picks_up_changes_by_itself() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// Successful refreshes recorded for `dataset`, from `/metrics`.
+async fn completed_refreshes(server: &Server, dataset: &str) -> u64 {
+    let (_, metrics) = server.get("/metrics").await;
+    let prefix = format!("dataset_acceleration_refresh_duration_ms_count{{dataset=\"{dataset}\"}} ");
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .map_or(0, |count| count.trim().parse().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_on_demand_refresh_cancels_the_one_in_flight() {
+    let source = SourceSchema::create("cancel").await;
+    // Reading this view takes two seconds.
+    source
+        .execute(
+            "CREATE TABLE {schema}.base (id int); INSERT INTO {schema}.base VALUES (1), (2);
+             CREATE VIEW {schema}.slow AS SELECT b.id FROM {schema}.base b CROSS JOIN pg_sleep(2);",
+        )
+        .await;
+    let server = Server::start(&source.dataset("slow", "slow", "")).await;
+    server.wait_ready().await;
+    assert_eq!(completed_refreshes(&server, "slow").await, 1);
+
+    let path = "/v1/datasets/slow/acceleration/refresh";
+    assert_eq!(server.post(path).await.0, 201);
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(server.dataset_status("slow").await["status"], "Refreshing");
+    assert_eq!(server.post(path).await.0, 201);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while completed_refreshes(&server, "slow").await < 2 {
+        assert!(Instant::now() < deadline, "the second refresh never completed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The first on-demand refresh was cancelled, not completed after it.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(completed_refreshes(&server, "slow").await, 2);
+}
