@@ -6,7 +6,9 @@
 //! how accelerations are refreshed.
 
 mod catalog;
+mod literals;
 mod names;
+mod overflow;
 mod table;
 
 use std::sync::Arc;
@@ -20,6 +22,7 @@ use datafusion_pg_catalog::pg_catalog::setup_pg_catalog;
 use crate::dataset::Registry;
 
 pub use catalog::DatasetSchema;
+pub use literals::apply_postgres_literal_types;
 pub use names::{apply_postgres_names, display_name};
 pub use table::{AcceleratedTable, QueryError};
 
@@ -44,6 +47,7 @@ pub fn session(
         catalog.register_schema(&schema, provider)?;
     }
     ctx.register_catalog(CATALOG, catalog);
+    ctx.add_analyzer_rule(Arc::new(overflow::CheckedIntegerArithmetic::default()));
     setup_pg_catalog(&ctx, CATALOG, EmptyContextProvider).map_err(|e| *e)?;
     Ok(ctx)
 }

@@ -27,6 +27,8 @@ pub enum QueryError {
     Loading { dataset: String },
     #[error("the schema of dataset '{dataset}' changed while the query was planned; run it again")]
     SchemaChanged { dataset: String },
+    #[error("{type_name} out of range")]
+    OutOfRange { type_name: &'static str },
 }
 
 #[derive(Debug)]

@@ -90,6 +90,7 @@ impl StatementParser {
         match classify(&statement) {
             Command::Query => {
                 crate::query::apply_postgres_names(&mut statement);
+                crate::query::apply_postgres_literal_types(&mut statement);
                 let plan = self.plan(statement).await?;
                 let data_types = parameter_types(&plan)?;
                 let wire_types = data_types

@@ -44,7 +44,13 @@ pub fn read_only(command: &str) -> PgWireError {
 /// Maps a DataFusion error to the SQLSTATE PostgreSQL would use.
 pub fn from_datafusion(error: DataFusionError) -> PgWireError {
     if let Some(query_error) = find_query_error(&error) {
-        return self::error(NOT_IN_PREREQUISITE_STATE, query_error.to_string());
+        let code = match query_error {
+            QueryError::OutOfRange { .. } => NUMERIC_OUT_OF_RANGE,
+            QueryError::Loading { .. } | QueryError::SchemaChanged { .. } => {
+                NOT_IN_PREREQUISITE_STATE
+            }
+        };
+        return self::error(code, query_error.to_string());
     }
     let root = error.find_root();
     let code = code_of(root);

@@ -200,7 +200,8 @@ async fn an_interval_refresh_picks_up_changes_by_itself() {
 /// Successful refreshes recorded for `dataset`, from `/metrics`.
 async fn completed_refreshes(server: &Server, dataset: &str) -> u64 {
     let (_, metrics) = server.get("/metrics").await;
-    let prefix = format!("dataset_acceleration_refresh_duration_ms_count{{dataset=\"{dataset}\"}} ");
+    let prefix =
+        format!("dataset_acceleration_refresh_duration_ms_count{{dataset=\"{dataset}\"}} ");
     metrics
         .lines()
         .find_map(|line| line.strip_prefix(&prefix))
@@ -228,7 +229,10 @@ async fn an_on_demand_refresh_cancels_the_one_in_flight() {
     assert_eq!(server.post(path).await.0, 201);
     let deadline = Instant::now() + Duration::from_secs(20);
     while completed_refreshes(&server, "slow").await < 2 {
-        assert!(Instant::now() < deadline, "the second refresh never completed");
+        assert!(
+            Instant::now() < deadline,
+            "the second refresh never completed"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // The first on-demand refresh was cancelled, not completed after it.

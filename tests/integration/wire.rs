@@ -176,3 +176,47 @@ async fn psql_lists_tables_and_columns() {
     assert!(ok, "{out}");
     assert_eq!(out.trim(), "100|150");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_have_postgres_types_names_and_overflow_errors() {
+    let (_source, server) = server_with_items("semantics").await;
+    let client = server.client().await;
+    let row = client
+        .query_one("SELECT 1, count(*), sum(id), max(name), 2147483648, id FROM items GROUP BY id ORDER BY id LIMIT 1", &[])
+        .await
+        .unwrap();
+    let names: Vec<&str> = row.columns().iter().map(|c| c.name()).collect();
+    assert_eq!(names, ["?column?", "count", "sum", "max", "?column?", "id"]);
+    assert_eq!(row.get::<_, i32>(0), 1);
+    assert_eq!(row.get::<_, i64>(1), 1);
+    assert_eq!(row.get::<_, i64>(4), 2_147_483_648);
+    for (sql, message) in [
+        ("SELECT 2147483647 + 1", "integer out of range"),
+        (
+            "SELECT id * 9223372036854775807 FROM items WHERE id = 2",
+            "bigint out of range",
+        ),
+    ] {
+        let error = client.query(sql, &[]).await.unwrap_err();
+        let db = error.as_db_error().unwrap();
+        assert_eq!(
+            (db.code().code(), db.message()),
+            ("22003", message),
+            "{sql}"
+        );
+    }
+    let grouped: Vec<(String, i64)> = client
+        .query(
+            "SELECT left(name, 6), count(*) FROM items GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 2",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(
+        grouped,
+        [("item 1".to_owned(), 12), ("item 2".to_owned(), 11)]
+    );
+}

@@ -1,0 +1,178 @@
+//! Integer arithmetic that fails on overflow, as PostgreSQL's does
+//! (`integer out of range`, SQLSTATE 22003). DataFusion's `+`, `-` and `*`
+//! wrap around silently, which would make the replica answer differently from
+//! its primary, so after type coercion every integer `+`, `-` and `*` is
+//! replaced by a checked function over Arrow's overflow-checking kernels.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::ArrayRef;
+use datafusion::arrow::compute::kernels::numeric;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::error::ArrowError;
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{DFSchema, Result, ScalarValue};
+use datafusion::error::DataFusionError;
+use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::logical_expr::expr_rewriter::NamePreserver;
+use datafusion::logical_expr::utils::merge_schema;
+use datafusion::logical_expr::{
+    BinaryExpr, ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, ScalarFunctionArgs,
+    ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+};
+use datafusion::optimizer::AnalyzerRule;
+
+use super::QueryError;
+
+/// The analyzer rule that swaps wrapping integer arithmetic for checked.
+#[derive(Debug)]
+pub struct CheckedIntegerArithmetic {
+    add: Arc<ScalarUDF>,
+    subtract: Arc<ScalarUDF>,
+    multiply: Arc<ScalarUDF>,
+}
+
+impl Default for CheckedIntegerArithmetic {
+    fn default() -> Self {
+        let udf = |op| Arc::new(ScalarUDF::from(CheckedInteger::new(op)));
+        CheckedIntegerArithmetic {
+            add: udf(IntegerOp::Add),
+            subtract: udf(IntegerOp::Subtract),
+            multiply: udf(IntegerOp::Multiply),
+        }
+    }
+}
+
+impl AnalyzerRule for CheckedIntegerArithmetic {
+    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+        plan.transform_up_with_subqueries(|node| {
+            let schema = merge_schema(&node.inputs());
+            let names = NamePreserver::new(&node);
+            node.map_expressions(|expr| {
+                let saved = names.save(&expr);
+                let rewritten = expr.transform_up(|e| self.rewrite(e, &schema))?;
+                Ok(rewritten.update_data(|e| saved.restore(e)))
+            })
+        })
+        .map(|transformed| transformed.data)
+    }
+
+    fn name(&self) -> &str {
+        "pgaccel_checked_integer_arithmetic"
+    }
+}
+
+impl CheckedIntegerArithmetic {
+    fn rewrite(&self, expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+        let Expr::BinaryExpr(BinaryExpr { left, op, right }) = &expr else {
+            return Ok(Transformed::no(expr));
+        };
+        let udf = match op {
+            Operator::Plus => &self.add,
+            Operator::Minus => &self.subtract,
+            Operator::Multiply => &self.multiply,
+            _ => return Ok(Transformed::no(expr)),
+        };
+        // Types that cannot be computed here (a scan's own filters) are left
+        // to DataFusion unchanged.
+        let (Ok(left_type), Ok(right_type)) = (left.get_type(schema), right.get_type(schema))
+        else {
+            return Ok(Transformed::no(expr));
+        };
+        if left_type != right_type || integer_name(&left_type).is_none() {
+            return Ok(Transformed::no(expr));
+        }
+        let call =
+            ScalarFunction::new_udf(Arc::clone(udf), vec![(**left).clone(), (**right).clone()]);
+        Ok(Transformed::yes(Expr::ScalarFunction(call)))
+    }
+}
+
+/// PostgreSQL's name of an integer type, as used in its overflow message.
+fn integer_name(data_type: &DataType) -> Option<&'static str> {
+    match data_type {
+        DataType::Int16 => Some("smallint"),
+        DataType::Int32 => Some("integer"),
+        DataType::Int64 => Some("bigint"),
+        _ => None,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum IntegerOp {
+    Add,
+    Subtract,
+    Multiply,
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct CheckedInteger {
+    op: IntegerOp,
+    signature: Signature,
+}
+
+impl CheckedInteger {
+    fn new(op: IntegerOp) -> Self {
+        CheckedInteger {
+            op,
+            signature: Signature::any(2, Volatility::Immutable),
+        }
+    }
+
+    fn apply(
+        &self,
+        left: &ArrayRef,
+        right: &ArrayRef,
+    ) -> std::result::Result<ArrayRef, ArrowError> {
+        match self.op {
+            IntegerOp::Add => numeric::add(left, right),
+            IntegerOp::Subtract => numeric::sub(left, right),
+            IntegerOp::Multiply => numeric::mul(left, right),
+        }
+    }
+}
+
+impl ScalarUDFImpl for CheckedInteger {
+    fn name(&self) -> &str {
+        match self.op {
+            IntegerOp::Add => "pgaccel_checked_add",
+            IntegerOp::Subtract => "pgaccel_checked_subtract",
+            IntegerOp::Multiply => "pgaccel_checked_multiply",
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        Ok(arg_types[0].clone())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let all_scalar = args
+            .args
+            .iter()
+            .all(|arg| matches!(arg, ColumnarValue::Scalar(_)));
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let data_type = arrays[0].data_type().clone();
+        let result = self
+            .apply(&arrays[0], &arrays[1])
+            .map_err(|error| match error {
+                ArrowError::ArithmeticOverflow(_) => {
+                    DataFusionError::External(Box::new(QueryError::OutOfRange {
+                        type_name: integer_name(&data_type).unwrap_or("integer"),
+                    }))
+                }
+                other => DataFusionError::ArrowError(Box::new(other), None),
+            })?;
+        if all_scalar {
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
+                &result, 0,
+            )?))
+        } else {
+            Ok(ColumnarValue::Array(result))
+        }
+    }
+}
