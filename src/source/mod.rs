@@ -24,6 +24,10 @@ pub use postgres::PostgresSource;
 pub enum SourceError {
     #[error("cannot connect to the source of dataset '{dataset}': {message}")]
     Connect { dataset: String, message: String },
+    #[error(
+        "the source of dataset '{dataset}' rejected its configuration (credentials or TLS): {message}"
+    )]
+    Rejected { dataset: String, message: String },
     #[error("cannot resolve the schema of the source table of dataset '{dataset}': {message}")]
     Schema { dataset: String, message: String },
     #[error("reading the source of dataset '{dataset}' failed: {message}")]
@@ -33,6 +37,30 @@ pub enum SourceError {
 }
 
 impl SourceError {
+    /// A connection failure, classified: rejected credentials and TLS
+    /// failures are configuration errors that no retry resolves.
+    pub fn connecting(dataset: &str, message: String) -> Self {
+        const REJECTIONS: &[&str] = &[
+            "password authentication failed",
+            "no pg_hba.conf entry",
+            "28P01",
+            "28000",
+            "certificate",
+            "tls",
+            "ssl",
+        ];
+        let lower = message.to_lowercase();
+        let dataset = dataset.to_owned();
+        if REJECTIONS
+            .iter()
+            .any(|needle| lower.contains(&needle.to_lowercase()))
+        {
+            SourceError::Rejected { dataset, message }
+        } else {
+            SourceError::Connect { dataset, message }
+        }
+    }
+
     /// Transient errors (connectivity, a read cut short) are worth retrying;
     /// schema and configuration errors are not.
     pub fn is_transient(&self) -> bool {
@@ -43,6 +71,7 @@ impl SourceError {
     pub fn reason(&self) -> &'static str {
         match self {
             SourceError::Connect { .. } => "connect",
+            SourceError::Rejected { .. } => "credentials",
             SourceError::Schema { .. } => "schema",
             SourceError::Read { .. } => "read",
             SourceError::Unsupported { .. } => "config",
@@ -108,4 +137,24 @@ fn with_schema(stream: SendableRecordBatchStream, schema: SchemaRef) -> Sendable
         Ok(batch.with_schema(Arc::clone(&target))?)
     });
     Box::pin(RecordBatchStreamAdapter::new(schema, relabelled))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejected_credentials_are_not_transient() {
+        let rejected = SourceError::connecting(
+            "orders",
+            "db error: FATAL: password authentication failed for user \"app\"".into(),
+        );
+        assert!(!rejected.is_transient());
+        assert_eq!(rejected.reason(), "credentials");
+        let refused = SourceError::connecting(
+            "orders",
+            "error connecting to server: Connection refused (os error 111)".into(),
+        );
+        assert!(refused.is_transient());
+    }
 }

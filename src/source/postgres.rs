@@ -42,10 +42,7 @@ impl PostgresSource {
         schema: &str,
         table: &str,
     ) -> Result<Self, SourceError> {
-        let connect_error = |message: String| SourceError::Connect {
-            dataset: dataset.clone(),
-            message,
-        };
+        let connect_error = |message: String| SourceError::connecting(&dataset, message);
         let pool = PostgresConnectionPool::new(pool_params(params))
             .await
             .map_err(|e| connect_error(e.to_string()))?

@@ -149,6 +149,11 @@ async fn a_dataset_that_cannot_load_keeps_readiness_down_and_says_why() {
         db.message()
     );
     // The other dataset serves meanwhile.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.dataset_status("orders").await["status"] != "Ready" {
+        assert!(Instant::now() < deadline, "orders never loaded");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let count: i64 = client
         .query_one("SELECT count(*) FROM orders", &[])
         .await
