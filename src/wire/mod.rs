@@ -28,7 +28,7 @@ use pgwire::api::{
     ClientInfo, ConnectionHandle, ConnectionManager, NoopHandler, PgWireServerHandlers,
     PidSecretKeyGenerator, RandomPidSecretKeyGenerator,
 };
-use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -74,6 +74,7 @@ pub async fn serve(
         };
         let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
             warn!(%peer, max_connections, "connection refused: too many clients");
+            tracker.spawn(refuse_connection(socket));
             continue;
         };
         let _ = socket.set_nodelay(true);
@@ -91,6 +92,25 @@ pub async fn serve(
             drop(permit);
         });
     }
+}
+
+/// Answers a connection over `max_connections` as PostgreSQL does: FATAL
+/// 53300 "sorry, too many clients already", then close.
+async fn refuse_connection(mut socket: tokio::net::TcpStream) {
+    use pgwire::messages::Message;
+    use pgwire::messages::response::ErrorResponse;
+    use tokio::io::AsyncWriteExt;
+
+    let info = ErrorInfo::new(
+        "FATAL".to_owned(),
+        "53300".to_owned(),
+        "sorry, too many clients already".to_owned(),
+    );
+    let mut buffer = bytes::BytesMut::new();
+    if ErrorResponse::from(info).encode(&mut buffer).is_ok() {
+        let _ = socket.write_all(&buffer).await;
+    }
+    let _ = socket.shutdown().await;
 }
 
 struct Handlers {

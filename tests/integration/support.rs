@@ -94,6 +94,11 @@ impl Server {
         let yaml = format!(
             "runtime:\n  pg: {{ listen: 127.0.0.1:0 }}\n  http: {{ listen: 127.0.0.1:0 }}\ndatasets:\n{datasets}"
         );
+        Server::start_with_config(&yaml).await
+    }
+
+    /// Starts pgaccel with a whole configuration file's text.
+    pub async fn start_with_config(yaml: &str) -> Server {
         let config =
             pgaccel::config::from_yaml_str(&yaml).unwrap_or_else(|e| panic!("{yaml}\n{e}"));
         let runtime = Runtime::start(config).await.expect("pgaccel starts");

@@ -220,3 +220,35 @@ async fn results_have_postgres_types_names_and_overflow_errors() {
         [("item 1".to_owned(), 12), ("item 2".to_owned(), 11)]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_beyond_the_limit_are_refused_with_53300() {
+    let source = SourceSchema::create("limit").await;
+    source
+        .execute("CREATE TABLE {schema}.t (id int); INSERT INTO {schema}.t VALUES (1);")
+        .await;
+    let config = format!(
+        "runtime:\n  pg: {{ listen: 127.0.0.1:0, max_connections: 2 }}\n  http: {{ listen: 127.0.0.1:0 }}\ndatasets:\n{}",
+        source.dataset("t", "t", "")
+    );
+    let server = Server::start_with_config(&config).await;
+    server.wait_ready().await;
+    let first = server.client().await;
+    let _second = server.client().await;
+    let error = tokio_postgres::connect(&server.dsn(), tokio_postgres::NoTls)
+        .await
+        .err()
+        .expect("third connection refused");
+    assert_eq!(sqlstate(&error), "53300");
+    drop(first);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let third = server.client().await;
+    assert_eq!(
+        third
+            .query_one("SELECT count(*) FROM t", &[])
+            .await
+            .unwrap()
+            .get::<_, i64>(0),
+        1
+    );
+}
