@@ -5,6 +5,7 @@
 //! The wire layer knows nothing of refresh: it plans against the shared
 //! DataFusion session and reports errors with real SQLSTATE codes.
 
+mod cancel;
 mod encode;
 mod numeric;
 mod session;
@@ -23,7 +24,6 @@ use pgwire::api::auth::{
     ServerParameterProvider, StartupHandler, finish_authentication, protocol_negotiation,
     save_startup_parameters_to_metadata,
 };
-use pgwire::api::cancel::DefaultCancelHandler;
 use pgwire::api::{
     ClientInfo, ConnectionHandle, ConnectionManager, NoopHandler, PgWireServerHandlers,
     PidSecretKeyGenerator, RandomPidSecretKeyGenerator,
@@ -36,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, warn};
 
+use cancel::{CancelRequests, Cancellations};
 pub use session::QueryService;
 
 /// The PostgreSQL version pgaccel presents itself as, everywhere: the
@@ -116,19 +117,24 @@ async fn refuse_connection(mut socket: tokio::net::TcpStream) {
 struct Handlers {
     service: Arc<QueryService>,
     startup: Arc<Startup>,
-    cancel: Arc<DefaultCancelHandler>,
+    cancel: Arc<CancelRequests>,
 }
 
 impl Handlers {
     fn new(ctx: SessionContext) -> Self {
         let connections = Arc::new(ConnectionManager::new());
+        let cancellations = Arc::new(Cancellations::default());
         Handlers {
             service: Arc::new(QueryService::new(ctx)),
             startup: Arc::new(Startup {
                 connections: Arc::clone(&connections),
+                cancellations: Arc::clone(&cancellations),
                 keys: RandomPidSecretKeyGenerator::default(),
             }),
-            cancel: Arc::new(DefaultCancelHandler::new(connections)),
+            cancel: Arc::new(CancelRequests {
+                manager: connections,
+                cancellations,
+            }),
         }
     }
 }
@@ -159,6 +165,7 @@ impl PgWireServerHandlers for Handlers {
 /// for cancel requests and reports pgaccel as a read-only hot standby.
 struct Startup {
     connections: Arc<ConnectionManager>,
+    cancellations: Arc<Cancellations>,
     keys: RandomPidSecretKeyGenerator,
 }
 
@@ -181,6 +188,9 @@ impl StartupHandler for Startup {
         save_startup_parameters_to_metadata(client, startup);
         let (pid, secret) = self.keys.generate(client);
         let (handle, guard) = self.connections.register(pid, secret.clone());
+        let (query_cancel, registration) = self.cancellations.register(pid, &secret);
+        client.session_extensions().insert(query_cancel);
+        client.session_extensions().insert(registration);
         client.set_pid_and_secret_key(pid, secret);
         client
             .session_extensions()

@@ -24,6 +24,7 @@ use pgwire::api::{ClientInfo, ClientPortalStore, Type};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
 
+use super::cancel::{QueryCancel, cancellable};
 use super::encode;
 use super::sqlstate;
 use super::statement::{Command, classify, default_setting};
@@ -183,7 +184,16 @@ fn show_schema(name: &str) -> Schema {
 }
 
 impl QueryService {
-    async fn execute_plan(&self, plan: LogicalPlan, format: &Format) -> PgWireResult<Response> {
+    async fn execute_plan<C: ClientInfo>(
+        &self,
+        client: &C,
+        plan: LogicalPlan,
+        format: &Format,
+    ) -> PgWireResult<Response> {
+        let cancel = client
+            .session_extensions()
+            .get::<Arc<QueryCancel>>()
+            .map(|cancel| cancel.start());
         let started = Instant::now();
         let frame = self
             .ctx
@@ -206,7 +216,10 @@ impl QueryService {
                 Err(error) => stream::iter(vec![Err(sqlstate::from_datafusion(error))]),
             })
             .flatten();
-        Ok(Response::Query(QueryResponse::new(fields, rows)))
+        Ok(match cancel {
+            Some(token) => Response::Query(QueryResponse::new(fields, cancellable(rows, token))),
+            None => Response::Query(QueryResponse::new(fields, rows)),
+        })
     }
 
     fn execute_command<C: ClientInfo>(
@@ -269,7 +282,9 @@ impl QueryService {
         statement: Statement,
     ) -> PgWireResult<Response> {
         match self.parser.prepare(statement).await? {
-            Prepared::Plan { plan, .. } => self.execute_plan(plan, &Format::UnifiedText).await,
+            Prepared::Plan { plan, .. } => {
+                self.execute_plan(client, plan, &Format::UnifiedText).await
+            }
             Prepared::Command(command) => {
                 self.execute_command(client, &command, &Format::UnifiedText)
             }
@@ -343,7 +358,7 @@ impl ExtendedQueryHandler for QueryService {
                     .clone()
                     .replace_params_with_values(&params)
                     .map_err(sqlstate::from_datafusion)?;
-                self.execute_plan(plan, format).await
+                self.execute_plan(client, plan, format).await
             }
             Prepared::Command(command) => self.execute_command(client, command, format),
         };

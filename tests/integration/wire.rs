@@ -252,3 +252,57 @@ async fn connections_beyond_the_limit_are_refused_with_53300() {
         1
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn portals_return_rows_in_batches_of_the_requested_size() {
+    let (_source, server) = server_with_items("portal").await;
+    let mut client = server.client().await;
+    let transaction = client.transaction().await.unwrap();
+    let statement = transaction
+        .prepare("SELECT id FROM items WHERE id <= $1 ORDER BY id")
+        .await
+        .unwrap();
+    let portal = transaction.bind(&statement, &[&25i64]).await.unwrap();
+    let mut sizes = Vec::new();
+    let mut ids = Vec::new();
+    loop {
+        let rows = transaction.query_portal(&portal, 10).await.unwrap();
+        if rows.is_empty() {
+            break;
+        }
+        sizes.push(rows.len());
+        ids.extend(rows.iter().map(|row| row.get::<_, i64>(0)));
+    }
+    assert_eq!(sizes, [10, 10, 5]);
+    assert_eq!(ids, (1..=25).collect::<Vec<i64>>());
+    transaction.commit().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_request_stops_a_running_query() {
+    let (_source, server) = server_with_items("cancel").await;
+    let client = std::sync::Arc::new(server.client().await);
+    let token = client.cancel_token();
+    let running = tokio::spawn({
+        let client = std::sync::Arc::clone(&client);
+        async move {
+            client
+                .query("SELECT count(*) FROM items a, items b, items c, items d WHERE a.id + b.id + c.id + d.id > 0", &[])
+                .await
+        }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    token.cancel_query(tokio_postgres::NoTls).await.unwrap();
+    let error = tokio::time::timeout(std::time::Duration::from_secs(10), running)
+        .await
+        .expect("the query stops soon after the cancel request")
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(sqlstate(&error), "57014");
+    let count: i64 = client
+        .query_one("SELECT count(*) FROM items", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(count, 100);
+}

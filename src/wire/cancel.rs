@@ -1,0 +1,127 @@
+//! Cancel requests that stop a query while its rows stream, not only while
+//! it is planned.
+//!
+//! pgwire cancels the planning step by itself; the rows of a DataFusion
+//! query are computed lazily while they are sent, after that step. So each
+//! connection also registers a [`QueryCancel`] here, the running statement's
+//! row stream ends at a cancel request, and the client gets 57014.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::{Stream, StreamExt, stream};
+use pgwire::api::ConnectionManager;
+use pgwire::api::cancel::CancelHandler;
+use pgwire::error::PgWireResult;
+use pgwire::messages::cancel::CancelRequest;
+use pgwire::messages::startup::SecretKey;
+use tokio_util::sync::CancellationToken;
+
+use super::sqlstate;
+
+type Key = (i32, Bytes);
+
+/// The cancellable statement of one connection.
+#[derive(Debug, Default)]
+pub struct QueryCancel {
+    current: Mutex<CancellationToken>,
+}
+
+impl QueryCancel {
+    /// A token for the statement about to run; a cancel request fires it.
+    pub fn start(&self) -> CancellationToken {
+        let token = CancellationToken::new();
+        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = token.clone();
+        token
+    }
+
+    fn cancel(&self) {
+        self.current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .cancel();
+    }
+}
+
+/// Every connection's [`QueryCancel`], by backend key.
+#[derive(Debug, Default)]
+pub struct Cancellations {
+    connections: Mutex<HashMap<Key, Arc<QueryCancel>>>,
+}
+
+impl Cancellations {
+    /// Registers a connection; dropping the returned guard unregisters it.
+    pub fn register(
+        self: &Arc<Self>,
+        pid: i32,
+        secret: &SecretKey,
+    ) -> (Arc<QueryCancel>, Registration) {
+        let key = (pid, secret.to_bytes());
+        let cancel = Arc::new(QueryCancel::default());
+        self.lock().insert(key.clone(), Arc::clone(&cancel));
+        let registration = Registration {
+            key,
+            registry: Arc::clone(self),
+        };
+        (cancel, registration)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Arc<QueryCancel>>> {
+        self.connections.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Keeps a connection registered for cancel requests while it lives.
+pub struct Registration {
+    key: Key,
+    registry: Arc<Cancellations>,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.registry.lock().remove(&self.key);
+    }
+}
+
+/// Handles cancel requests for both the planning step (pgwire's connection
+/// manager) and the streaming of rows.
+pub struct CancelRequests {
+    pub manager: Arc<ConnectionManager>,
+    pub cancellations: Arc<Cancellations>,
+}
+
+#[async_trait]
+impl CancelHandler for CancelRequests {
+    async fn on_cancel_request(&self, request: CancelRequest) {
+        let key = (request.pid, request.secret_key.to_bytes());
+        let cancel = self.cancellations.lock().get(&key).cloned();
+        if let Some(cancel) = cancel {
+            cancel.cancel();
+        }
+        self.manager.cancel(request.pid, &request.secret_key).await;
+    }
+}
+
+/// Ends `rows` with 57014 when `token` fires.
+pub fn cancellable<S, T>(
+    rows: S,
+    token: CancellationToken,
+) -> impl Stream<Item = PgWireResult<T>> + Send
+where
+    S: Stream<Item = PgWireResult<T>> + Send,
+    T: Send,
+{
+    let check = token.clone();
+    rows.take_until(token.cancelled_owned()).chain(
+        stream::once(async move { check.is_cancelled() }).filter_map(|cancelled| async move {
+            cancelled.then(|| {
+                Err(sqlstate::error(
+                    "57014",
+                    "canceling statement due to user request",
+                ))
+            })
+        }),
+    )
+}
