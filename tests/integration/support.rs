@@ -99,8 +99,7 @@ impl Server {
 
     /// Starts pgaccel with a whole configuration file's text.
     pub async fn start_with_config(yaml: &str) -> Server {
-        let config =
-            pgaccel::config::from_yaml_str(yaml).unwrap_or_else(|e| panic!("{yaml}\n{e}"));
+        let config = pgaccel::config::from_yaml_str(yaml).unwrap_or_else(|e| panic!("{yaml}\n{e}"));
         let runtime = Runtime::start(config).await.expect("pgaccel starts");
         Server {
             runtime,
