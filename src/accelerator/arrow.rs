@@ -56,7 +56,10 @@ pub struct TableDataBuilder {
 impl TableDataBuilder {
     pub fn new(schema: SchemaRef) -> Self {
         TableDataBuilder {
-            coalescer: BatchCoalescer::new(schema, STORED_BATCH_ROWS),
+            // Batches already near the target size are kept as they are:
+            // copying them would cost refresh time and save little.
+            coalescer: BatchCoalescer::new(schema, STORED_BATCH_ROWS)
+                .with_biggest_coalesce_batch_size(Some(STORED_BATCH_ROWS / 2)),
             batches: Vec::new(),
         }
     }
