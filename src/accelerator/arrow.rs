@@ -8,10 +8,12 @@
 use std::sync::Arc;
 
 use arc_swap::ArcSwapOption;
-use datafusion::arrow::compute::BatchCoalescer;
+use datafusion::arrow::compute::{BatchCoalescer, concat_batches};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::record_batch::RecordBatch;
+
+use super::index::{PrimaryKeyIndex, RowRef};
 
 /// Rows per stored batch. Small source batches are coalesced up to this size
 /// so scans do not pay per-batch overhead, and so buffers are allocated to
@@ -26,6 +28,9 @@ pub struct TableData {
     partitions: Vec<Vec<RecordBatch>>,
     rows: usize,
     bytes: usize,
+    /// Built from exactly these batches before publication; `None` when the
+    /// dataset has no primary key.
+    primary_key: Option<PrimaryKeyIndex>,
 }
 
 impl TableData {
@@ -44,6 +49,27 @@ impl TableData {
     /// Arrow memory held by this version.
     pub fn bytes(&self) -> usize {
         self.bytes
+    }
+
+    pub fn primary_key(&self) -> Option<&PrimaryKeyIndex> {
+        self.primary_key.as_ref()
+    }
+
+    /// The rows at `refs`, as one batch (a zero-copy slice for one row).
+    pub fn rows_at(&self, refs: &[RowRef]) -> Result<RecordBatch, ArrowError> {
+        let slices: Vec<RecordBatch> = refs.iter().map(|r| self.batch(r.batch).slice(r.row as usize, 1)).collect();
+        match slices.as_slice() {
+            [one] => Ok(one.clone()),
+            _ => concat_batches(&self.schema, &slices),
+        }
+    }
+
+    /// The `number`-th batch in load order (batches are dealt round-robin
+    /// over the partitions).
+    fn batch(&self, number: u32) -> &RecordBatch {
+        let partitions = self.partitions.len();
+        let number = number as usize;
+        &self.partitions[number % partitions][number / partitions]
     }
 }
 
@@ -77,27 +103,48 @@ impl TableDataBuilder {
     }
 
     /// Finishes the version, spreading batches round-robin over
-    /// `partitions` partitions.
-    pub fn finish(mut self, partitions: usize) -> Result<TableData, ArrowError> {
+    /// `partitions` partitions and indexing `primary_key` (column names; empty
+    /// for none).
+    pub fn finish(mut self, partitions: usize, primary_key: &[String]) -> Result<TableData, ArrowError> {
         self.coalescer.finish_buffered_batch()?;
         self.drain_completed();
         let schema = self.coalescer.schema();
+        let mut index = key_index(&schema, primary_key)?;
         let partition_count = partitions.max(1);
         let mut spread = vec![Vec::new(); partition_count];
         let mut rows = 0;
         let mut bytes = 0;
-        for (index, batch) in self.batches.into_iter().enumerate() {
+        for (number, batch) in self.batches.into_iter().enumerate() {
             rows += batch.num_rows();
             bytes += batch.get_array_memory_size();
-            spread[index % partition_count].push(batch);
+            if let Some(index) = &mut index {
+                index.insert_batch(number as u32, &batch)?;
+            }
+            spread[number % partition_count].push(batch);
         }
         Ok(TableData {
             schema,
             partitions: spread,
             rows,
             bytes,
+            primary_key: index,
         })
     }
+}
+
+fn key_index(schema: &SchemaRef, primary_key: &[String]) -> Result<Option<PrimaryKeyIndex>, ArrowError> {
+    if primary_key.is_empty() {
+        return Ok(None);
+    }
+    let columns = primary_key
+        .iter()
+        .map(|name| {
+            schema.index_of(name).map_err(|_| {
+                ArrowError::SchemaError(format!("primary key column `{name}` is not a column of the table"))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    PrimaryKeyIndex::new(schema, columns).map(Some)
 }
 
 /// The in-memory acceleration of one dataset.
@@ -153,7 +200,7 @@ mod tests {
                 ))
                 .unwrap();
         }
-        let data = builder.finish(2).unwrap();
+        let data = builder.finish(2, &[]).unwrap();
         assert_eq!(data.rows(), 30_000);
         assert_eq!(data.partitions().len(), 2);
         let stored: Vec<usize> = data
@@ -174,12 +221,16 @@ mod tests {
         assert!(acceleration.current().is_none());
         let mut first = TableDataBuilder::new(Arc::clone(&schema));
         first.push(batch(&schema, vec![1])).unwrap();
-        acceleration.publish(first.finish(1).unwrap());
+        acceleration.publish(first.finish(1, &[]).unwrap());
         let held = acceleration.current().unwrap();
         let mut second = TableDataBuilder::new(Arc::clone(&schema));
         second.push(batch(&schema, vec![1, 2])).unwrap();
-        acceleration.publish(second.finish(1).unwrap());
+        acceleration.publish(second.finish(1, &["id".to_owned()]).unwrap());
         assert_eq!(held.rows(), 1);
-        assert_eq!(acceleration.current().unwrap().rows(), 2);
+        assert!(held.primary_key().is_none());
+        let current = acceleration.current().unwrap();
+        assert_eq!(current.rows(), 2);
+        let found = current.primary_key().unwrap().lookup(&[datafusion::common::ScalarValue::Int64(Some(2))]).unwrap();
+        assert_eq!(current.rows_at(&found).unwrap().num_rows(), 1);
     }
 }

@@ -7,8 +7,10 @@
 //! never blocked by a refresh. Only the Arrow (in-memory) engine exists so far.
 
 mod arrow;
+mod index;
 
 pub use arrow::{ArrowAcceleration, TableData, TableDataBuilder};
+pub use index::{PrimaryKeyIndex, RowRef};
 
 /// Field metadata key recording the source column's PostgreSQL type where
 /// Arrow alone cannot tell it (`uuid`, `json`, `jsonb`, `varchar` are all

@@ -18,6 +18,7 @@ pub async fn run(
     source: &Source,
     acceleration: &ArrowAcceleration,
     partitions: usize,
+    primary_key: &[String],
 ) -> Result<Published, RefreshError> {
     let mut stream = source.read_all().await?;
     let mut builder = TableDataBuilder::new(source.schema());
@@ -28,14 +29,15 @@ pub async fn run(
             .map_err(|e| RefreshError::build(acceleration.dataset(), e))?;
     }
     let data = builder
-        .finish(partitions)
+        .finish(partitions, primary_key)
         .map_err(|e| RefreshError::build(acceleration.dataset(), e))?;
     let published = Published {
         rows: data.rows(),
         bytes: data.bytes(),
     };
-    // Invariant: the data is complete before it becomes visible; a refresh
-    // that fails or is cancelled above publishes nothing.
+    // Invariant: the data, and its primary-key index, are complete before
+    // they become visible; a refresh that fails or is cancelled above
+    // publishes nothing.
     acceleration.publish(data);
     Ok(published)
 }

@@ -120,6 +120,15 @@ impl Source {
         }
     }
 
+    /// The source table's own primary key (column names), empty if it has
+    /// none or the source cannot declare one.
+    pub fn primary_key(&self) -> &[String] {
+        match self {
+            Source::Postgres(source) => source.primary_key(),
+            Source::File(_) => &[],
+        }
+    }
+
     /// Reads every row of the source table.
     pub async fn read_all(&self) -> Result<SendableRecordBatchStream, SourceError> {
         match self {

@@ -28,11 +28,17 @@ const COLUMN_TYPES_SQL: &str = "SELECT a.attname, t.typname \
      WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped \
      ORDER BY a.attnum";
 
+const PRIMARY_KEY_SQL: &str = "SELECT a.attname \
+     FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey) \
+     WHERE i.indrelid = to_regclass($1) AND i.indisprimary \
+     ORDER BY array_position(i.indkey::int2[], a.attnum)";
+
 #[derive(Debug)]
 pub struct PostgresSource {
     dataset: String,
     provider: Arc<dyn TableProvider>,
     schema: SchemaRef,
+    primary_key: Vec<String>,
 }
 
 impl PostgresSource {
@@ -48,7 +54,7 @@ impl PostgresSource {
             .map_err(|e| connect_error(e.to_string()))?
             .with_unsupported_type_action(UnsupportedTypeAction::String);
         let pool = Arc::new(pool);
-        let column_types = column_types(&pool, schema, table)
+        let (column_types, primary_key) = describe(&pool, schema, table)
             .await
             .map_err(|e| connect_error(e.to_string()))?;
         if column_types.is_empty() {
@@ -69,11 +75,16 @@ impl PostgresSource {
             dataset,
             provider,
             schema,
+            primary_key,
         })
     }
 
     pub fn schema(&self) -> SchemaRef {
         Arc::clone(&self.schema)
+    }
+
+    pub fn primary_key(&self) -> &[String] {
+        &self.primary_key
     }
 
     pub async fn read_all(&self) -> Result<SendableRecordBatchStream, SourceError> {
@@ -113,22 +124,22 @@ fn pool_params(params: &PostgresParams) -> HashMap<String, SecretString> {
     map
 }
 
-/// Reads each column's PostgreSQL type name, in column order.
-async fn column_types(
+/// Each column's PostgreSQL type name, and the primary key's columns.
+async fn describe(
     pool: &PostgresConnectionPool,
     schema: &str,
     table: &str,
-) -> Result<HashMap<String, String>, Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<(HashMap<String, String>, Vec<String>), Box<dyn std::error::Error + Send + Sync>> {
     let connection = pool.connect_direct().await?;
     let qualified = format!("{}.{}", quote_ident(schema), quote_ident(table));
-    let rows = connection
-        .conn
-        .query(COLUMN_TYPES_SQL, &[&qualified])
-        .await?;
-    Ok(rows
+    let rows = connection.conn.query(COLUMN_TYPES_SQL, &[&qualified]).await?;
+    let types = rows
         .iter()
         .map(|row| (row.get::<_, String>(0), row.get::<_, String>(1)))
-        .collect())
+        .collect();
+    let rows = connection.conn.query(PRIMARY_KEY_SQL, &[&qualified]).await?;
+    let primary_key = rows.iter().map(|row| row.get::<_, String>(0)).collect();
+    Ok((types, primary_key))
 }
 
 fn quote_ident(name: &str) -> String {
