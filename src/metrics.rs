@@ -19,6 +19,7 @@ pub const LOAD_STATE: &str = "dataset_load_state";
 pub const QUERIES: &str = "query_executions";
 pub const QUERY_ERRORS: &str = "query_errors";
 pub const QUERY_DURATION: &str = "query_duration_ms";
+pub const INDEX_LOOKUPS: &str = "query_index_lookups";
 
 /// The process-wide Prometheus recorder. The `metrics` facade has one global
 /// recorder, so every runtime in the process (tests start several) shares it.
@@ -93,6 +94,11 @@ pub fn register_dataset(dataset: &str) {
 pub fn query_executed(took: Duration) {
     counter!(QUERIES).increment(1);
     histogram!(QUERY_DURATION).record(took.as_secs_f64() * 1e3);
+}
+
+pub fn index_lookup(took: Duration) {
+    counter!(INDEX_LOOKUPS).increment(1);
+    query_executed(took);
 }
 
 pub fn query_failed(sqlstate: &str) {

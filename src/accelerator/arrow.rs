@@ -57,7 +57,10 @@ impl TableData {
 
     /// The rows at `refs`, as one batch (a zero-copy slice for one row).
     pub fn rows_at(&self, refs: &[RowRef]) -> Result<RecordBatch, ArrowError> {
-        let slices: Vec<RecordBatch> = refs.iter().map(|r| self.batch(r.batch).slice(r.row as usize, 1)).collect();
+        let slices: Vec<RecordBatch> = refs
+            .iter()
+            .map(|r| self.batch(r.batch).slice(r.row as usize, 1))
+            .collect();
         match slices.as_slice() {
             [one] => Ok(one.clone()),
             _ => concat_batches(&self.schema, &slices),
@@ -105,7 +108,11 @@ impl TableDataBuilder {
     /// Finishes the version, spreading batches round-robin over
     /// `partitions` partitions and indexing `primary_key` (column names; empty
     /// for none).
-    pub fn finish(mut self, partitions: usize, primary_key: &[String]) -> Result<TableData, ArrowError> {
+    pub fn finish(
+        mut self,
+        partitions: usize,
+        primary_key: &[String],
+    ) -> Result<TableData, ArrowError> {
         self.coalescer.finish_buffered_batch()?;
         self.drain_completed();
         let schema = self.coalescer.schema();
@@ -132,7 +139,10 @@ impl TableDataBuilder {
     }
 }
 
-fn key_index(schema: &SchemaRef, primary_key: &[String]) -> Result<Option<PrimaryKeyIndex>, ArrowError> {
+fn key_index(
+    schema: &SchemaRef,
+    primary_key: &[String],
+) -> Result<Option<PrimaryKeyIndex>, ArrowError> {
     if primary_key.is_empty() {
         return Ok(None);
     }
@@ -140,7 +150,9 @@ fn key_index(schema: &SchemaRef, primary_key: &[String]) -> Result<Option<Primar
         .iter()
         .map(|name| {
             schema.index_of(name).map_err(|_| {
-                ArrowError::SchemaError(format!("primary key column `{name}` is not a column of the table"))
+                ArrowError::SchemaError(format!(
+                    "primary key column `{name}` is not a column of the table"
+                ))
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -230,7 +242,11 @@ mod tests {
         assert!(held.primary_key().is_none());
         let current = acceleration.current().unwrap();
         assert_eq!(current.rows(), 2);
-        let found = current.primary_key().unwrap().lookup(&[datafusion::common::ScalarValue::Int64(Some(2))]).unwrap();
+        let found = current
+            .primary_key()
+            .unwrap()
+            .lookup(&[datafusion::common::ScalarValue::Int64(Some(2))])
+            .unwrap();
         assert_eq!(current.rows_at(&found).unwrap().num_rows(), 1);
     }
 }

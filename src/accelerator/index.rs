@@ -39,7 +39,10 @@ pub struct PrimaryKeyIndex {
 
 impl PrimaryKeyIndex {
     pub fn new(schema: &SchemaRef, columns: Vec<usize>) -> Result<Self, ArrowError> {
-        let types: Vec<DataType> = columns.iter().map(|c| schema.field(*c).data_type().clone()).collect();
+        let types: Vec<DataType> = columns
+            .iter()
+            .map(|c| schema.field(*c).data_type().clone())
+            .collect();
         let converter = RowConverter::new(types.iter().cloned().map(SortField::new).collect())?;
         Ok(PrimaryKeyIndex {
             columns,
@@ -55,19 +58,33 @@ impl PrimaryKeyIndex {
     }
 
     /// Indexes the rows of the `batch_number`-th batch.
-    pub fn insert_batch(&mut self, batch_number: u32, batch: &RecordBatch) -> Result<(), ArrowError> {
-        let keys: Vec<ArrayRef> = self.columns.iter().map(|c| batch.column(*c).clone()).collect();
+    pub fn insert_batch(
+        &mut self,
+        batch_number: u32,
+        batch: &RecordBatch,
+    ) -> Result<(), ArrowError> {
+        let keys: Vec<ArrayRef> = self
+            .columns
+            .iter()
+            .map(|c| batch.column(*c).clone())
+            .collect();
         let encoded = self.converter.convert_columns(&keys)?;
         for row in 0..batch.num_rows() {
             // A NULL key matches no equality lookup, so it is not indexed.
             if keys.iter().any(|key| key.is_null(row)) {
                 continue;
             }
-            let location = RowRef { batch: batch_number, row: row as u32 };
+            let location = RowRef {
+                batch: batch_number,
+                row: row as u32,
+            };
             let key: Box<[u8]> = encoded.row(row).as_ref().into();
             if let Some(existing) = self.rows.get(&key) {
                 let first = *existing;
-                self.repeated.entry(key).or_insert_with(|| vec![first]).push(location);
+                self.repeated
+                    .entry(key)
+                    .or_insert_with(|| vec![first])
+                    .push(location);
             } else {
                 self.rows.insert(key, location);
             }
@@ -84,7 +101,9 @@ impl PrimaryKeyIndex {
         }
         let mut arrays = Vec::with_capacity(key.len());
         for (value, data_type) in key.iter().zip(&self.types) {
-            let array = value.to_array_of_size(1).map_err(|e| ArrowError::ComputeError(e.to_string()))?;
+            let array = value
+                .to_array_of_size(1)
+                .map_err(|e| ArrowError::ComputeError(e.to_string()))?;
             let array = if array.data_type() == data_type {
                 array
             } else {
@@ -124,7 +143,10 @@ mod tests {
     fn batch(schema: &SchemaRef, ids: Vec<i64>, names: Vec<&str>) -> RecordBatch {
         RecordBatch::try_new(
             Arc::clone(schema),
-            vec![Arc::new(Int64Array::from(ids)), Arc::new(StringArray::from(names))],
+            vec![
+                Arc::new(Int64Array::from(ids)),
+                Arc::new(StringArray::from(names)),
+            ],
         )
         .unwrap()
     }
@@ -137,19 +159,44 @@ mod tests {
         ]));
         let mut by_id = PrimaryKeyIndex::new(&schema, vec![0]).unwrap();
         let mut by_both = PrimaryKeyIndex::new(&schema, vec![0, 1]).unwrap();
-        for (number, b) in [batch(&schema, vec![1, 2], vec!["a", "b"]), batch(&schema, vec![3], vec!["c"])].iter().enumerate() {
+        for (number, b) in [
+            batch(&schema, vec![1, 2], vec!["a", "b"]),
+            batch(&schema, vec![3], vec!["c"]),
+        ]
+        .iter()
+        .enumerate()
+        {
             by_id.insert_batch(number as u32, b).unwrap();
             by_both.insert_batch(number as u32, b).unwrap();
         }
-        assert_eq!(by_id.lookup(&[ScalarValue::Int64(Some(3))]).unwrap(), [RowRef { batch: 1, row: 0 }]);
+        assert_eq!(
+            by_id.lookup(&[ScalarValue::Int64(Some(3))]).unwrap(),
+            [RowRef { batch: 1, row: 0 }]
+        );
         // An int4 parameter against an int8 key.
         let found = by_id.lookup(&[ScalarValue::Int32(Some(2))]).unwrap();
         assert_eq!(found, [RowRef { batch: 0, row: 1 }]);
-        assert!(by_id.lookup(&[ScalarValue::Int64(Some(9))]).unwrap().is_empty());
-        assert!(by_id.lookup(&[ScalarValue::Int64(None)]).unwrap().is_empty());
-        let key = [ScalarValue::Int64(Some(2)), ScalarValue::Utf8(Some("b".into()))];
+        assert!(
+            by_id
+                .lookup(&[ScalarValue::Int64(Some(9))])
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            by_id
+                .lookup(&[ScalarValue::Int64(None)])
+                .unwrap()
+                .is_empty()
+        );
+        let key = [
+            ScalarValue::Int64(Some(2)),
+            ScalarValue::Utf8(Some("b".into())),
+        ];
         assert_eq!(by_both.lookup(&key).unwrap(), [RowRef { batch: 0, row: 1 }]);
-        let wrong = [ScalarValue::Int64(Some(2)), ScalarValue::Utf8(Some("a".into()))];
+        let wrong = [
+            ScalarValue::Int64(Some(2)),
+            ScalarValue::Utf8(Some("a".into())),
+        ];
         assert!(by_both.lookup(&wrong).unwrap().is_empty());
         let _ = Int32Array::from(vec![1]);
     }
@@ -161,7 +208,12 @@ mod tests {
             Field::new("name", DataType::Utf8, false),
         ]));
         let mut index = PrimaryKeyIndex::new(&schema, vec![0]).unwrap();
-        index.insert_batch(0, &batch(&schema, vec![7, 7, 8], vec!["a", "b", "c"])).unwrap();
-        assert_eq!(index.lookup(&[ScalarValue::Int64(Some(7))]).unwrap().len(), 2);
+        index
+            .insert_batch(0, &batch(&schema, vec![7, 7, 8], vec!["a", "b", "c"]))
+            .unwrap();
+        assert_eq!(
+            index.lookup(&[ScalarValue::Int64(Some(7))]).unwrap().len(),
+            2
+        );
     }
 }

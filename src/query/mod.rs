@@ -7,6 +7,7 @@
 
 mod catalog;
 mod literals;
+mod lookup;
 mod names;
 mod overflow;
 mod table;
@@ -23,6 +24,7 @@ use crate::dataset::Registry;
 
 pub use catalog::DatasetSchema;
 pub use literals::apply_postgres_literal_types;
+pub use lookup::LookupPlan;
 pub use names::{apply_postgres_names, display_name};
 pub use table::{AcceleratedTable, QueryError};
 

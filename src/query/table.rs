@@ -38,6 +38,10 @@ pub struct AcceleratedTable {
 }
 
 impl AcceleratedTable {
+    pub fn acceleration(&self) -> &Arc<ArrowAcceleration> {
+        &self.acceleration
+    }
+
     /// `None` while the dataset has no published data yet.
     pub fn try_new(acceleration: Arc<ArrowAcceleration>) -> Option<Self> {
         let schema = Arc::clone(acceleration.current()?.schema());

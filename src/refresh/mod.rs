@@ -164,8 +164,18 @@ impl Refresher {
         }
         let source = self.source.as_ref().expect("connected just above");
         let configured = &self.dataset.config.acceleration.primary_key;
-        let primary_key = if configured.is_empty() { source.primary_key() } else { configured.as_slice() };
-        full::run(source, &self.dataset.acceleration, self.partitions, primary_key).await
+        let primary_key = if configured.is_empty() {
+            source.primary_key()
+        } else {
+            configured.as_slice()
+        };
+        full::run(
+            source,
+            &self.dataset.acceleration,
+            self.partitions,
+            primary_key,
+        )
+        .await
     }
 
     fn succeeded(&self, published: Published, took: Duration) {

@@ -132,12 +132,18 @@ async fn describe(
 ) -> Result<(HashMap<String, String>, Vec<String>), Box<dyn std::error::Error + Send + Sync>> {
     let connection = pool.connect_direct().await?;
     let qualified = format!("{}.{}", quote_ident(schema), quote_ident(table));
-    let rows = connection.conn.query(COLUMN_TYPES_SQL, &[&qualified]).await?;
+    let rows = connection
+        .conn
+        .query(COLUMN_TYPES_SQL, &[&qualified])
+        .await?;
     let types = rows
         .iter()
         .map(|row| (row.get::<_, String>(0), row.get::<_, String>(1)))
         .collect();
-    let rows = connection.conn.query(PRIMARY_KEY_SQL, &[&qualified]).await?;
+    let rows = connection
+        .conn
+        .query(PRIMARY_KEY_SQL, &[&qualified])
+        .await?;
     let primary_key = rows.iter().map(|row| row.get::<_, String>(0)).collect();
     Ok((types, primary_key))
 }

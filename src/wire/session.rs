@@ -9,6 +9,7 @@ use std::time::Instant;
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::common::ParamValues;
+use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::Statement as DfStatement;
@@ -29,12 +30,16 @@ use super::encode;
 use super::sqlstate;
 use super::statement::{Command, classify, default_setting};
 use crate::metrics;
+use crate::query::LookupPlan;
 
 /// A statement prepared by Parse: a DataFusion plan or a hook command.
 #[derive(Debug, Clone)]
 pub enum Prepared {
     Plan {
         plan: LogicalPlan,
+        /// Set when the statement is a primary-key lookup, answered through
+        /// the index without planning at execution.
+        lookup: Option<Arc<LookupPlan>>,
         /// Parameter types as DataFusion inferred them, by position.
         data_types: Vec<Option<DataType>>,
         /// Parameter types reported in ParameterDescription (never OID 0).
@@ -73,7 +78,7 @@ impl StatementParser {
             .map_err(|e| sqlstate::syntax(&e.to_string()))
     }
 
-    async fn plan(&self, statement: Statement) -> PgWireResult<LogicalPlan> {
+    async fn plan(&self, statement: Statement) -> PgWireResult<(LogicalPlan, SessionState)> {
         let state = self.ctx.state();
         let plan = state
             .statement_to_plan(DfStatement::Statement(Box::new(statement)))
@@ -83,7 +88,7 @@ impl StatementParser {
             LogicalPlan::Dml(dml) => Err(sqlstate::read_only(&dml.op.to_string().to_uppercase())),
             LogicalPlan::Ddl(ddl) => Err(sqlstate::read_only(&ddl.name().to_uppercase())),
             LogicalPlan::Copy(_) => Err(sqlstate::read_only("COPY")),
-            _ => Ok(plan),
+            _ => Ok((plan, state)),
         }
     }
 
@@ -92,7 +97,8 @@ impl StatementParser {
             Command::Query => {
                 crate::query::apply_postgres_names(&mut statement);
                 crate::query::apply_postgres_literal_types(&mut statement);
-                let plan = self.plan(statement).await?;
+                let (plan, state) = self.plan(statement).await?;
+                let lookup = LookupPlan::try_new(&plan, &state).map(Arc::new);
                 let data_types = parameter_types(&plan)?;
                 let wire_types = data_types
                     .iter()
@@ -103,6 +109,7 @@ impl StatementParser {
                     .collect::<PgWireResult<Vec<_>>>()?;
                 Ok(Prepared::Plan {
                     plan,
+                    lookup,
                     data_types,
                     wire_types,
                 })
@@ -276,14 +283,38 @@ impl QueryService {
         )))
     }
 
+    /// Answers a lookup from the index; `None` when it must be planned.
+    fn execute_lookup(
+        &self,
+        lookup: &LookupPlan,
+        params: Option<&ParamValues>,
+        format: &Format,
+    ) -> PgWireResult<Option<Response>> {
+        let started = Instant::now();
+        let Some(batch) = lookup.execute(params).map_err(sqlstate::from_datafusion)? else {
+            return Ok(None);
+        };
+        let fields = Arc::new(encode::fields(batch.schema_ref(), format)?);
+        let rows = encode::rows(&batch, &fields)?;
+        metrics::index_lookup(started.elapsed());
+        let rows = stream::iter(rows.into_iter().map(Ok));
+        Ok(Some(Response::Query(QueryResponse::new(fields, rows))))
+    }
+
     async fn run_simple<C: ClientInfo>(
         &self,
         client: &mut C,
         statement: Statement,
     ) -> PgWireResult<Response> {
         match self.parser.prepare(statement).await? {
-            Prepared::Plan { plan, .. } => {
-                self.execute_plan(client, plan, &Format::UnifiedText).await
+            Prepared::Plan { plan, lookup, .. } => {
+                let format = &Format::UnifiedText;
+                if let Some(lookup) = lookup
+                    && let Some(response) = self.execute_lookup(&lookup, None, format)?
+                {
+                    return Ok(response);
+                }
+                self.execute_plan(client, plan, format).await
             }
             Prepared::Command(command) => {
                 self.execute_command(client, &command, &Format::UnifiedText)
@@ -350,10 +381,16 @@ impl ExtendedQueryHandler for QueryService {
         let outcome = match &portal.statement.statement {
             Prepared::Plan {
                 plan,
+                lookup,
                 data_types,
                 wire_types,
             } => {
                 let params = bind_parameters(portal, data_types, wire_types)?;
+                if let Some(lookup) = lookup
+                    && let Some(response) = self.execute_lookup(lookup, Some(&params), format)?
+                {
+                    return Ok(response);
+                }
                 let plan = plan
                     .clone()
                     .replace_params_with_values(&params)

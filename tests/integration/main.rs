@@ -4,6 +4,7 @@
 
 mod cli;
 mod end_to_end;
+mod lookups;
 mod support;
 mod torn_reads;
 mod types;

@@ -1,0 +1,310 @@
+//! Point lookups through the primary-key index, without DataFusion planning
+//! or a table scan at execution.
+//!
+//! A statement of the shape `SELECT <expressions> FROM <dataset> WHERE <key
+//! pinned by equality> [AND <other filters>] [LIMIT n]` is recognised once,
+//! when it is prepared: the key values (literals or `$n` parameters), the
+//! other filters and the select list are compiled against the table schema.
+//! Each execution then probes the index, takes the matching rows, applies the
+//! filters and the select list, and returns the batch. Anything else, or a
+//! version of the table whose schema differs from the prepared one, goes
+//! through DataFusion unchanged, so results are the same either way.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{AsArray, RecordBatch, RecordBatchOptions};
+use datafusion::arrow::compute::filter_record_batch;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::catalog::default_table_source::source_as_provider;
+use datafusion::common::tree_node::TreeNode;
+use datafusion::common::{ParamValues, Result, ScalarValue};
+use datafusion::error::DataFusionError;
+use datafusion::execution::context::SessionState;
+use datafusion::logical_expr::utils::{conjunction, split_conjunction};
+use datafusion::logical_expr::{BinaryExpr, Cast, Expr, LogicalPlan, Operator, TryCast};
+use datafusion::physical_expr::PhysicalExpr;
+
+use super::table::AcceleratedTable;
+use crate::accelerator::{ArrowAcceleration, RowRef, TableData};
+
+/// Where one key value comes from at execution.
+#[derive(Debug, Clone)]
+enum KeyValue {
+    Literal(ScalarValue),
+    /// `$n` (0-based position), cast to a type when the statement casts it.
+    Parameter {
+        position: usize,
+        cast: Option<DataType>,
+    },
+}
+
+/// A prepared point lookup.
+#[derive(Debug)]
+pub struct LookupPlan {
+    acceleration: Arc<ArrowAcceleration>,
+    /// The table schema the statement was prepared against.
+    table_schema: SchemaRef,
+    /// One probe per key value list entry (several for `IN (...)`), each one
+    /// value per key column.
+    probes: Vec<Vec<KeyValue>>,
+    residual: Option<Arc<dyn PhysicalExpr>>,
+    select: Vec<Arc<dyn PhysicalExpr>>,
+    output: SchemaRef,
+    limit: Option<usize>,
+}
+
+impl LookupPlan {
+    /// Recognises a lookup in a logical plan straight from the SQL planner.
+    pub fn try_new(plan: &LogicalPlan, state: &SessionState) -> Option<LookupPlan> {
+        // The analyzer's rules (type coercion, checked integer arithmetic)
+        // apply here as on the scan path, so both compute the same values.
+        let analyzed = state
+            .analyzer()
+            .execute_and_check(plan.clone(), state.config_options(), |_, _| {})
+            .ok()?;
+        let (plan, limit) = peel_limit(&analyzed)?;
+        let LogicalPlan::Projection(projection) = plan else {
+            return None;
+        };
+        let LogicalPlan::Filter(filter) = projection.input.as_ref() else {
+            return None;
+        };
+        let scan_schema = filter.input.schema();
+        let acceleration = accelerated_table(filter.input.as_ref())?;
+        let data = acceleration.current()?;
+        let key_columns: Vec<String> = data
+            .primary_key()?
+            .columns()
+            .iter()
+            .map(|column| data.schema().field(*column).name().clone())
+            .collect();
+        let (probes, others) = key_probes(&filter.predicate, &key_columns)?;
+        let residual = match conjunction(others) {
+            Some(expr) if has_placeholder(&expr) => return None,
+            Some(expr) => Some(state.create_physical_expr(expr, scan_schema).ok()?),
+            None => None,
+        };
+        let select = projection
+            .expr
+            .iter()
+            .map(|expr| {
+                if has_placeholder(expr) {
+                    None
+                } else {
+                    state.create_physical_expr(expr.clone(), scan_schema).ok()
+                }
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(LookupPlan {
+            table_schema: Arc::clone(data.schema()),
+            acceleration,
+            probes,
+            residual,
+            select,
+            output: Arc::new(projection.schema.as_arrow().clone()),
+            limit,
+        })
+    }
+
+    /// Runs the lookup; `None` when the published table no longer matches
+    /// the prepared statement (the caller plans it afresh).
+    pub fn execute(&self, params: Option<&ParamValues>) -> Result<Option<RecordBatch>> {
+        let Some(data) = self.acceleration.current() else {
+            return Ok(None);
+        };
+        if data.schema().fields() != self.table_schema.fields() {
+            return Ok(None);
+        }
+        let Some(rows) = self.matching_rows(&data, params)? else {
+            return Ok(None);
+        };
+        let rows = match &self.residual {
+            Some(residual) => {
+                let keep = residual.evaluate(&rows)?.into_array(rows.num_rows())?;
+                filter_record_batch(&rows, keep.as_boolean())?
+            }
+            None => rows,
+        };
+        let rows = match self.limit {
+            Some(limit) if limit < rows.num_rows() => rows.slice(0, limit),
+            _ => rows,
+        };
+        let columns = self
+            .select
+            .iter()
+            .map(|expr| expr.evaluate(&rows)?.into_array(rows.num_rows()))
+            .collect::<Result<Vec<_>>>()?;
+        let options = RecordBatchOptions::new().with_row_count(Some(rows.num_rows()));
+        Ok(Some(RecordBatch::try_new_with_options(
+            Arc::clone(&self.output),
+            columns,
+            &options,
+        )?))
+    }
+
+    fn matching_rows(
+        &self,
+        data: &TableData,
+        params: Option<&ParamValues>,
+    ) -> Result<Option<RecordBatch>> {
+        let Some(index) = data.primary_key() else {
+            return Ok(None);
+        };
+        let mut found: Vec<RowRef> = Vec::new();
+        for probe in &self.probes {
+            let key = probe
+                .iter()
+                .map(|value| key_value(value, params))
+                .collect::<Result<Vec<_>>>()?;
+            for row in index.lookup(&key)? {
+                // `IN (1, 1)` returns the row once, as PostgreSQL does.
+                if !found.contains(&row) {
+                    found.push(row);
+                }
+            }
+        }
+        if found.is_empty() {
+            return Ok(Some(RecordBatch::new_empty(Arc::clone(data.schema()))));
+        }
+        Ok(Some(data.rows_at(&found)?))
+    }
+}
+
+fn key_value(value: &KeyValue, params: Option<&ParamValues>) -> Result<ScalarValue> {
+    match value {
+        KeyValue::Literal(value) => Ok(value.clone()),
+        KeyValue::Parameter { position, cast } => {
+            let params =
+                params.ok_or_else(|| DataFusionError::Plan("a parameter has no value".into()))?;
+            let value = params
+                .get_placeholders_with_values(&format!("${}", position + 1))?
+                .value;
+            match cast {
+                Some(data_type) => value.cast_to(data_type),
+                None => Ok(value),
+            }
+        }
+    }
+}
+
+fn peel_limit(plan: &LogicalPlan) -> Option<(&LogicalPlan, Option<usize>)> {
+    let LogicalPlan::Limit(limit) = plan else {
+        return Some((plan, None));
+    };
+    if limit
+        .skip
+        .as_deref()
+        .is_some_and(|skip| !matches!(skip, Expr::Literal(ScalarValue::Int64(Some(0)), _)))
+    {
+        return None;
+    }
+    let fetch = match limit.fetch.as_deref() {
+        None => None,
+        Some(Expr::Literal(ScalarValue::Int64(Some(n)), _)) if *n >= 0 => Some(*n as usize),
+        Some(_) => return None,
+    };
+    Some((limit.input.as_ref(), fetch))
+}
+
+fn accelerated_table(plan: &LogicalPlan) -> Option<Arc<ArrowAcceleration>> {
+    match plan {
+        LogicalPlan::SubqueryAlias(alias) => accelerated_table(&alias.input),
+        LogicalPlan::TableScan(scan) if scan.filters.is_empty() && scan.fetch.is_none() => {
+            let provider = source_as_provider(&scan.source).ok()?;
+            let table = provider.downcast_ref::<AcceleratedTable>()?;
+            Some(Arc::clone(table.acceleration()))
+        }
+        _ => None,
+    }
+}
+
+/// Splits `predicate` into index probes covering every key column, and the
+/// other conjuncts. `None` when the key is not pinned by equality.
+fn key_probes(predicate: &Expr, key_columns: &[String]) -> Option<(Vec<Vec<KeyValue>>, Vec<Expr>)> {
+    let mut pinned: Vec<Option<Vec<KeyValue>>> = vec![None; key_columns.len()];
+    let mut others = Vec::new();
+    for conjunct in split_conjunction(predicate) {
+        match pinned_values(conjunct, key_columns) {
+            Some((column, values)) if pinned[column].is_none() => pinned[column] = Some(values),
+            _ => others.push(conjunct.clone()),
+        }
+    }
+    let pinned: Vec<Vec<KeyValue>> = pinned.into_iter().collect::<Option<_>>()?;
+    // Several values (an IN list) only for a single-column key.
+    let probes = match pinned.as_slice() {
+        [values] => values.iter().map(|value| vec![value.clone()]).collect(),
+        _ if pinned.iter().all(|values| values.len() == 1) => {
+            vec![pinned.into_iter().map(|mut v| v.remove(0)).collect()]
+        }
+        _ => return None,
+    };
+    Some((probes, others))
+}
+
+/// `key = value`, `value = key` or `key IN (values)`: the key column's
+/// position and the values.
+fn pinned_values(conjunct: &Expr, key_columns: &[String]) -> Option<(usize, Vec<KeyValue>)> {
+    let key_position = |expr: &Expr| match expr {
+        Expr::Column(column) => key_columns.iter().position(|key| *key == column.name),
+        _ => None,
+    };
+    match conjunct {
+        Expr::BinaryExpr(BinaryExpr {
+            left,
+            op: Operator::Eq,
+            right,
+        }) => {
+            if let (Some(column), Some(value)) = (key_position(left), key_value_of(right)) {
+                Some((column, vec![value]))
+            } else {
+                Some((key_position(right)?, vec![key_value_of(left)?]))
+            }
+        }
+        Expr::InList(list) if !list.negated && !list.list.is_empty() => {
+            let column = key_position(&list.expr)?;
+            let values = list
+                .list
+                .iter()
+                .map(key_value_of)
+                .collect::<Option<Vec<_>>>()?;
+            Some((column, values))
+        }
+        _ => None,
+    }
+}
+
+/// A constant or a parameter, possibly cast.
+fn key_value_of(expr: &Expr) -> Option<KeyValue> {
+    match expr {
+        Expr::Literal(value, _) => Some(KeyValue::Literal(value.clone())),
+        Expr::Placeholder(placeholder) => {
+            let position = placeholder
+                .id
+                .strip_prefix('$')?
+                .parse::<usize>()
+                .ok()?
+                .checked_sub(1)?;
+            Some(KeyValue::Parameter {
+                position,
+                cast: None,
+            })
+        }
+        Expr::Cast(Cast { expr, field }) | Expr::TryCast(TryCast { expr, field }) => {
+            match key_value_of(expr)? {
+                KeyValue::Literal(value) => {
+                    Some(KeyValue::Literal(value.cast_to(field.data_type()).ok()?))
+                }
+                KeyValue::Parameter { position, .. } => Some(KeyValue::Parameter {
+                    position,
+                    cast: Some(field.data_type().clone()),
+                }),
+            }
+        }
+        _ => None,
+    }
+}
+
+fn has_placeholder(expr: &Expr) -> bool {
+    expr.exists(|e| Ok(matches!(e, Expr::Placeholder(_))))
+        .unwrap_or(true)
+}

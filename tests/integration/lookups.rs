@@ -1,0 +1,344 @@
+//! Primary-key lookups: answered through the index (counted in
+//! `query_index_lookups`), with results identical to PostgreSQL's and to
+//! pgaccel's own scan path for the same question.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::{Client, Row};
+
+use crate::support::{SOURCE_DSN, Server, SourceSchema, connect};
+
+const TABLES: &str = "
+  CREATE TABLE {schema}.accounts (id int8 PRIMARY KEY, name text NOT NULL, balance numeric(12,2), opened date);
+  INSERT INTO {schema}.accounts SELECT g, 'account ' || g, g * 1.25, date '2020-01-01' + g FROM generate_series(1, 2000) g;
+  CREATE TABLE {schema}.events (tenant int4, seq int8, kind text, PRIMARY KEY (tenant, seq));
+  INSERT INTO {schema}.events SELECT t, s, 'kind ' || (t * s) % 7 FROM generate_series(1, 20) t, generate_series(1, 50) s;
+  CREATE TABLE {schema}.k_int2 (k int2 PRIMARY KEY, v int);
+  INSERT INTO {schema}.k_int2 SELECT g, g FROM generate_series(-50, 50) g;
+  CREATE TABLE {schema}.k_int4 (k int4 PRIMARY KEY, v int);
+  INSERT INTO {schema}.k_int4 SELECT g * 1000, g FROM generate_series(1, 100) g;
+  CREATE TABLE {schema}.k_text (k text PRIMARY KEY, v int);
+  INSERT INTO {schema}.k_text SELECT 'key-' || g, g FROM generate_series(1, 100) g;
+  CREATE TABLE {schema}.k_uuid (k uuid PRIMARY KEY, v int);
+  INSERT INTO {schema}.k_uuid SELECT md5(g::text)::uuid, g FROM generate_series(1, 100) g;
+  CREATE TABLE {schema}.k_date (k date PRIMARY KEY, v int);
+  INSERT INTO {schema}.k_date SELECT date '2024-01-01' + g, g FROM generate_series(1, 100) g;
+  CREATE TABLE {schema}.k_ts (k timestamp PRIMARY KEY, v int);
+  INSERT INTO {schema}.k_ts SELECT timestamp '2024-01-01 00:00:00' + g * interval '90 minutes', g FROM generate_series(1, 100) g;";
+
+async fn setup(prefix: &str) -> (SourceSchema, Server) {
+    let source = SourceSchema::create(prefix).await;
+    source.execute(TABLES).await;
+    let datasets: String = [
+        "accounts", "events", "k_int2", "k_int4", "k_text", "k_uuid", "k_date", "k_ts",
+    ]
+    .iter()
+    .map(|table| source.dataset(table, table, ""))
+    .collect();
+    let server = Server::start(&datasets).await;
+    server.wait_ready().await;
+    (source, server)
+}
+
+async fn index_lookups(server: &Server) -> u64 {
+    let (_, metrics) = server.get("/metrics").await;
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("query_index_lookups "))
+        .map_or(0, |value| value.trim().parse().unwrap())
+}
+
+fn render(rows: &[Row]) -> Vec<String> {
+    rows.iter()
+        .map(|row| {
+            (0..row.len())
+                .map(|i| match *row.columns()[i].type_() {
+                    Type::INT2 => format!("{:?}", row.get::<_, Option<i16>>(i)),
+                    Type::INT4 => format!("{:?}", row.get::<_, Option<i32>>(i)),
+                    Type::INT8 => format!("{:?}", row.get::<_, Option<i64>>(i)),
+                    Type::TEXT | Type::VARCHAR => format!("{:?}", row.get::<_, Option<String>>(i)),
+                    ref other => panic!("render {other} as text in the test query"),
+                })
+                .collect::<Vec<_>>()
+                .join("|")
+        })
+        .collect()
+}
+
+/// Runs `sql` on pgaccel through the index, on pgaccel with the lookup shape
+/// defeated (`OR false` around the filter, so the scan path answers), and on
+/// PostgreSQL; all three must agree, and the first must use the index.
+async fn check(
+    server: &Server,
+    replica: &Client,
+    primary: &Client,
+    schema: &str,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) {
+    let before = index_lookups(server).await;
+    let through_index = replica
+        .query(sql, params)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    assert!(
+        index_lookups(server).await > before,
+        "not answered through the index: {sql}"
+    );
+    let scan_sql = sql
+        .replacen(" WHERE ", " WHERE false OR (", 1)
+        .replacen(" LIMIT", ") LIMIT", 1);
+    let scan_sql = if scan_sql.contains(") LIMIT") {
+        scan_sql
+    } else {
+        format!("{scan_sql})")
+    };
+    let through_scan = replica
+        .query(scan_sql.as_str(), params)
+        .await
+        .unwrap_or_else(|e| panic!("{scan_sql}: {e}"));
+    let on_primary_sql = sql.replace(" FROM ", &format!(" FROM {schema}."));
+    let on_primary = primary
+        .query(on_primary_sql.as_str(), params)
+        .await
+        .unwrap();
+    let mut expected = render(&on_primary);
+    expected.sort();
+    let mut got = render(&through_index);
+    got.sort();
+    let mut scanned = render(&through_scan);
+    scanned.sort();
+    assert_eq!(got, expected, "index vs PostgreSQL: {sql}");
+    assert_eq!(scanned, expected, "scan vs PostgreSQL: {scan_sql}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookups_by_every_key_shape_match_postgres() {
+    let (source, server) = setup("lookup").await;
+    let replica = server.client().await;
+    let primary = connect(SOURCE_DSN).await;
+    let schema = source.name.as_str();
+    check(
+        &server,
+        &replica,
+        &primary,
+        schema,
+        "SELECT id::text, name, balance::text FROM accounts WHERE id = $1",
+        &[&42i64],
+    )
+    .await;
+    check(
+        &server,
+        &replica,
+        &primary,
+        schema,
+        "SELECT name FROM accounts WHERE id = $1",
+        &[&99_999i64],
+    )
+    .await;
+    check(
+        &server,
+        &replica,
+        &primary,
+        schema,
+        "SELECT name FROM accounts WHERE id = $1",
+        &[&None::<i64>],
+    )
+    .await;
+    check(
+        &server,
+        &replica,
+        &primary,
+        schema,
+        "SELECT name FROM accounts WHERE id = 7",
+        &[],
+    )
+    .await;
+    check(
+        &server,
+        &replica,
+        &primary,
+        schema,
+        "SELECT name FROM accounts WHERE id IN (1, 5, 5, 123456)",
+        &[],
+    )
+    .await;
+    check(
+        &server,
+        &replica,
+        &primary,
+        schema,
+        "SELECT name FROM accounts WHERE id = 10 AND balance > 100",
+        &[],
+    )
+    .await;
+    check(
+        &server,
+        &replica,
+        &primary,
+        schema,
+        "SELECT name FROM accounts WHERE id = 100 AND balance > 100",
+        &[],
+    )
+    .await;
+    check(
+        &server,
+        &replica,
+        &primary,
+        schema,
+        "SELECT upper(name), opened::text FROM accounts WHERE 11 = id LIMIT 1",
+        &[],
+    )
+    .await;
+    check(
+        &server,
+        &replica,
+        &primary,
+        schema,
+        "SELECT kind FROM events WHERE tenant = $1 AND seq = $2",
+        &[&3i32, &17i64],
+    )
+    .await;
+    check(
+        &server,
+        &replica,
+        &primary,
+        schema,
+        "SELECT kind FROM events WHERE seq = 50 AND tenant = 20",
+        &[],
+    )
+    .await;
+    check(
+        &server,
+        &replica,
+        &primary,
+        schema,
+        "SELECT v FROM k_int2 WHERE k = $1",
+        &[&-7i16],
+    )
+    .await;
+    check(
+        &server,
+        &replica,
+        &primary,
+        schema,
+        "SELECT v FROM k_int4 WHERE k = $1",
+        &[&5000i32],
+    )
+    .await;
+    check(
+        &server,
+        &replica,
+        &primary,
+        schema,
+        "SELECT v FROM k_text WHERE k = $1",
+        &[&"key-77"],
+    )
+    .await;
+    check(
+        &server,
+        &replica,
+        &primary,
+        schema,
+        "SELECT v FROM k_uuid WHERE k = 'c4ca4238-a0b9-2382-0dcc-509a6f75849b'",
+        &[],
+    )
+    .await;
+    check(
+        &server,
+        &replica,
+        &primary,
+        schema,
+        "SELECT v FROM k_date WHERE k = $1",
+        &[&chrono::NaiveDate::from_ymd_opt(2024, 1, 31).unwrap()],
+    )
+    .await;
+    let at = chrono::NaiveDate::from_ymd_opt(2024, 1, 2)
+        .unwrap()
+        .and_hms_opt(1, 30, 0)
+        .unwrap();
+    check(
+        &server,
+        &replica,
+        &primary,
+        schema,
+        "SELECT v FROM k_ts WHERE k = $1",
+        &[&at],
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_index_follows_every_refresh() {
+    let (source, server) = setup("lookup_refresh").await;
+    let replica = server.client().await;
+    let statement = replica
+        .prepare("SELECT name FROM accounts WHERE id = $1")
+        .await
+        .unwrap();
+    let name = |rows: Vec<Row>| rows.first().map(|row| row.get::<_, String>(0));
+    assert_eq!(
+        name(replica.query(&statement, &[&5i64]).await.unwrap()),
+        Some("account 5".into())
+    );
+    source
+        .execute("UPDATE {schema}.accounts SET name = 'renamed' WHERE id = 5; DELETE FROM {schema}.accounts WHERE id = 6; INSERT INTO {schema}.accounts VALUES (5000, 'new', 1, '2026-01-01');")
+        .await;
+    server.refresh("accounts").await;
+    assert_eq!(
+        name(replica.query(&statement, &[&5i64]).await.unwrap()),
+        Some("renamed".into())
+    );
+    assert_eq!(
+        name(replica.query(&statement, &[&6i64]).await.unwrap()),
+        None
+    );
+    assert_eq!(
+        name(replica.query(&statement, &[&5000i64]).await.unwrap()),
+        Some("new".into())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_lookup_racing_refreshes_always_finds_a_key_present_in_both_versions() {
+    let (source, server) = setup("lookup_race").await;
+    let server = Arc::new(server);
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = tokio::spawn({
+        let (server, stop) = (Arc::clone(&server), Arc::clone(&stop));
+        async move {
+            let client = server.client().await;
+            let statement = client
+                .prepare("SELECT name FROM accounts WHERE id = $1")
+                .await
+                .unwrap();
+            let mut answers = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let rows = client
+                    .query(&statement, &[&1500i64])
+                    .await
+                    .expect("lookups never fail");
+                assert_eq!(rows.len(), 1, "key 1500 exists in both versions");
+                let name: String = rows[0].get(0);
+                assert!(name == "account 1500" || name == "changed", "{name}");
+                answers += 1;
+            }
+            answers
+        }
+    });
+    for round in 0..10 {
+        let name = if round % 2 == 0 {
+            "'changed'"
+        } else {
+            "'account 1500'"
+        };
+        source
+            .execute(&format!("UPDATE {{schema}}.accounts SET name = {name} WHERE id = 1500; DELETE FROM {{schema}}.accounts WHERE id = {};", 100 + round))
+            .await;
+        server.refresh("accounts").await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(reader.await.unwrap() > 10);
+}
