@@ -12,6 +12,7 @@ use datafusion::arrow::compute::{BatchCoalescer, concat_batches};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::common::ScalarValue;
 
 use super::index::{PrimaryKeyIndex, RowRef};
 
@@ -53,6 +54,14 @@ impl TableData {
 
     pub fn primary_key(&self) -> Option<&PrimaryKeyIndex> {
         self.primary_key.as_ref()
+    }
+
+    /// The rows whose primary key equals `key`; `None` without a key index.
+    pub fn lookup(&self, key: &[ScalarValue]) -> Result<Option<Vec<RowRef>>, ArrowError> {
+        let Some(index) = &self.primary_key else {
+            return Ok(None);
+        };
+        index.lookup(key, |number| self.batch(number)).map(Some)
     }
 
     /// The rows at `refs`, as one batch (a zero-copy slice for one row).
@@ -116,7 +125,8 @@ impl TableDataBuilder {
         self.coalescer.finish_buffered_batch()?;
         self.drain_completed();
         let schema = self.coalescer.schema();
-        let mut index = key_index(&schema, primary_key)?;
+        let total_rows = self.batches.iter().map(RecordBatch::num_rows).sum();
+        let mut index = key_index(&schema, primary_key, total_rows)?;
         let partition_count = partitions.max(1);
         let mut spread = vec![Vec::new(); partition_count];
         let mut rows = 0;
@@ -129,6 +139,7 @@ impl TableDataBuilder {
             }
             spread[number % partition_count].push(batch);
         }
+        bytes += index.as_ref().map_or(0, PrimaryKeyIndex::bytes);
         Ok(TableData {
             schema,
             partitions: spread,
@@ -142,6 +153,7 @@ impl TableDataBuilder {
 fn key_index(
     schema: &SchemaRef,
     primary_key: &[String],
+    rows: usize,
 ) -> Result<Option<PrimaryKeyIndex>, ArrowError> {
     if primary_key.is_empty() {
         return Ok(None);
@@ -156,7 +168,7 @@ fn key_index(
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    PrimaryKeyIndex::new(schema, columns).map(Some)
+    PrimaryKeyIndex::new(schema, columns, rows).map(Some)
 }
 
 /// The in-memory acceleration of one dataset.
@@ -243,9 +255,8 @@ mod tests {
         let current = acceleration.current().unwrap();
         assert_eq!(current.rows(), 2);
         let found = current
-            .primary_key()
+            .lookup(&[ScalarValue::Int64(Some(2))])
             .unwrap()
-            .lookup(&[datafusion::common::ScalarValue::Int64(Some(2))])
             .unwrap();
         assert_eq!(current.rows_at(&found).unwrap().num_rows(), 1);
     }

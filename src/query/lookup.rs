@@ -147,16 +147,16 @@ impl LookupPlan {
         data: &TableData,
         params: Option<&ParamValues>,
     ) -> Result<Option<RecordBatch>> {
-        let Some(index) = data.primary_key() else {
-            return Ok(None);
-        };
         let mut found: Vec<RowRef> = Vec::new();
         for probe in &self.probes {
             let key = probe
                 .iter()
                 .map(|value| key_value(value, params))
                 .collect::<Result<Vec<_>>>()?;
-            for row in index.lookup(&key)? {
+            let Some(rows) = data.lookup(&key)? else {
+                return Ok(None);
+            };
+            for row in rows {
                 // `IN (1, 1)` returns the row once, as PostgreSQL does.
                 if !found.contains(&row) {
                     found.push(row);
