@@ -15,6 +15,7 @@ pub const LAST_REFRESH_TIME: &str = "dataset_acceleration_last_refresh_unix_time
 pub const REFRESH_DURATION: &str = "dataset_acceleration_refresh_duration_ms";
 pub const ROWS: &str = "dataset_acceleration_rows";
 pub const BYTES: &str = "dataset_acceleration_bytes";
+pub const INDEX_BYTES: &str = "dataset_acceleration_index_bytes";
 pub const LOAD_STATE: &str = "dataset_load_state";
 pub const QUERIES: &str = "query_executions";
 pub const QUERY_ERRORS: &str = "query_errors";
@@ -54,6 +55,11 @@ fn describe() {
     describe_gauge!(ROWS, "Rows held by the acceleration");
     describe_gauge!(BYTES, Unit::Bytes, "Arrow memory held by the acceleration");
     describe_gauge!(
+        INDEX_BYTES,
+        Unit::Bytes,
+        "Memory of the acceleration's primary-key index"
+    );
+    describe_gauge!(
         LOAD_STATE,
         "Dataset status: 0 initializing, 1 ready, 2 refreshing, 3 error, 4 shutting down"
     );
@@ -73,12 +79,20 @@ pub fn refresh_failed(dataset: &str, reason: &'static str) {
     counter!(REFRESH_ERRORS, "dataset" => dataset.to_owned(), "reason" => reason).increment(1);
 }
 
-pub fn refresh_succeeded(dataset: &str, unix_ms: i64, took: Duration, rows: usize, bytes: usize) {
+pub fn refresh_succeeded(
+    dataset: &str,
+    unix_ms: i64,
+    took: Duration,
+    rows: usize,
+    bytes: usize,
+    index_bytes: usize,
+) {
     let label = dataset.to_owned();
     gauge!(LAST_REFRESH_TIME, "dataset" => label.clone()).set(unix_ms as f64);
     histogram!(REFRESH_DURATION, "dataset" => label.clone()).record(took.as_secs_f64() * 1e3);
     gauge!(ROWS, "dataset" => label.clone()).set(rows as f64);
-    gauge!(BYTES, "dataset" => label).set(bytes as f64);
+    gauge!(BYTES, "dataset" => label.clone()).set(bytes as f64);
+    gauge!(INDEX_BYTES, "dataset" => label).set(index_bytes as f64);
 }
 
 pub fn load_state(dataset: &str, state: u8) {

@@ -52,6 +52,11 @@ impl TableData {
         self.bytes
     }
 
+    /// Memory of the primary-key index, apart from [`Self::bytes`].
+    pub fn index_bytes(&self) -> usize {
+        self.primary_key.as_ref().map_or(0, PrimaryKeyIndex::bytes)
+    }
+
     pub fn primary_key(&self) -> Option<&PrimaryKeyIndex> {
         self.primary_key.as_ref()
     }
@@ -139,7 +144,6 @@ impl TableDataBuilder {
             }
             spread[number % partition_count].push(batch);
         }
-        bytes += index.as_ref().map_or(0, PrimaryKeyIndex::bytes);
         Ok(TableData {
             schema,
             partitions: spread,

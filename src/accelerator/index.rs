@@ -6,20 +6,19 @@
 //! version (full refresh today; append/upsert and retention deletes must
 //! rebuild or extend the index of the version they publish).
 //!
-//! Keys are encoded with Arrow's row format, which handles every column type
-//! and composite keys alike. The table stores only each row's hash and
-//! location (16 bytes a row, no allocation per key); a lookup verifies the
-//! candidates of its hash against the stored rows, so a hash collision can
-//! never return a wrong row.
+//! Keys are hashed column by column with DataFusion's vectorized hashing,
+//! which handles every column type and composite keys alike. The table stores
+//! only each row's hash and location (16 bytes a row, no allocation per key);
+//! a lookup compares the key columns of every candidate with its hash, so a
+//! hash collision can never return a wrong row.
 
 use datafusion::arrow::array::{Array, ArrayRef, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::arrow::error::ArrowError;
-use datafusion::arrow::row::{RowConverter, SortField};
-use datafusion::common::ScalarValue;
-use hashbrown::{DefaultHashBuilder, HashTable};
-use std::hash::BuildHasher;
+use datafusion::common::hash_utils::{RandomState, create_hashes};
+use datafusion::common::{DataFusionError, ScalarValue};
+use hashbrown::HashTable;
 
 /// Where a row lives: the batch's position in load order and the row in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,8 +38,7 @@ pub struct PrimaryKeyIndex {
     /// Key columns, by position in the table schema.
     columns: Vec<usize>,
     types: Vec<DataType>,
-    converter: RowConverter,
-    hasher: DefaultHashBuilder,
+    hasher: RandomState,
     /// Every row with a non-NULL key; a key the data repeats (a declared key
     /// it does not honour) has several entries and lookups return them all.
     entries: HashTable<Entry>,
@@ -52,12 +50,10 @@ impl PrimaryKeyIndex {
             .iter()
             .map(|c| schema.field(*c).data_type().clone())
             .collect();
-        let converter = RowConverter::new(types.iter().cloned().map(SortField::new).collect())?;
         Ok(PrimaryKeyIndex {
             columns,
             types,
-            converter,
-            hasher: DefaultHashBuilder::default(),
+            hasher: RandomState::with_seed(0x7067_6163),
             entries: HashTable::with_capacity(rows),
         })
     }
@@ -80,13 +76,12 @@ impl PrimaryKeyIndex {
         batch: &RecordBatch,
     ) -> Result<(), ArrowError> {
         let keys = self.key_columns(batch);
-        let encoded = self.converter.convert_columns(&keys)?;
-        for row in 0..batch.num_rows() {
+        let hashes = self.hashes(&keys, batch.num_rows())?;
+        for (row, hash) in hashes.into_iter().enumerate() {
             // A NULL key matches no equality lookup, so it is not indexed.
             if keys.iter().any(|key| key.is_null(row)) {
                 continue;
             }
-            let hash = self.hasher.hash_one(encoded.row(row).as_ref());
             let at = RowRef {
                 batch: batch_number,
                 row: row as u32,
@@ -106,28 +101,39 @@ impl PrimaryKeyIndex {
         key: &[ScalarValue],
         batch: impl Fn(u32) -> &'a RecordBatch,
     ) -> Result<Vec<RowRef>, ArrowError> {
-        let Some(probe) = self.encode_probe(key)? else {
+        let Some(probe) = self.probe(key)? else {
             return Ok(Vec::new());
         };
-        let hash = self.hasher.hash_one(probe.as_slice());
+        let hash = self.hashes(&probe, 1)?[0];
+        let wanted = probe
+            .iter()
+            .map(|array| ScalarValue::try_from_array(array, 0))
+            .collect::<Result<Vec<_>, DataFusionError>>()
+            .map_err(to_arrow)?;
         let mut found = Vec::new();
         for entry in self.entries.iter_hash(hash) {
-            if entry.hash == hash && self.key_bytes(batch(entry.at.batch), entry.at.row)? == probe {
+            if entry.hash == hash && self.holds(batch(entry.at.batch), entry.at.row, &wanted)? {
                 found.push(entry.at);
             }
         }
         Ok(found)
     }
 
-    fn encode_probe(&self, key: &[ScalarValue]) -> Result<Option<Vec<u8>>, ArrowError> {
+    fn hashes(&self, keys: &[ArrayRef], rows: usize) -> Result<Vec<u64>, ArrowError> {
+        let mut hashes = vec![0; rows];
+        create_hashes(keys, &self.hasher, &mut hashes).map_err(to_arrow)?;
+        Ok(hashes)
+    }
+
+    /// The key as one-row arrays of the key columns' types; `None` when a
+    /// value is NULL or cannot be represented in its column's type.
+    fn probe(&self, key: &[ScalarValue]) -> Result<Option<Vec<ArrayRef>>, ArrowError> {
         if key.len() != self.types.len() || key.iter().any(ScalarValue::is_null) {
             return Ok(None);
         }
         let mut arrays = Vec::with_capacity(key.len());
         for (value, data_type) in key.iter().zip(&self.types) {
-            let array = value
-                .to_array_of_size(1)
-                .map_err(|e| ArrowError::ComputeError(e.to_string()))?;
+            let array = value.to_array_of_size(1).map_err(to_arrow)?;
             if array.data_type() == data_type {
                 arrays.push(array);
                 continue;
@@ -137,24 +143,34 @@ impl PrimaryKeyIndex {
                 _ => return Ok(None),
             }
         }
-        let encoded = self.converter.convert_columns(&arrays)?;
-        Ok(Some(encoded.row(0).as_ref().to_vec()))
+        Ok(Some(arrays))
     }
 
-    fn key_bytes(&self, batch: &RecordBatch, row: u32) -> Result<Vec<u8>, ArrowError> {
-        let keys: Vec<ArrayRef> = self
-            .key_columns(batch)
-            .iter()
-            .map(|key| key.slice(row as usize, 1))
-            .collect();
-        let encoded = self.converter.convert_columns(&keys)?;
-        Ok(encoded.row(0).as_ref().to_vec())
+    /// Whether the row's key columns hold exactly `wanted`.
+    fn holds(
+        &self,
+        batch: &RecordBatch,
+        row: u32,
+        wanted: &[ScalarValue],
+    ) -> Result<bool, ArrowError> {
+        for (column, value) in self.columns.iter().zip(wanted) {
+            let stored = ScalarValue::try_from_array(batch.column(*column), row as usize)
+                .map_err(to_arrow)?;
+            if stored != *value {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// Heap memory of the index (reported with the acceleration's size).
     pub fn bytes(&self) -> usize {
         self.entries.allocation_size()
     }
+}
+
+fn to_arrow(error: DataFusionError) -> ArrowError {
+    ArrowError::ComputeError(error.to_string())
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use crate::source::Source;
 pub struct Published {
     pub rows: usize,
     pub bytes: usize,
+    pub index_bytes: usize,
 }
 
 pub async fn run(
@@ -34,6 +35,7 @@ pub async fn run(
     let published = Published {
         rows: data.rows(),
         bytes: data.bytes(),
+        index_bytes: data.index_bytes(),
     };
     // Invariant: the data, and its primary-key index, are complete before
     // they become visible; a refresh that fails or is cancelled above

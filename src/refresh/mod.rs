@@ -187,6 +187,7 @@ impl Refresher {
             took,
             published.rows,
             published.bytes,
+            published.index_bytes,
         );
         self.dataset.refresh_succeeded(now);
         info!(dataset = %name, rows = published.rows, bytes = published.bytes, "refresh completed in {:.3}s", took.as_secs_f64());
