@@ -21,7 +21,9 @@ use datafusion::common::{ParamValues, Result, ScalarValue};
 use datafusion::error::DataFusionError;
 use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::utils::{conjunction, split_conjunction};
-use datafusion::logical_expr::{BinaryExpr, Cast, Expr, LogicalPlan, Operator, TryCast};
+use datafusion::logical_expr::{
+    BinaryExpr, Cast, Expr, Filter, LogicalPlan, Operator, Projection, TryCast, Volatility,
+};
 use datafusion::physical_expr::PhysicalExpr;
 
 use super::table::AcceleratedTable;
@@ -56,21 +58,16 @@ pub struct LookupPlan {
 impl LookupPlan {
     /// Recognises a lookup in a logical plan straight from the SQL planner.
     pub fn try_new(plan: &LogicalPlan, state: &SessionState) -> Option<LookupPlan> {
+        // Cheap shape check first: most statements stop here.
+        Self::shape(plan)?;
         // The analyzer's rules (type coercion, checked integer arithmetic)
         // apply here as on the scan path, so both compute the same values.
         let analyzed = state
             .analyzer()
             .execute_and_check(plan.clone(), state.config_options(), |_, _| {})
             .ok()?;
-        let (plan, limit) = peel_limit(&analyzed)?;
-        let LogicalPlan::Projection(projection) = plan else {
-            return None;
-        };
-        let LogicalPlan::Filter(filter) = projection.input.as_ref() else {
-            return None;
-        };
+        let (projection, filter, acceleration, limit) = Self::shape(&analyzed)?;
         let scan_schema = filter.input.schema();
-        let acceleration = accelerated_table(filter.input.as_ref())?;
         let data = acceleration.current()?;
         let key_columns: Vec<String> = data
             .primary_key()?
@@ -80,7 +77,7 @@ impl LookupPlan {
             .collect();
         let (probes, others) = key_probes(&filter.predicate, &key_columns)?;
         let residual = match conjunction(others) {
-            Some(expr) if has_placeholder(&expr) => return None,
+            Some(expr) if varies_per_execution(&expr) => return None,
             Some(expr) => Some(state.create_physical_expr(expr, scan_schema).ok()?),
             None => None,
         };
@@ -88,7 +85,7 @@ impl LookupPlan {
             .expr
             .iter()
             .map(|expr| {
-                if has_placeholder(expr) {
+                if varies_per_execution(expr) {
                     None
                 } else {
                     state.create_physical_expr(expr.clone(), scan_schema).ok()
@@ -104,6 +101,21 @@ impl LookupPlan {
             output: Arc::new(projection.schema.as_arrow().clone()),
             limit,
         })
+    }
+
+    /// `[Limit] → Projection → Filter → [alias] → scan of an accelerated table`.
+    fn shape(
+        plan: &LogicalPlan,
+    ) -> Option<(&Projection, &Filter, Arc<ArrowAcceleration>, Option<usize>)> {
+        let (plan, limit) = peel_limit(plan)?;
+        let LogicalPlan::Projection(projection) = plan else {
+            return None;
+        };
+        let LogicalPlan::Filter(filter) = projection.input.as_ref() else {
+            return None;
+        };
+        let acceleration = accelerated_table(filter.input.as_ref())?;
+        Some((projection, filter, acceleration, limit))
     }
 
     /// Runs the lookup; `None` when the published table no longer matches
@@ -304,7 +316,18 @@ fn key_value_of(expr: &Expr) -> Option<KeyValue> {
     }
 }
 
-fn has_placeholder(expr: &Expr) -> bool {
-    expr.exists(|e| Ok(matches!(e, Expr::Placeholder(_))))
-        .unwrap_or(true)
+/// Whether `expr` cannot be compiled once for every execution: it has a
+/// parameter, or a function whose value may change between executions
+/// (`now()`, `random()`), which DataFusion fixes when it plans.
+fn varies_per_execution(expr: &Expr) -> bool {
+    expr.exists(|e| {
+        Ok(match e {
+            Expr::Placeholder(_) => true,
+            Expr::ScalarFunction(function) => {
+                function.func.signature().volatility != Volatility::Immutable
+            }
+            _ => false,
+        })
+    })
+    .unwrap_or(true)
 }

@@ -14,8 +14,11 @@ mod table;
 
 use std::sync::Arc;
 
+use datafusion::catalog::default_table_source::source_as_provider;
 use datafusion::catalog::{CatalogProvider, MemoryCatalogProvider};
+use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::DataFusionError;
+use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_pg_catalog::pg_catalog::context::EmptyContextProvider;
 use datafusion_pg_catalog::pg_catalog::setup_pg_catalog;
@@ -52,6 +55,24 @@ pub fn session(
     ctx.add_analyzer_rule(Arc::new(overflow::CheckedIntegerArithmetic::default()));
     setup_pg_catalog(&ctx, CATALOG, EmptyContextProvider).map_err(|e| *e)?;
     Ok(ctx)
+}
+
+/// Whether every accelerated table `plan` reads still has the schema it was
+/// planned with; a cached plan that fails this is planned again.
+pub fn plan_is_current(plan: &LogicalPlan) -> bool {
+    let mut current = true;
+    let _ = plan.apply_with_subqueries(|node| {
+        if let LogicalPlan::TableScan(scan) = node
+            && let Ok(provider) = source_as_provider(&scan.source)
+            && let Some(table) = provider.downcast_ref::<AcceleratedTable>()
+            && !table.is_current()
+        {
+            current = false;
+            return Ok(TreeNodeRecursion::Stop);
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    current
 }
 
 /// `public` plus every schema a dataset name places a table in.

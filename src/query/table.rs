@@ -25,7 +25,9 @@ pub enum QueryError {
         "dataset '{dataset}' is still loading its initial data; query it again once it is ready"
     )]
     Loading { dataset: String },
-    #[error("the schema of dataset '{dataset}' changed while the query was planned; run it again")]
+    #[error(
+        "cached plan must not change result type: the schema of dataset '{dataset}' changed since the statement was planned; prepare it again"
+    )]
     SchemaChanged { dataset: String },
     #[error("{type_name} out of range")]
     OutOfRange { type_name: &'static str },
@@ -40,6 +42,14 @@ pub struct AcceleratedTable {
 impl AcceleratedTable {
     pub fn acceleration(&self) -> &Arc<ArrowAcceleration> {
         &self.acceleration
+    }
+
+    /// Whether the published version still has the schema this table was
+    /// planned with.
+    pub fn is_current(&self) -> bool {
+        self.acceleration
+            .current()
+            .is_some_and(|data| data.schema().fields() == self.schema.fields())
     }
 
     /// `None` while the dataset has no published data yet.

@@ -19,10 +19,16 @@ pub async fn run(
     source: &Source,
     acceleration: &ArrowAcceleration,
     partitions: usize,
-    primary_key: &[String],
+    configured_key: &[String],
 ) -> Result<Published, RefreshError> {
-    let mut stream = source.read_all().await?;
-    let mut builder = TableDataBuilder::new(source.schema());
+    let snapshot = source.read_all().await?;
+    let primary_key = if configured_key.is_empty() {
+        snapshot.primary_key.as_slice()
+    } else {
+        configured_key
+    };
+    let mut stream = snapshot.stream;
+    let mut builder = TableDataBuilder::new(snapshot.schema);
     while let Some(batch) = stream.next().await {
         let batch = batch.map_err(|e| RefreshError::read(acceleration.dataset(), e))?;
         builder

@@ -163,12 +163,7 @@ impl Refresher {
             self.source = Some(Source::connect(&self.dataset.config).await?);
         }
         let source = self.source.as_ref().expect("connected just above");
-        let configured = &self.dataset.config.acceleration.primary_key;
-        let primary_key = if configured.is_empty() {
-            source.primary_key()
-        } else {
-            configured.as_slice()
-        };
+        let primary_key = &self.dataset.config.acceleration.primary_key;
         full::run(
             source,
             &self.dataset.acceleration,

@@ -6,10 +6,9 @@ use std::path::{Path, PathBuf};
 
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::dataframe::DataFrame;
-use datafusion::execution::SendableRecordBatchStream;
 use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionContext};
 
-use super::SourceError;
+use super::{Snapshot, SourceError};
 use crate::config::FileFormat;
 
 #[derive(Debug)]
@@ -17,7 +16,6 @@ pub struct FileSource {
     dataset: String,
     path: PathBuf,
     format: FileFormat,
-    schema: SchemaRef,
 }
 
 impl FileSource {
@@ -26,22 +24,20 @@ impl FileSource {
         path: &Path,
         format: FileFormat,
     ) -> Result<Self, SourceError> {
-        let frame = read(&dataset, path, format).await?;
-        let schema = SchemaRef::new(frame.schema().as_arrow().clone());
+        // Opened once here so that a missing or unreadable file is reported
+        // at connection, like an unreachable database.
+        read(&dataset, path, format).await?;
         Ok(FileSource {
             dataset,
             path: path.to_owned(),
             format,
-            schema,
         })
     }
 
-    pub fn schema(&self) -> SchemaRef {
-        SchemaRef::clone(&self.schema)
-    }
-
-    pub async fn read_all(&self) -> Result<SendableRecordBatchStream, SourceError> {
+    /// Lists and reads the files again, with their current schema.
+    pub async fn read_all(&self) -> Result<Snapshot, SourceError> {
         let frame = read(&self.dataset, &self.path, self.format).await?;
+        let schema = SchemaRef::new(frame.schema().as_arrow().clone());
         let stream = frame
             .execute_stream()
             .await
@@ -49,7 +45,11 @@ impl FileSource {
                 dataset: self.dataset.clone(),
                 message: e.to_string(),
             })?;
-        Ok(super::with_schema(stream, self.schema()))
+        Ok(Snapshot {
+            stream,
+            schema,
+            primary_key: Vec::new(),
+        })
     }
 }
 

@@ -111,31 +111,25 @@ impl Source {
         }
     }
 
-    /// The source table's schema, with [`crate::accelerator::PG_TYPE_METADATA`]
-    /// on columns whose PostgreSQL type Arrow cannot express.
-    pub fn schema(&self) -> SchemaRef {
-        match self {
-            Source::Postgres(source) => source.schema(),
-            Source::File(source) => source.schema(),
-        }
-    }
-
-    /// The source table's own primary key (column names), empty if it has
-    /// none or the source cannot declare one.
-    pub fn primary_key(&self) -> &[String] {
-        match self {
-            Source::Postgres(source) => source.primary_key(),
-            Source::File(_) => &[],
-        }
-    }
-
-    /// Reads every row of the source table.
-    pub async fn read_all(&self) -> Result<SendableRecordBatchStream, SourceError> {
+    /// Reads every row of the source table, with the table's current
+    /// schema and primary key.
+    pub async fn read_all(&self) -> Result<Snapshot, SourceError> {
         match self {
             Source::Postgres(source) => source.read_all().await,
             Source::File(source) => source.read_all().await,
         }
     }
+}
+
+/// One complete read of a source table.
+pub struct Snapshot {
+    /// The table's columns, with [`crate::accelerator::PG_TYPE_METADATA`] on
+    /// those whose PostgreSQL type Arrow cannot express.
+    pub schema: SchemaRef,
+    /// The source's own primary key (column names); empty when it has none
+    /// or cannot declare one.
+    pub primary_key: Vec<String>,
+    pub stream: SendableRecordBatchStream,
 }
 
 /// Re-labels every batch with `schema` (same columns, plus metadata).

@@ -8,14 +8,13 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
 use datafusion::common::TableReference;
-use datafusion::execution::SendableRecordBatchStream;
 use datafusion::prelude::SessionContext;
 use datafusion_table_providers::UnsupportedTypeAction;
 use datafusion_table_providers::postgres::PostgresTableFactory;
 use datafusion_table_providers::sql::db_connection_pool::postgrespool::PostgresConnectionPool;
 use secrecy::SecretString;
 
-use super::SourceError;
+use super::{Snapshot, SourceError};
 use crate::accelerator::PG_TYPE_METADATA;
 use crate::config::PostgresParams;
 
@@ -36,71 +35,83 @@ const PRIMARY_KEY_SQL: &str = "SELECT a.attname \
 #[derive(Debug)]
 pub struct PostgresSource {
     dataset: String,
-    provider: Arc<dyn TableProvider>,
-    schema: SchemaRef,
-    primary_key: Vec<String>,
+    pool: Arc<PostgresConnectionPool>,
+    schema: String,
+    table: String,
 }
 
 impl PostgresSource {
+    /// Connects and checks that the table exists.
     pub async fn connect(
         dataset: String,
         params: &PostgresParams,
         schema: &str,
         table: &str,
     ) -> Result<Self, SourceError> {
-        let connect_error = |message: String| SourceError::connecting(&dataset, message);
         let pool = PostgresConnectionPool::new(pool_params(params))
             .await
-            .map_err(|e| connect_error(e.to_string()))?
+            .map_err(|e| SourceError::connecting(&dataset, e.to_string()))?
             .with_unsupported_type_action(UnsupportedTypeAction::String);
-        let pool = Arc::new(pool);
-        let (column_types, primary_key) = describe(&pool, schema, table)
+        let source = PostgresSource {
+            dataset,
+            pool: Arc::new(pool),
+            schema: schema.to_owned(),
+            table: table.to_owned(),
+        };
+        source.describe().await?;
+        Ok(source)
+    }
+
+    /// The table's current columns and primary key, and a provider reading
+    /// exactly those columns. Resolved again at every read, so a column
+    /// added at the source appears at the next refresh.
+    async fn describe(
+        &self,
+    ) -> Result<(Arc<dyn TableProvider>, SchemaRef, Vec<String>), SourceError> {
+        let (column_types, primary_key) = describe(&self.pool, &self.schema, &self.table)
             .await
-            .map_err(|e| connect_error(e.to_string()))?;
+            .map_err(|e| SourceError::connecting(&self.dataset, e.to_string()))?;
         if column_types.is_empty() {
             return Err(SourceError::Schema {
-                dataset,
-                message: format!("table {schema}.{table} does not exist or has no columns"),
+                dataset: self.dataset.clone(),
+                message: format!(
+                    "table {}.{} does not exist or has no columns",
+                    self.schema, self.table
+                ),
             });
         }
-        let provider = PostgresTableFactory::new(pool)
-            .table_provider(TableReference::partial(schema, table))
+        let provider = PostgresTableFactory::new(Arc::clone(&self.pool))
+            .table_provider(TableReference::partial(
+                self.schema.as_str(),
+                self.table.as_str(),
+            ))
             .await
             .map_err(|e| SourceError::Schema {
-                dataset: dataset.clone(),
+                dataset: self.dataset.clone(),
                 message: e.to_string(),
             })?;
         let schema = annotate(&provider.schema(), &column_types);
-        Ok(PostgresSource {
-            dataset,
-            provider,
-            schema,
-            primary_key,
-        })
+        Ok((provider, schema, primary_key))
     }
 
-    pub fn schema(&self) -> SchemaRef {
-        Arc::clone(&self.schema)
-    }
-
-    pub fn primary_key(&self) -> &[String] {
-        &self.primary_key
-    }
-
-    pub async fn read_all(&self) -> Result<SendableRecordBatchStream, SourceError> {
+    pub async fn read_all(&self) -> Result<Snapshot, SourceError> {
+        let (provider, schema, primary_key) = self.describe().await?;
         let read_error = |message: String| SourceError::Read {
             dataset: self.dataset.clone(),
             message,
         };
-        let ctx = SessionContext::new();
-        let frame = ctx
-            .read_table(Arc::clone(&self.provider))
+        let frame = SessionContext::new()
+            .read_table(provider)
             .map_err(|e| read_error(e.to_string()))?;
         let stream = frame
             .execute_stream()
             .await
             .map_err(|e| read_error(e.to_string()))?;
-        Ok(super::with_schema(stream, self.schema()))
+        Ok(Snapshot {
+            stream: super::with_schema(stream, Arc::clone(&schema)),
+            schema,
+            primary_key,
+        })
     }
 }
 

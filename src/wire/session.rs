@@ -3,7 +3,8 @@
 //! streams the results in the formats the client asked for.
 
 use std::fmt::Debug;
-use std::sync::Arc;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use async_trait::async_trait;
@@ -16,6 +17,7 @@ use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::Statement;
 use datafusion_pg_catalog::sql::PostgresCompatibilityParser;
 use futures::{Sink, StreamExt, stream};
+use lru::LruCache;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{FieldInfo, QueryResponse, Response, Tag};
@@ -30,7 +32,7 @@ use super::encode;
 use super::sqlstate;
 use super::statement::{Command, classify, default_setting};
 use crate::metrics;
-use crate::query::LookupPlan;
+use crate::query::{LookupPlan, plan_is_current};
 
 /// A statement prepared by Parse: a DataFusion plan or a hook command.
 #[derive(Debug, Clone)]
@@ -60,18 +62,64 @@ impl QueryService {
             parser: Arc::new(StatementParser {
                 ctx: ctx.clone(),
                 sql: PostgresCompatibilityParser::new(),
+                cache: Mutex::new(LruCache::new(
+                    NonZeroUsize::new(CACHED_STATEMENTS).expect("a positive capacity"),
+                )),
             }),
             ctx,
         }
     }
 }
 
+/// Statements planned before, by their exact text, so that a statement a
+/// client sends again (simple protocol, or an unnamed Parse) is not parsed
+/// and planned again. Bounded; the least recently used plan goes first.
+const CACHED_STATEMENTS: usize = 1024;
+
 pub struct StatementParser {
     ctx: SessionContext,
     sql: PostgresCompatibilityParser,
+    cache: Mutex<LruCache<String, Prepared>>,
 }
 
 impl StatementParser {
+    /// The plan of `sql` if it was planned before and every table it reads
+    /// still has the schema it was planned with.
+    fn cached(&self, sql: &str) -> Option<Prepared> {
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        match cache.get(sql)? {
+            Prepared::Plan { plan, .. } if !plan_is_current(plan) => {
+                cache.pop(sql);
+                None
+            }
+            prepared => Some(prepared.clone()),
+        }
+    }
+
+    /// Keeps the plan of a query statement (session commands are cheap and
+    /// depend on the connection, so they are not kept).
+    fn remember(&self, sql: &str, prepared: &Prepared) {
+        if matches!(prepared, Prepared::Plan { .. }) {
+            let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            cache.put(sql.to_owned(), prepared.clone());
+        }
+    }
+
+    /// Parses and plans `sql` when it holds exactly one statement, through
+    /// the cache. `Ok(None)` for zero or several statements.
+    async fn prepare_single(&self, sql: &str) -> PgWireResult<Option<Prepared>> {
+        if let Some(prepared) = self.cached(sql) {
+            return Ok(Some(prepared));
+        }
+        let mut statements = self.parse(sql)?;
+        if statements.len() != 1 {
+            return Ok(None);
+        }
+        let prepared = self.prepare(statements.remove(0)).await?;
+        self.remember(sql, &prepared);
+        Ok(Some(prepared))
+    }
+
     fn parse(&self, sql: &str) -> PgWireResult<Vec<Statement>> {
         self.sql
             .parse(sql)
@@ -154,10 +202,11 @@ impl QueryParser for StatementParser {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
-        let mut statements = self.parse(sql)?;
-        match statements.len() {
+        if let Some(prepared) = self.prepare_single(sql).await? {
+            return Ok(Some(prepared));
+        }
+        match self.parse(sql)?.len() {
             0 => Ok(None),
-            1 => self.prepare(statements.remove(0)).await.map(Some),
             _ => Err(sqlstate::error(
                 sqlstate::SYNTAX_ERROR,
                 "cannot insert multiple commands into a prepared statement",
@@ -306,7 +355,16 @@ impl QueryService {
         client: &mut C,
         statement: Statement,
     ) -> PgWireResult<Response> {
-        match self.parser.prepare(statement).await? {
+        let prepared = self.parser.prepare(statement).await?;
+        self.run_prepared(client, prepared).await
+    }
+
+    async fn run_prepared<C: ClientInfo>(
+        &self,
+        client: &mut C,
+        prepared: Prepared,
+    ) -> PgWireResult<Response> {
+        match prepared {
             Prepared::Plan { plan, lookup, .. } => {
                 let format = &Format::UnifiedText;
                 if let Some(lookup) = lookup
@@ -338,6 +396,21 @@ impl SimpleQueryHandler for QueryService {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        let single = self
+            .parser
+            .prepare_single(query)
+            .await
+            .inspect_err(record_failure)?;
+        if let Some(prepared) = single {
+            let response = self
+                .run_prepared(client, prepared)
+                .await
+                .unwrap_or_else(|error| {
+                    record_failure(&error);
+                    Response::Error(Box::new(error.into()))
+                });
+            return Ok(vec![response]);
+        }
         let statements = self.parser.parse(query).inspect_err(record_failure)?;
         let mut responses = Vec::with_capacity(statements.len());
         for statement in statements {

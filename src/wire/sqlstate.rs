@@ -46,9 +46,8 @@ pub fn from_datafusion(error: DataFusionError) -> PgWireError {
     if let Some(query_error) = find_query_error(&error) {
         let code = match query_error {
             QueryError::OutOfRange { .. } => NUMERIC_OUT_OF_RANGE,
-            QueryError::Loading { .. } | QueryError::SchemaChanged { .. } => {
-                NOT_IN_PREREQUISITE_STATE
-            }
+            QueryError::Loading { .. } => NOT_IN_PREREQUISITE_STATE,
+            QueryError::SchemaChanged { .. } => FEATURE_NOT_SUPPORTED,
         };
         return self::error(code, query_error.to_string());
     }

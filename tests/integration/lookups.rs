@@ -342,3 +342,80 @@ async fn a_lookup_racing_refreshes_always_finds_a_key_present_in_both_versions()
     stop.store(true, Ordering::Relaxed);
     assert!(reader.await.unwrap() > 10);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_change_invalidates_the_plans_that_read_the_table() {
+    let source = SourceSchema::create("plan_cache").await;
+    source.execute("CREATE TABLE {schema}.t (id int8 PRIMARY KEY, a text); INSERT INTO {schema}.t VALUES (1, 'x'), (2, 'y');").await;
+    let server = Server::start(&source.dataset("t", "t", "")).await;
+    server.wait_ready().await;
+    let client = server.client().await;
+    let columns = |messages: Vec<tokio_postgres::SimpleQueryMessage>| {
+        messages
+            .into_iter()
+            .find_map(|m| match m {
+                tokio_postgres::SimpleQueryMessage::Row(row) => Some(
+                    row.columns()
+                        .iter()
+                        .map(|c| c.name().to_owned())
+                        .collect::<Vec<_>>(),
+                ),
+                _ => None,
+            })
+            .unwrap()
+    };
+    // Planned once, then served from the statement cache.
+    for _ in 0..2 {
+        assert_eq!(
+            columns(
+                client
+                    .simple_query("SELECT * FROM t WHERE id = 1")
+                    .await
+                    .unwrap()
+            ),
+            ["id", "a"]
+        );
+        assert_eq!(
+            columns(
+                client
+                    .simple_query("SELECT * FROM t ORDER BY id")
+                    .await
+                    .unwrap()
+            ),
+            ["id", "a"]
+        );
+    }
+    let prepared = client.prepare("SELECT * FROM t ORDER BY id").await.unwrap();
+    source
+        .execute("ALTER TABLE {schema}.t ADD COLUMN b int; UPDATE {schema}.t SET b = id * 10;")
+        .await;
+    server.refresh("t").await;
+    // The cached plans are planned again for the new schema.
+    assert_eq!(
+        columns(
+            client
+                .simple_query("SELECT * FROM t WHERE id = 1")
+                .await
+                .unwrap()
+        ),
+        ["id", "a", "b"]
+    );
+    assert_eq!(
+        columns(
+            client
+                .simple_query("SELECT * FROM t ORDER BY id")
+                .await
+                .unwrap()
+        ),
+        ["id", "a", "b"]
+    );
+    // A statement the client prepared has told it its columns: like
+    // PostgreSQL, pgaccel refuses to change them under it.
+    let error = client.query(&prepared, &[]).await.unwrap_err();
+    assert_eq!(crate::support::sqlstate(&error), "0A000");
+    let row = client
+        .query_one("SELECT b FROM t WHERE id = $1", &[&2i64])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i32>(0), 20);
+}
