@@ -1,0 +1,272 @@
+//! Point lookups and per-statement overhead, pgaccel against PostgreSQL, with
+//! pgbench as the client, every figure with its baseline from the same run.
+//!
+//! It reuses the TPC-H `orders` table of the tpch bench (1.5M rows at scale
+//! factor 1, loaded into PostgreSQL if missing), starts pgaccel on it, and runs
+//! pgbench with `SELECT * FROM orders WHERE o_orderkey = :key` over existing
+//! keys, in `-M prepared` and `-M simple`, with 1 and 4 clients, against both;
+//! then `SELECT 1` for the bare per-statement overhead. It prints TPS, mean
+//! and p99 latency (from pgbench's per-transaction log) and the ratios.
+//!
+//! ```text
+//! cargo build --release
+//! cargo bench --bench lookups -- [--sf 1] [--seconds 10] [--pgaccel PATH]
+//! ```
+
+// Shared with the tpch bench; see the note there on `#[path]`.
+#[path = "tpch/load.rs"]
+#[allow(dead_code)]
+mod load;
+#[path = "tpch/server.rs"]
+#[allow(dead_code)]
+mod server;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use clap::Parser;
+use tokio_postgres::NoTls;
+
+type Result<T, E = Box<dyn std::error::Error + Send + Sync>> = std::result::Result<T, E>;
+
+/// TPC-H order keys are sparse: the i-th order (from 0) has key
+/// (i / 8) * 32 + i % 8 + 1, so every lookup hits an existing row.
+const LOOKUP_SCRIPT: &str = "\\set i random(0, :orders - 1)\n\\set key (:i / 8) * 32 + :i % 8 + 1\nSELECT * FROM orders WHERE o_orderkey = :key;\n";
+const SELECT_ONE_SCRIPT: &str = "SELECT 1;\n";
+
+#[derive(Parser)]
+#[command(about = "Point lookups through pgaccel against PostgreSQL, with pgbench")]
+struct Args {
+    #[arg(long, default_value_t = 1.0)]
+    sf: f64,
+    /// Seconds per pgbench run.
+    #[arg(long, default_value_t = 10)]
+    seconds: u32,
+    #[arg(long)]
+    pgaccel: Option<PathBuf>,
+    #[arg(long, default_value = "postgres")]
+    pg_user: String,
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
+/// One pgbench run's figures.
+struct Run {
+    tps: f64,
+    mean_ms: f64,
+    p99_ms: f64,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    match run(Args::parse()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("lookups bench failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<()> {
+    let binary = server::locate_binary(args.pgaccel.as_deref())?;
+    let schema = format!("pgaccel_bench_sf{}", args.sf).replace('.', "_");
+    let dsn = format!("host=127.0.0.1 port=5432 user={} dbname=test", args.pg_user);
+    let (admin, connection) = tokio_postgres::connect(&dsn, NoTls).await?;
+    tokio::spawn(connection);
+    let rows = load::prepare(&admin, &schema, args.sf, true).await?.rows;
+    println!("orders: {} rows in schema {schema}", rows.orders);
+    println!("starting pgaccel (initial load) ...");
+    let source = server::Source {
+        schema: &schema,
+        user: &args.pg_user,
+    };
+    let pgaccel = server::Pgaccel::start(&binary, Some(&source)).await?;
+    let dir = tempfile::tempdir()?;
+    let lookup = write_script(dir.path(), "lookup.sql", LOOKUP_SCRIPT)?;
+    let select_one = write_script(dir.path(), "select1.sql", SELECT_ONE_SCRIPT)?;
+
+    let postgres = Target {
+        port: 5432,
+        search_path: Some(schema.as_str()),
+        user: &args.pg_user,
+    };
+    let accelerated = Target {
+        port: pgaccel.pg_port,
+        search_path: None,
+        user: &args.pg_user,
+    };
+    println!(
+        "\n{:<34} {:>12} {:>12} {:>9} {:>10} {:>10} {:>9}",
+        "workload", "pgaccel TPS", "pg TPS", "TPS x", "p99 pgacc", "p99 pg", "p99 x"
+    );
+    for (name, script, mode, clients) in [
+        ("lookup, prepared, 1 client", &lookup, "prepared", 1),
+        ("lookup, prepared, 4 clients", &lookup, "prepared", 4),
+        ("lookup, simple, 1 client", &lookup, "simple", 1),
+        ("lookup, simple, 4 clients", &lookup, "simple", 4),
+        ("SELECT 1, prepared, 4 clients", &select_one, "prepared", 4),
+        ("SELECT 1, simple, 4 clients", &select_one, "simple", 4),
+    ] {
+        let bench = Pgbench {
+            script,
+            mode,
+            clients,
+            seconds: args.seconds,
+            orders: rows.orders,
+            log_dir: dir.path(),
+        };
+        let ours = bench.run(&accelerated)?;
+        let theirs = bench.run(&postgres)?;
+        println!(
+            "{name:<34} {:>12.0} {:>12.0} {:>8.2}x {:>8.3}ms {:>8.3}ms {:>8.2}x",
+            ours.tps,
+            theirs.tps,
+            ours.tps / theirs.tps,
+            ours.p99_ms,
+            theirs.p99_ms,
+            theirs.p99_ms / ours.p99_ms
+        );
+        println!(
+            "{:<34} mean latency {:.3} ms vs {:.3} ms",
+            "", ours.mean_ms, theirs.mean_ms
+        );
+    }
+    println!(
+        "\nTPS x: pgaccel / PostgreSQL (higher is better); p99 x: PostgreSQL / pgaccel (higher is better)."
+    );
+    println!(
+        "Targets at 4 clients: TPS x >= 1 (aim 1.5), p99 x >= 0.5; SELECT 1 overhead no worse than PostgreSQL's."
+    );
+    drop(pgaccel);
+    Ok(())
+}
+
+fn write_script(dir: &Path, name: &str, text: &str) -> Result<PathBuf> {
+    let path = dir.join(name);
+    std::fs::write(&path, text)?;
+    Ok(path)
+}
+
+/// Where pgbench connects.
+struct Target<'a> {
+    port: u16,
+    /// PostgreSQL finds `orders` in the bench schema; pgaccel serves it in `public`.
+    search_path: Option<&'a str>,
+    user: &'a str,
+}
+
+struct Pgbench<'a> {
+    script: &'a Path,
+    mode: &'a str,
+    clients: u32,
+    seconds: u32,
+    orders: u64,
+    log_dir: &'a Path,
+}
+
+impl Pgbench<'_> {
+    fn run(&self, target: &Target) -> Result<Run> {
+        let prefix = self.log_dir.join(format!("log_{}", target.port));
+        clear_logs(self.log_dir)?;
+        let mut command = Command::new("pgbench");
+        command
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &target.port.to_string(),
+                "-U",
+                target.user,
+                "-n",
+            ])
+            .args([
+                "-M",
+                self.mode,
+                "-c",
+                &self.clients.to_string(),
+                "-j",
+                &self.clients.min(2).to_string(),
+            ])
+            .args([
+                "-T",
+                &self.seconds.to_string(),
+                "-D",
+                &format!("orders={}", self.orders),
+            ])
+            .arg("-l")
+            .arg(format!("--log-prefix={}", prefix.display()))
+            .arg("-f")
+            .arg(self.script)
+            .arg("test");
+        if let Some(search_path) = target.search_path {
+            command.env("PGOPTIONS", format!("-c search_path={search_path}"));
+        }
+        let output = command
+            .output()
+            .map_err(|e| format!("cannot run pgbench: {e}"))?;
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        if !output.status.success() {
+            return Err(format!(
+                "pgbench failed: {}{}",
+                text,
+                String::from_utf8_lossy(&output.stderr)
+            )
+            .into());
+        }
+        let mut latencies = read_latencies(self.log_dir)?;
+        latencies.sort_unstable();
+        let p99 = latencies
+            .get(latencies.len() * 99 / 100)
+            .copied()
+            .unwrap_or(0) as f64
+            / 1e3;
+        Ok(Run {
+            tps: figure(&text, "tps = ")?,
+            mean_ms: figure(&text, "latency average = ")?,
+            p99_ms: p99,
+        })
+    }
+}
+
+fn figure(output: &str, label: &str) -> Result<f64> {
+    output
+        .lines()
+        .find_map(|line| line.trim().strip_prefix(label))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|number| number.parse().ok())
+        .ok_or_else(|| format!("no `{label}` in pgbench output:\n{output}").into())
+}
+
+fn clear_logs(dir: &Path) -> Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path
+            .file_name()
+            .is_some_and(|name| name.to_string_lossy().starts_with("log_"))
+        {
+            std::fs::remove_file(path)?;
+        }
+    }
+    Ok(())
+}
+
+/// Per-transaction latencies (µs) from pgbench's logs: the third field.
+fn read_latencies(dir: &Path) -> Result<Vec<u64>> {
+    let mut latencies = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if !path
+            .file_name()
+            .is_some_and(|name| name.to_string_lossy().starts_with("log_"))
+        {
+            continue;
+        }
+        for line in std::fs::read_to_string(&path)?.lines() {
+            if let Some(latency) = line.split_whitespace().nth(2).and_then(|v| v.parse().ok()) {
+                latencies.push(latency);
+            }
+        }
+    }
+    Ok(latencies)
+}
