@@ -60,12 +60,7 @@ impl LookupPlan {
     pub fn try_new(plan: &LogicalPlan, state: &SessionState) -> Option<LookupPlan> {
         // Cheap shape check first: most statements stop here.
         Self::shape(plan)?;
-        // The analyzer's rules (type coercion, checked integer arithmetic)
-        // apply here as on the scan path, so both compute the same values.
-        let analyzed = state
-            .analyzer()
-            .execute_and_check(plan.clone(), state.config_options(), |_, _| {})
-            .ok()?;
+        let analyzed = analyze(plan, state)?;
         let (projection, filter, acceleration, limit) = Self::shape(&analyzed)?;
         let scan_schema = filter.input.schema();
         let data = acceleration.current()?;
@@ -316,10 +311,20 @@ fn key_value_of(expr: &Expr) -> Option<KeyValue> {
     }
 }
 
+/// `plan` after the analyzer's rules (type coercion, checked integer
+/// arithmetic), which apply to direct answers as on the scan path so that
+/// both compute the same values.
+pub(super) fn analyze(plan: &LogicalPlan, state: &SessionState) -> Option<LogicalPlan> {
+    state
+        .analyzer()
+        .execute_and_check(plan.clone(), state.config_options(), |_, _| {})
+        .ok()
+}
+
 /// Whether `expr` cannot be compiled once for every execution: it has a
 /// parameter, or a function whose value may change between executions
 /// (`now()`, `random()`), which DataFusion fixes when it plans.
-fn varies_per_execution(expr: &Expr) -> bool {
+pub(super) fn varies_per_execution(expr: &Expr) -> bool {
     expr.exists(|e| {
         Ok(match e {
             Expr::Placeholder(_) => true,

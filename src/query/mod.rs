@@ -6,6 +6,7 @@
 //! how accelerations are refreshed.
 
 mod catalog;
+mod direct;
 mod literals;
 mod lookup;
 mod names;
@@ -26,6 +27,7 @@ use datafusion_pg_catalog::pg_catalog::setup_pg_catalog;
 use crate::dataset::Registry;
 
 pub use catalog::DatasetSchema;
+pub use direct::DirectPlan;
 pub use literals::apply_postgres_literal_types;
 pub use lookup::LookupPlan;
 pub use names::{apply_postgres_names, display_name};

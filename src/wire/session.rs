@@ -32,16 +32,16 @@ use super::encode;
 use super::sqlstate;
 use super::statement::{Command, classify, default_setting};
 use crate::metrics;
-use crate::query::{LookupPlan, plan_is_current};
+use crate::query::{DirectPlan, plan_is_current};
 
 /// A statement prepared by Parse: a DataFusion plan or a hook command.
 #[derive(Debug, Clone)]
 pub enum Prepared {
     Plan {
         plan: LogicalPlan,
-        /// Set when the statement is a primary-key lookup, answered through
-        /// the index without planning at execution.
-        lookup: Option<Arc<LookupPlan>>,
+        /// Set when the statement has a direct answer (a primary-key lookup,
+        /// a select list without a table) that needs no planning at execution.
+        direct: Option<Arc<DirectPlan>>,
         /// Parameter types as DataFusion inferred them, by position.
         data_types: Vec<Option<DataType>>,
         /// Parameter types reported in ParameterDescription (never OID 0).
@@ -146,7 +146,7 @@ impl StatementParser {
                 crate::query::apply_postgres_names(&mut statement);
                 crate::query::apply_postgres_literal_types(&mut statement);
                 let (plan, state) = self.plan(statement).await?;
-                let lookup = LookupPlan::try_new(&plan, &state).map(Arc::new);
+                let direct = DirectPlan::try_new(&plan, &state).map(Arc::new);
                 let data_types = parameter_types(&plan)?;
                 let wire_types = data_types
                     .iter()
@@ -157,7 +157,7 @@ impl StatementParser {
                     .collect::<PgWireResult<Vec<_>>>()?;
                 Ok(Prepared::Plan {
                     plan,
-                    lookup,
+                    direct,
                     data_types,
                     wire_types,
                 })
@@ -332,20 +332,24 @@ impl QueryService {
         )))
     }
 
-    /// Answers a lookup from the index; `None` when it must be planned.
-    fn execute_lookup(
+    /// Answers a statement directly; `None` when it must be planned.
+    fn execute_direct(
         &self,
-        lookup: &LookupPlan,
+        direct: &DirectPlan,
         params: Option<&ParamValues>,
         format: &Format,
     ) -> PgWireResult<Option<Response>> {
         let started = Instant::now();
-        let Some(batch) = lookup.execute(params).map_err(sqlstate::from_datafusion)? else {
+        let Some(batch) = direct.execute(params).map_err(sqlstate::from_datafusion)? else {
             return Ok(None);
         };
         let fields = Arc::new(encode::fields(batch.schema_ref(), format)?);
         let rows = encode::rows(&batch, &fields)?;
-        metrics::index_lookup(started.elapsed());
+        if direct.is_lookup() {
+            metrics::index_lookup(started.elapsed());
+        } else {
+            metrics::query_executed(started.elapsed());
+        }
         let rows = stream::iter(rows.into_iter().map(Ok));
         Ok(Some(Response::Query(QueryResponse::new(fields, rows))))
     }
@@ -365,10 +369,10 @@ impl QueryService {
         prepared: Prepared,
     ) -> PgWireResult<Response> {
         match prepared {
-            Prepared::Plan { plan, lookup, .. } => {
+            Prepared::Plan { plan, direct, .. } => {
                 let format = &Format::UnifiedText;
-                if let Some(lookup) = lookup
-                    && let Some(response) = self.execute_lookup(&lookup, None, format)?
+                if let Some(direct) = direct
+                    && let Some(response) = self.execute_direct(&direct, None, format)?
                 {
                     return Ok(response);
                 }
@@ -454,13 +458,13 @@ impl ExtendedQueryHandler for QueryService {
         let outcome = match &portal.statement.statement {
             Prepared::Plan {
                 plan,
-                lookup,
+                direct,
                 data_types,
                 wire_types,
             } => {
                 let params = bind_parameters(portal, data_types, wire_types)?;
-                if let Some(lookup) = lookup
-                    && let Some(response) = self.execute_lookup(lookup, Some(&params), format)?
+                if let Some(direct) = direct
+                    && let Some(response) = self.execute_direct(direct, Some(&params), format)?
                 {
                     return Ok(response);
                 }

@@ -92,6 +92,13 @@ fn postgres_message(error: &DataFusionError, code: &str) -> String {
             format!("relation \"{table}\" does not exist")
         }
         (_, DIVISION_BY_ZERO) => "division by zero".to_owned(),
+        (DataFusionError::ArrowError(arrow, _), NUMERIC_OUT_OF_RANGE) => match arrow.as_ref() {
+            ArrowError::CastError(cast) => match out_of_range_type(cast) {
+                Some(type_name) => format!("{type_name} out of range"),
+                None => message,
+            },
+            _ => message,
+        },
         (DataFusionError::SQL(..), _) => syntax_message(&message),
         _ => message,
     }
@@ -133,8 +140,26 @@ fn arrow_code(error: &ArrowError) -> &'static str {
     match error {
         ArrowError::DivideByZero => DIVISION_BY_ZERO,
         ArrowError::ArithmeticOverflow(_) => NUMERIC_OUT_OF_RANGE,
+        ArrowError::CastError(message) if out_of_range_type(message).is_some() => {
+            NUMERIC_OUT_OF_RANGE
+        }
         ArrowError::CastError(_) | ArrowError::ParseError(_) => INVALID_TEXT_REPRESENTATION,
         _ => INTERNAL_ERROR,
+    }
+}
+
+/// The PostgreSQL type named by an Arrow "can't cast value ... to type T"
+/// error for an integer that does not fit.
+fn out_of_range_type(message: &str) -> Option<&'static str> {
+    if !message.contains("Can't cast value") {
+        return None;
+    }
+    let target = message.rsplit("to type ").next()?;
+    match target.trim() {
+        "Int16" => Some("smallint"),
+        "Int32" => Some("integer"),
+        "Int64" => Some("bigint"),
+        _ => None,
     }
 }
 

@@ -192,6 +192,7 @@ async fn results_have_postgres_types_names_and_overflow_errors() {
     assert_eq!(row.get::<_, i64>(4), 2_147_483_648);
     for (sql, message) in [
         ("SELECT 2147483647 + 1", "integer out of range"),
+        ("SELECT 40000::int2", "smallint out of range"),
         (
             "SELECT id * 9223372036854775807 FROM items WHERE id = 2",
             "bigint out of range",
@@ -308,4 +309,46 @@ async fn a_cancel_request_stops_a_running_query() {
         .unwrap()
         .get(0);
     assert_eq!(count, 100);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn select_lists_without_a_table_answer_like_postgres() {
+    let (_source, server) = server_with_items("constant").await;
+    let replica = server.client().await;
+    let primary = crate::support::connect(crate::support::SOURCE_DSN).await;
+    for sql in [
+        "SELECT 1",
+        "SELECT 1 AS one, 'a' || 'b', 2.5 * 2, true AND false, NULL::int, upper('x'), 7 % 3",
+        "SELECT (-32768)::int2, 2147483648, 2.5e3::float8, 0.1::float4",
+    ] {
+        let rendered = |messages: Vec<tokio_postgres::SimpleQueryMessage>| {
+            messages
+                .into_iter()
+                .filter_map(|m| match m {
+                    tokio_postgres::SimpleQueryMessage::Row(row) => Some(
+                        (0..row.len())
+                            .map(|i| format!("{}={:?}", row.columns()[i].name(), row.get(i)))
+                            .collect::<Vec<_>>(),
+                    ),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        // Twice: the second answer comes from the cached statement.
+        for _ in 0..2 {
+            let ours = rendered(replica.simple_query(sql).await.unwrap());
+            let theirs = rendered(primary.simple_query(sql).await.unwrap());
+            assert_eq!(ours, theirs, "{sql}");
+        }
+        let ours = replica.query(sql, &[]).await.unwrap();
+        let theirs = primary.query(sql, &[]).await.unwrap();
+        let types = |rows: &[tokio_postgres::Row]| {
+            rows[0]
+                .columns()
+                .iter()
+                .map(|c| c.type_().clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(types(&ours), types(&theirs), "{sql}");
+    }
 }
