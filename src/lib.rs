@@ -5,9 +5,11 @@
 //!
 //! **Query path** — a client connects with any PostgreSQL driver:
 //! [`wire`] (pgwire server, startup, statement hooks, SQLSTATE mapping) →
-//! [`query`] (DataFusion session, [`query::AcceleratedTable`]) →
-//! [`accelerator`] (the published, immutable acceleration read through
-//! `arc-swap`, so a refresh never blocks or tears a query).
+//! [`query`] (DataFusion session, [`query::AcceleratedTable`], and
+//! [`query::DirectPlan`] for primary-key lookups and table-less selects that
+//! need no planning at execution) → [`accelerator`] (the published, immutable
+//! acceleration and its primary-key index, read through `arc-swap`, so a
+//! refresh never blocks or tears a query).
 //!
 //! **Refresh path** — one loop per dataset:
 //! [`refresh`] (schedule, on-demand trigger, retries) → [`source`] (reads the
@@ -20,10 +22,12 @@
 //! - [`runtime`]: builds everything from a config; owns shutdown.
 //! - [`dataset`]: the registry of datasets, their status and readiness.
 //! - [`source`]: one file per source kind (PostgreSQL, files).
-//! - [`accelerator`]: one file per engine (Arrow in memory); atomic publication.
+//! - [`accelerator`]: one file per engine (Arrow in memory); atomic publication;
+//!   the primary-key index.
 //! - [`refresh`]: the per-dataset scheduler and refresh runner, retries.
-//! - [`query`]: the DataFusion session and the accelerated table provider.
-//! - [`wire`]: the PostgreSQL wire protocol front end.
+//! - [`query`]: the DataFusion session, the accelerated table provider, direct
+//!   answers (lookups, constants), PostgreSQL naming/typing rewrites.
+//! - [`wire`]: the PostgreSQL wire protocol front end; statement cache.
 //! - [`admin_api`]: the HTTP admin API (health, readiness, status, refresh, metrics).
 //! - [`metrics`]: every metric name, its help text and its labels.
 
