@@ -147,7 +147,7 @@ impl Runtime {
     }
 
     /// Stops accepting, tells every task to stop, and waits for them (at most
-    /// [`SHUTDOWN_GRACE`]).
+    /// ten seconds).
     pub async fn shutdown(mut self) {
         self.shutdown.cancel();
         self.tracker.close();
