@@ -60,7 +60,6 @@ impl Runtime {
             return Err(ConfigErrors(refused).into());
         }
         metrics::handle();
-        let partitions = std::thread::available_parallelism().map_or(2, |n| n.get());
         let registry = Arc::new(Registry::new(
             config
                 .datasets
@@ -69,7 +68,9 @@ impl Runtime {
                 .map(|dataset| Arc::new(Dataset::new(dataset)))
                 .collect(),
         ));
-        let ctx = query::session(&registry, partitions)?;
+        let ctx = query::session(&registry)?;
+        // Accelerations are split into as many partitions as a query uses.
+        let partitions = ctx.state().config().target_partitions();
         register_version(&ctx);
         let pg_listener = bind(config.runtime.pg.listen).await?;
         let http_listener = bind(config.runtime.http.listen).await?;

@@ -37,14 +37,15 @@ pub use table::{AcceleratedTable, QueryError};
 pub const CATALOG: &str = "pgaccel";
 
 /// Builds the session every connection plans in.
-pub fn session(
-    registry: &Arc<Registry>,
-    partitions: usize,
-) -> Result<SessionContext, DataFusionError> {
-    let mut config = SessionConfig::new()
+///
+/// DataFusion's own settings can be tuned with its `DATAFUSION_*`
+/// environment variables (`DATAFUSION_EXECUTION_TARGET_PARTITIONS`,
+/// `DATAFUSION_EXECUTION_BATCH_SIZE`, ...); by default a query runs on as many
+/// partitions as the machine has cores.
+pub fn session(registry: &Arc<Registry>) -> Result<SessionContext, DataFusionError> {
+    let mut config = SessionConfig::from_env()?
         .with_default_catalog_and_schema(CATALOG, "public")
-        .with_information_schema(true)
-        .with_target_partitions(partitions);
+        .with_information_schema(true);
     // PostgreSQL reads `7.5` as numeric, not double precision.
     config.options_mut().sql_parser.parse_float_as_decimal = true;
     let ctx = SessionContext::new_with_config(config);
