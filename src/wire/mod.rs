@@ -6,6 +6,7 @@
 //! DataFusion session and reports errors with real SQLSTATE codes.
 
 mod cancel;
+mod connection;
 mod encode;
 mod numeric;
 mod session;
@@ -25,8 +26,8 @@ use pgwire::api::auth::{
     save_startup_parameters_to_metadata,
 };
 use pgwire::api::{
-    ClientInfo, ConnectionHandle, ConnectionManager, NoopHandler, PgWireServerHandlers,
-    PidSecretKeyGenerator, RandomPidSecretKeyGenerator,
+    ClientInfo, ConnectionHandle, ConnectionManager, NoopHandler, PidSecretKeyGenerator,
+    RandomPidSecretKeyGenerator,
 };
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
@@ -84,7 +85,7 @@ pub async fn serve(
         tracker.spawn(async move {
             tokio::select! {
                 _ = shutdown.cancelled() => {}
-                result = pgwire::tokio::process_socket(socket, None, handlers) => {
+                result = connection::run(socket, peer, handlers) => {
                     if let Err(error) = result {
                         debug!(%peer, "connection ended: {error}");
                     }
@@ -118,6 +119,7 @@ struct Handlers {
     service: Arc<QueryService>,
     startup: Arc<Startup>,
     cancel: Arc<CancelRequests>,
+    copy: Arc<NoopHandler>,
 }
 
 impl Handlers {
@@ -135,29 +137,8 @@ impl Handlers {
                 manager: connections,
                 cancellations,
             }),
+            copy: Arc::new(NoopHandler),
         }
-    }
-}
-
-impl PgWireServerHandlers for Handlers {
-    fn simple_query_handler(&self) -> Arc<impl pgwire::api::query::SimpleQueryHandler> {
-        Arc::clone(&self.service)
-    }
-
-    fn extended_query_handler(&self) -> Arc<impl pgwire::api::query::ExtendedQueryHandler> {
-        Arc::clone(&self.service)
-    }
-
-    fn startup_handler(&self) -> Arc<impl StartupHandler> {
-        Arc::clone(&self.startup)
-    }
-
-    fn copy_handler(&self) -> Arc<impl pgwire::api::copy::CopyHandler> {
-        Arc::new(NoopHandler)
-    }
-
-    fn cancel_handler(&self) -> Arc<impl pgwire::api::cancel::CancelHandler> {
-        Arc::clone(&self.cancel)
     }
 }
 
