@@ -21,6 +21,7 @@ pub const QUERIES: &str = "query_executions";
 pub const QUERY_ERRORS: &str = "query_errors";
 pub const QUERY_DURATION: &str = "query_duration_ms";
 pub const INDEX_LOOKUPS: &str = "query_index_lookups";
+pub const STATEMENTS_PLANNED: &str = "query_statements_planned";
 
 /// The process-wide Prometheus recorder. The `metrics` facade has one global
 /// recorder, so every runtime in the process (tests start several) shares it.
@@ -68,6 +69,10 @@ fn describe() {
         QUERY_ERRORS,
         "Statements that ended in an error, by SQLSTATE class"
     );
+    describe_counter!(
+        STATEMENTS_PLANNED,
+        "Statements parsed and planned; statements answered from a cached plan do not count"
+    );
     describe_histogram!(
         QUERY_DURATION,
         Unit::Milliseconds,
@@ -108,6 +113,10 @@ pub fn register_dataset(dataset: &str) {
 pub fn query_executed(took: Duration) {
     counter!(QUERIES).increment(1);
     histogram!(QUERY_DURATION).record(took.as_secs_f64() * 1e3);
+}
+
+pub fn statement_planned() {
+    counter!(STATEMENTS_PLANNED).increment(1);
 }
 
 pub fn index_lookup(took: Duration) {

@@ -44,6 +44,7 @@ pub struct Runtime {
     pg_addr: SocketAddr,
     http_addr: SocketAddr,
     registry: Arc<Registry>,
+    queries: Arc<wire::QueryService>,
     shutdown: CancellationToken,
     tracker: TaskTracker,
     /// Refresh work runs here, apart from the query threads, so that a bulk
@@ -88,6 +89,7 @@ impl Runtime {
                     source,
                 })?,
             registry,
+            queries: Arc::new(wire::QueryService::new(ctx)),
             shutdown: CancellationToken::new(),
             tracker: TaskTracker::new(),
             refresh_runtime: refresh_runtime(config.runtime.dedicated_thread_pool)?,
@@ -95,7 +97,7 @@ impl Runtime {
         runtime.start_refresh_loops(partitions);
         runtime.tracker.spawn(wire::serve(
             pg_listener,
-            ctx,
+            Arc::clone(&runtime.queries),
             config.runtime.pg.max_connections,
             runtime.shutdown.clone(),
             runtime.tracker.clone(),
@@ -145,6 +147,12 @@ impl Runtime {
 
     pub fn registry(&self) -> &Arc<Registry> {
         &self.registry
+    }
+
+    /// How many statements the wire server has planned since start: with
+    /// the plan caches working, repeated statements do not add to it.
+    pub fn statements_planned(&self) -> u64 {
+        self.queries.statements_planned()
     }
 
     /// Stops accepting, tells every task to stop, and waits for them (at most

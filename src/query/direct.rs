@@ -43,6 +43,14 @@ impl DirectPlan {
     pub fn is_lookup(&self) -> bool {
         matches!(self, DirectPlan::Lookup(_))
     }
+
+    /// The schema of every batch [`Self::execute`] returns.
+    pub fn schema(&self) -> &SchemaRef {
+        match self {
+            DirectPlan::Lookup(lookup) => lookup.schema(),
+            DirectPlan::Constant(constant) => &constant.output,
+        }
+    }
 }
 
 /// `SELECT <expressions>` with no table, no parameter and only functions

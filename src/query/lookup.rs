@@ -64,12 +64,7 @@ impl LookupPlan {
         let (projection, filter, acceleration, limit) = Self::shape(&analyzed)?;
         let scan_schema = filter.input.schema();
         let data = acceleration.current()?;
-        let key_columns: Vec<String> = data
-            .primary_key()?
-            .columns()
-            .iter()
-            .map(|column| data.schema().field(*column).name().clone())
-            .collect();
+        let key_columns = key_column_names(&data)?;
         let (probes, others) = key_probes(&filter.predicate, &key_columns)?;
         let residual = match conjunction(others) {
             Some(expr) if varies_per_execution(&expr) => return None,
@@ -111,6 +106,10 @@ impl LookupPlan {
         };
         let acceleration = accelerated_table(filter.input.as_ref())?;
         Some((projection, filter, acceleration, limit))
+    }
+
+    pub fn schema(&self) -> &SchemaRef {
+        &self.output
     }
 
     /// Runs the lookup; `None` when the published table no longer matches
@@ -177,15 +176,30 @@ impl LookupPlan {
     }
 }
 
+/// The names of the primary-key columns of `data`, when it has a key.
+pub(super) fn key_column_names(data: &TableData) -> Option<Vec<String>> {
+    let names = data
+        .primary_key()?
+        .columns()
+        .iter()
+        .map(|column| data.schema().field(*column).name().clone())
+        .collect();
+    Some(names)
+}
+
 fn key_value(value: &KeyValue, params: Option<&ParamValues>) -> Result<ScalarValue> {
     match value {
         KeyValue::Literal(value) => Ok(value.clone()),
         KeyValue::Parameter { position, cast } => {
             let params =
                 params.ok_or_else(|| DataFusionError::Plan("a parameter has no value".into()))?;
-            let value = params
-                .get_placeholders_with_values(&format!("${}", position + 1))?
-                .value;
+            let value = match params {
+                ParamValues::List(values) => values.get(*position).map(|v| v.value.clone()),
+                ParamValues::Map(_) => None,
+            }
+            .ok_or_else(|| {
+                DataFusionError::Plan(format!("no value for parameter ${}", position + 1))
+            })?;
             match cast {
                 Some(data_type) => value.cast_to(data_type),
                 None => Ok(value),

@@ -11,6 +11,7 @@ mod literals;
 mod lookup;
 mod names;
 mod overflow;
+pub mod parameterize;
 mod table;
 
 use std::sync::Arc;
@@ -88,4 +89,13 @@ fn schema_names(registry: &Registry) -> Vec<String> {
         }
     }
     names
+}
+
+/// The primary-key column names of the accelerated table `name` (as written
+/// in SQL) resolves to; `None` when it is not one, is not loaded yet, or has
+/// no primary key.
+pub async fn key_columns(ctx: &SessionContext, name: &str) -> Option<Vec<String>> {
+    let provider = ctx.table_provider(name).await.ok()?;
+    let table = provider.downcast_ref::<AcceleratedTable>()?;
+    lookup::key_column_names(&*table.acceleration().current()?)
 }

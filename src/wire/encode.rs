@@ -108,46 +108,72 @@ fn column_kind(field: &Field, pg_field: &FieldInfo) -> ColumnKind {
     }
 }
 
-/// Encodes every row of `batch`.
-pub fn rows(batch: &RecordBatch, fields: &Arc<Vec<FieldInfo>>) -> PgWireResult<Vec<DataRow>> {
-    let schema = batch.schema();
-    let kinds: Vec<ColumnKind> = schema
-        .fields()
-        .iter()
-        .zip(fields.iter())
-        .map(|(field, pg_field)| column_kind(field, pg_field))
-        .collect();
-    let mut encoder = DataRowEncoder::new(Arc::clone(fields));
-    let mut rows = Vec::with_capacity(batch.num_rows());
-    for row in 0..batch.num_rows() {
-        for (column, array) in batch.columns().iter().enumerate() {
-            let pg_field = &fields[column];
-            match kinds[column] {
-                ColumnKind::TextBacked => {
-                    let value = (!array.is_null(row)).then(|| TextBacked(string_value(array, row)));
-                    encode_with(&mut encoder, &value, pg_field)?;
-                }
-                ColumnKind::PgText => {
-                    let value = pg_text(array, row)?.map(TextBacked);
-                    encode_with(&mut encoder, &value, pg_field)?;
-                }
-                ColumnKind::Numeric => {
-                    let value = (!array.is_null(row)).then(|| numeric_value(array, row));
-                    encoder.encode_field_with_type_and_format(
-                        &value,
-                        pg_field.datatype(),
-                        pg_field.format(),
-                        pg_field.format_options(),
-                    )?;
-                }
-                ColumnKind::Default => {
-                    encode_value(&mut encoder, array, row, schema.field(column), pg_field)?
+/// How the rows of one result schema are encoded in one set of formats:
+/// worked out once per statement, not per row or per execution.
+#[derive(Debug)]
+pub struct RowEncoding {
+    fields: Arc<Vec<FieldInfo>>,
+    kinds: Vec<ColumnKind>,
+}
+
+impl RowEncoding {
+    pub fn new(schema: &Schema, format: &Format) -> PgWireResult<RowEncoding> {
+        let fields = fields(schema, format)?;
+        let kinds = schema
+            .fields()
+            .iter()
+            .zip(fields.iter())
+            .map(|(field, pg_field)| column_kind(field, pg_field))
+            .collect();
+        Ok(RowEncoding {
+            fields: Arc::new(fields),
+            kinds,
+        })
+    }
+
+    /// The row description.
+    pub fn fields(&self) -> &Arc<Vec<FieldInfo>> {
+        &self.fields
+    }
+
+    /// Encodes every row of `batch`, whose schema is the one this encoding
+    /// was made for.
+    pub fn rows(&self, batch: &RecordBatch) -> PgWireResult<Vec<DataRow>> {
+        let schema = batch.schema_ref();
+        let fields = &self.fields;
+        let mut encoder = DataRowEncoder::new(Arc::clone(fields));
+        let mut rows = Vec::with_capacity(batch.num_rows());
+        for row in 0..batch.num_rows() {
+            for (column, array) in batch.columns().iter().enumerate() {
+                let pg_field = &fields[column];
+                match self.kinds[column] {
+                    ColumnKind::TextBacked => {
+                        let value =
+                            (!array.is_null(row)).then(|| TextBacked(string_value(array, row)));
+                        encode_with(&mut encoder, &value, pg_field)?;
+                    }
+                    ColumnKind::PgText => {
+                        let value = pg_text(array, row)?.map(TextBacked);
+                        encode_with(&mut encoder, &value, pg_field)?;
+                    }
+                    ColumnKind::Numeric => {
+                        let value = (!array.is_null(row)).then(|| numeric_value(array, row));
+                        encoder.encode_field_with_type_and_format(
+                            &value,
+                            pg_field.datatype(),
+                            pg_field.format(),
+                            pg_field.format_options(),
+                        )?;
+                    }
+                    ColumnKind::Default => {
+                        encode_value(&mut encoder, array, row, schema.field(column), pg_field)?
+                    }
                 }
             }
+            rows.push(encoder.take_row());
         }
-        rows.push(encoder.take_row());
+        Ok(rows)
     }
-    Ok(rows)
 }
 
 fn encode_with(

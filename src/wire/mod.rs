@@ -19,7 +19,6 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use datafusion::prelude::SessionContext;
 use futures::Sink;
 use pgwire::api::auth::{
     ServerParameterProvider, StartupHandler, finish_authentication, protocol_negotiation,
@@ -56,12 +55,12 @@ pub fn version_string() -> String {
 /// Serves connections from `listener` until `shutdown` fires.
 pub async fn serve(
     listener: TcpListener,
-    ctx: SessionContext,
+    service: Arc<QueryService>,
     max_connections: usize,
     shutdown: CancellationToken,
     tracker: TaskTracker,
 ) {
-    let handlers = Arc::new(Handlers::new(ctx));
+    let handlers = Arc::new(Handlers::new(service));
     let slots = Arc::new(Semaphore::new(max_connections));
     loop {
         let (socket, peer) = tokio::select! {
@@ -123,11 +122,11 @@ struct Handlers {
 }
 
 impl Handlers {
-    fn new(ctx: SessionContext) -> Self {
+    fn new(service: Arc<QueryService>) -> Self {
         let connections = Arc::new(ConnectionManager::new());
         let cancellations = Arc::new(Cancellations::default());
         Handlers {
-            service: Arc::new(QueryService::new(ctx)),
+            service,
             startup: Arc::new(Startup {
                 connections: Arc::clone(&connections),
                 cancellations: Arc::clone(&cancellations),

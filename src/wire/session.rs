@@ -4,12 +4,14 @@
 
 use std::fmt::Debug;
 use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::common::ParamValues;
+use datafusion::common::metadata::ScalarAndMetadata;
 use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
@@ -28,11 +30,11 @@ use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
 
 use super::cancel::{QueryCancel, cancellable};
-use super::encode;
+use super::encode::{self, RowEncoding};
 use super::sqlstate;
 use super::statement::{Command, classify, default_setting};
 use crate::metrics;
-use crate::query::{DirectPlan, plan_is_current};
+use crate::query::{DirectPlan, parameterize, plan_is_current};
 
 /// A statement prepared by Parse: a DataFusion plan or a hook command.
 #[derive(Debug, Clone)]
@@ -41,13 +43,32 @@ pub enum Prepared {
         plan: LogicalPlan,
         /// Set when the statement has a direct answer (a primary-key lookup,
         /// a select list without a table) that needs no planning at execution.
-        direct: Option<Arc<DirectPlan>>,
+        direct: Option<Arc<Direct>>,
         /// Parameter types as DataFusion inferred them, by position.
         data_types: Vec<Option<DataType>>,
         /// Parameter types reported in ParameterDescription (never OID 0).
         wire_types: Vec<Type>,
     },
     Command(Command),
+}
+
+/// A direct answer with its row encodings, both made when the statement is
+/// prepared.
+#[derive(Debug)]
+pub struct Direct {
+    plan: DirectPlan,
+    text: RowEncoding,
+    binary: RowEncoding,
+}
+
+impl Direct {
+    fn new(plan: DirectPlan) -> PgWireResult<Direct> {
+        Ok(Direct {
+            text: RowEncoding::new(plan.schema(), &Format::UnifiedText)?,
+            binary: RowEncoding::new(plan.schema(), &Format::UnifiedBinary)?,
+            plan,
+        })
+    }
 }
 
 /// The handler behind every connection.
@@ -65,9 +86,18 @@ impl QueryService {
                 cache: Mutex::new(LruCache::new(
                     NonZeroUsize::new(CACHED_STATEMENTS).expect("a positive capacity"),
                 )),
+                shapes: Mutex::new(LruCache::new(
+                    NonZeroUsize::new(CACHED_STATEMENTS).expect("a positive capacity"),
+                )),
+                planned: AtomicU64::new(0),
             }),
             ctx,
         }
+    }
+
+    /// Statements parsed and planned so far (see [`crate::Runtime::statements_planned`]).
+    pub fn statements_planned(&self) -> u64 {
+        self.parser.planned.load(Ordering::Relaxed)
     }
 }
 
@@ -80,6 +110,18 @@ pub struct StatementParser {
     ctx: SessionContext,
     sql: PostgresCompatibilityParser,
     cache: Mutex<LruCache<String, Prepared>>,
+    /// Simple-protocol lookups by their text with the key literals replaced
+    /// by parameters (see [`crate::query::parameterize`]); `None` for a
+    /// shape that is not a lookup, so it is not planned again.
+    shapes: Mutex<LruCache<String, Option<Prepared>>>,
+    planned: AtomicU64,
+}
+
+/// A query string's single statement, ready to run.
+struct SimpleStatement {
+    prepared: Prepared,
+    /// The key literals taken out of a parameterized lookup.
+    params: Option<ParamValues>,
 }
 
 impl StatementParser {
@@ -120,6 +162,83 @@ impl StatementParser {
         Ok(Some(prepared))
     }
 
+    /// Like [`Self::prepare_single`], for the simple protocol: a point
+    /// lookup whose text is new but whose shape is not is answered by the
+    /// plan of that shape, with its key literals as parameter values.
+    async fn prepare_simple(&self, sql: &str) -> PgWireResult<Option<SimpleStatement>> {
+        if let Some(prepared) = self.cached(sql) {
+            return Ok(Some(SimpleStatement {
+                prepared,
+                params: None,
+            }));
+        }
+        let mut statements = self.parse(sql)?;
+        if statements.len() != 1 {
+            return Ok(None);
+        }
+        let statement = statements.remove(0);
+        if let Some(shaped) = self.shaped(&statement).await {
+            return Ok(Some(shaped));
+        }
+        let prepared = self.prepare(statement).await?;
+        self.remember(sql, &prepared);
+        Ok(Some(SimpleStatement {
+            prepared,
+            params: None,
+        }))
+    }
+
+    /// The statement as a parameterized lookup, when it is one and every
+    /// key literal converts exactly to its parameter's type.
+    async fn shaped(&self, statement: &Statement) -> Option<SimpleStatement> {
+        if !matches!(classify(statement), Command::Query) {
+            return None;
+        }
+        let table = parameterize::single_table(statement)?;
+        let key_columns = crate::query::key_columns(&self.ctx, &table.to_string()).await?;
+        let shaped = parameterize::parameterize(statement, &key_columns)?;
+        let prepared = match self.cached_shape(&shaped.text) {
+            Some(prepared) => prepared?,
+            None => {
+                let prepared = self
+                    .prepare(shaped.statement)
+                    .await
+                    .ok()
+                    .filter(is_parameterized_lookup);
+                let mut shapes = self.shapes.lock().unwrap_or_else(|e| e.into_inner());
+                shapes.put(shaped.text, prepared.clone());
+                prepared?
+            }
+        };
+        let Prepared::Plan { data_types, .. } = &prepared else {
+            return None;
+        };
+        let values = shaped
+            .literals
+            .iter()
+            .zip(data_types)
+            .map(|(literal, data_type)| literal.to_value(data_type.as_ref()?))
+            .map(|value| value.map(ScalarAndMetadata::from))
+            .collect::<Option<Vec<_>>>()?;
+        Some(SimpleStatement {
+            params: Some(ParamValues::List(values)),
+            prepared,
+        })
+    }
+
+    /// `Some(None)` for a shape known not to be a lookup; `None` for one
+    /// not seen yet (or whose tables changed since).
+    fn cached_shape(&self, text: &str) -> Option<Option<Prepared>> {
+        let mut shapes = self.shapes.lock().unwrap_or_else(|e| e.into_inner());
+        match shapes.get(text)? {
+            Some(Prepared::Plan { plan, .. }) if !plan_is_current(plan) => {
+                shapes.pop(text);
+                None
+            }
+            prepared => Some(prepared.clone()),
+        }
+    }
+
     fn parse(&self, sql: &str) -> PgWireResult<Vec<Statement>> {
         self.sql
             .parse(sql)
@@ -143,10 +262,15 @@ impl StatementParser {
     async fn prepare(&self, mut statement: Statement) -> PgWireResult<Prepared> {
         match classify(&statement) {
             Command::Query => {
+                self.planned.fetch_add(1, Ordering::Relaxed);
+                metrics::statement_planned();
                 crate::query::apply_postgres_names(&mut statement);
                 crate::query::apply_postgres_literal_types(&mut statement);
                 let (plan, state) = self.plan(statement).await?;
-                let direct = DirectPlan::try_new(&plan, &state).map(Arc::new);
+                let direct = match DirectPlan::try_new(&plan, &state) {
+                    Some(direct) => Some(Arc::new(Direct::new(direct)?)),
+                    None => None,
+                };
                 let data_types = parameter_types(&plan)?;
                 let wire_types = data_types
                     .iter()
@@ -166,6 +290,14 @@ impl StatementParser {
             command => Ok(Prepared::Command(command)),
         }
     }
+}
+
+fn is_parameterized_lookup(prepared: &Prepared) -> bool {
+    matches!(
+        prepared,
+        Prepared::Plan { direct: Some(direct), data_types, .. }
+            if direct.plan.is_lookup() && data_types.iter().all(Option::is_some)
+    )
 }
 
 /// Parameter types in `$1, $2, ...` order.
@@ -256,16 +388,16 @@ impl QueryService {
             .execute_logical_plan(plan)
             .await
             .map_err(sqlstate::from_datafusion)?;
-        let fields = Arc::new(encode::fields(frame.schema().as_arrow(), format)?);
+        let encoding = RowEncoding::new(frame.schema().as_arrow(), format)?;
+        let fields = Arc::clone(encoding.fields());
         let batches = frame
             .execute_stream()
             .await
             .map_err(sqlstate::from_datafusion)?;
         metrics::query_executed(started.elapsed());
-        let row_fields = Arc::clone(&fields);
         let rows = batches
             .map(move |batch| match batch {
-                Ok(batch) => match encode::rows(&batch, &row_fields) {
+                Ok(batch) => match encoding.rows(&batch) {
                     Ok(rows) => stream::iter(rows.into_iter().map(Ok).collect::<Vec<_>>()),
                     Err(error) => stream::iter(vec![Err(error)]),
                 },
@@ -317,7 +449,7 @@ impl QueryService {
                 )
             })?;
         let schema = Arc::new(show_schema(name));
-        let fields = Arc::new(encode::fields(&schema, format)?);
+        let encoding = RowEncoding::new(&schema, format)?;
         let batch = datafusion::arrow::record_batch::RecordBatch::try_new(
             schema,
             vec![Arc::new(datafusion::arrow::array::StringArray::from(vec![
@@ -325,9 +457,9 @@ impl QueryService {
             ]))],
         )
         .map_err(|e| sqlstate::error(sqlstate::INTERNAL_ERROR, e.to_string()))?;
-        let rows = encode::rows(&batch, &fields)?;
+        let rows = encoding.rows(&batch)?;
         Ok(Response::Query(QueryResponse::new(
-            fields,
+            Arc::clone(encoding.fields()),
             stream::iter(rows.into_iter().map(Ok)),
         )))
     }
@@ -335,23 +467,38 @@ impl QueryService {
     /// Answers a statement directly; `None` when it must be planned.
     fn execute_direct(
         &self,
-        direct: &DirectPlan,
+        direct: &Direct,
         params: Option<&ParamValues>,
         format: &Format,
     ) -> PgWireResult<Option<Response>> {
         let started = Instant::now();
-        let Some(batch) = direct.execute(params).map_err(sqlstate::from_datafusion)? else {
+        let Some(batch) = direct
+            .plan
+            .execute(params)
+            .map_err(sqlstate::from_datafusion)?
+        else {
             return Ok(None);
         };
-        let fields = Arc::new(encode::fields(batch.schema_ref(), format)?);
-        let rows = encode::rows(&batch, &fields)?;
-        if direct.is_lookup() {
+        let individual;
+        let encoding = match format {
+            Format::UnifiedText => &direct.text,
+            Format::UnifiedBinary => &direct.binary,
+            Format::Individual(_) => {
+                individual = RowEncoding::new(batch.schema_ref(), format)?;
+                &individual
+            }
+        };
+        let rows = encoding.rows(&batch)?;
+        if direct.plan.is_lookup() {
             metrics::index_lookup(started.elapsed());
         } else {
             metrics::query_executed(started.elapsed());
         }
         let rows = stream::iter(rows.into_iter().map(Ok));
-        Ok(Some(Response::Query(QueryResponse::new(fields, rows))))
+        Ok(Some(Response::Query(QueryResponse::new(
+            Arc::clone(encoding.fields()),
+            rows,
+        ))))
     }
 
     async fn run_simple<C: ClientInfo>(
@@ -361,6 +508,32 @@ impl QueryService {
     ) -> PgWireResult<Response> {
         let prepared = self.parser.prepare(statement).await?;
         self.run_prepared(client, prepared).await
+    }
+
+    /// Runs the single statement of a simple-protocol query string `sql`.
+    async fn run_single<C: ClientInfo>(
+        &self,
+        client: &mut C,
+        sql: &str,
+        single: SimpleStatement,
+    ) -> PgWireResult<Response> {
+        let SimpleStatement { prepared, params } = single;
+        let Some(params) = params else {
+            return self.run_prepared(client, prepared).await;
+        };
+        if let Prepared::Plan {
+            direct: Some(direct),
+            ..
+        } = &prepared
+            && let Some(response) =
+                self.execute_direct(direct, Some(&params), &Format::UnifiedText)?
+        {
+            return Ok(response);
+        }
+        // The table changed under the parameterized plan: plan the statement
+        // as written.
+        let statement = self.parser.parse(sql)?.remove(0);
+        self.run_simple(client, statement).await
     }
 
     async fn run_prepared<C: ClientInfo>(
@@ -402,12 +575,12 @@ impl SimpleQueryHandler for QueryService {
     {
         let single = self
             .parser
-            .prepare_single(query)
+            .prepare_simple(query)
             .await
             .inspect_err(record_failure)?;
-        if let Some(prepared) = single {
+        if let Some(single) = single {
             let response = self
-                .run_prepared(client, prepared)
+                .run_single(client, query, single)
                 .await
                 .unwrap_or_else(|error| {
                     record_failure(&error);

@@ -419,3 +419,140 @@ async fn a_schema_change_invalidates_the_plans_that_read_the_table() {
         .unwrap();
     assert_eq!(row.get::<_, i32>(0), 20);
 }
+
+/// Simple-protocol lookups whose texts differ only in their key literals
+/// share one parameterized plan; each must still answer exactly what
+/// PostgreSQL answers, through the index where the literal fits the key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simple_protocol_lookups_with_new_literals_use_the_index() {
+    let (source, server) = setup("lookup_simple").await;
+    let replica = server.client().await;
+    let primary = connect(SOURCE_DSN).await;
+    let schema = source.name.as_str();
+    let rows = |messages: Vec<tokio_postgres::SimpleQueryMessage>| {
+        let mut rows: Vec<String> = messages
+            .into_iter()
+            .filter_map(|message| match message {
+                tokio_postgres::SimpleQueryMessage::Row(row) => Some(
+                    (0..row.len())
+                        .map(|i| format!("{:?}", row.get(i)))
+                        .collect::<Vec<_>>()
+                        .join("|"),
+                ),
+                _ => None,
+            })
+            .collect();
+        rows.sort();
+        rows
+    };
+    // (statement, whether the index answers it, whether its shape is new)
+    let cases = [
+        (
+            "SELECT id, name, balance FROM accounts WHERE id = 42",
+            true,
+            true,
+        ),
+        (
+            "SELECT id, name, balance FROM accounts WHERE id = 43",
+            true,
+            false,
+        ),
+        (
+            "SELECT id, name, balance FROM accounts WHERE id = -1",
+            true,
+            false,
+        ),
+        (
+            "SELECT id, name, balance FROM accounts WHERE id = '44'",
+            true,
+            false,
+        ),
+        (
+            "SELECT name FROM accounts a WHERE a.id IN (1, 2, 2, 99999)",
+            true,
+            true,
+        ),
+        (
+            "SELECT name FROM accounts WHERE id IN (3, 4, 5, 6)",
+            true,
+            true,
+        ),
+        (
+            "SELECT name FROM accounts WHERE id = 5 AND balance > 6",
+            true,
+            true,
+        ),
+        (
+            "SELECT name FROM accounts WHERE id = 4 AND balance > 6",
+            true,
+            false,
+        ),
+        (
+            "SELECT kind FROM events WHERE tenant = 3 AND seq = 17",
+            true,
+            true,
+        ),
+        (
+            "SELECT kind FROM events WHERE seq = 5 AND tenant = '4'",
+            true,
+            true,
+        ),
+        (
+            "SELECT kind FROM events WHERE seq = 6 AND tenant = 4",
+            true,
+            false,
+        ),
+        ("SELECT v FROM k_int2 WHERE k = -7", true, true),
+        ("SELECT v FROM k_int2 WHERE k = 40000", false, true),
+        ("SELECT v FROM k_int4 WHERE k = 5000", true, true),
+        ("SELECT v FROM k_text WHERE k = 'key-5'", true, true),
+        ("SELECT v FROM k_text WHERE k = 'key-6'", true, false),
+        ("SELECT v FROM k_date WHERE k = '2024-01-31'", false, true),
+    ];
+    for (sql, indexed, new_shape) in cases {
+        let before = index_lookups(&server).await;
+        let planned = server.runtime.statements_planned();
+        let ours = rows(
+            replica
+                .simple_query(sql)
+                .await
+                .unwrap_or_else(|e| panic!("{sql}: {e}")),
+        );
+        if indexed {
+            assert!(
+                index_lookups(&server).await > before,
+                "not answered through the index: {sql}"
+            );
+        }
+        if !new_shape {
+            assert_eq!(
+                server.runtime.statements_planned(),
+                planned,
+                "planned again: {sql}"
+            );
+        }
+        let on_primary = sql
+            .replace(" FROM ", &format!(" FROM {schema}."))
+            .replace(" a WHERE", " AS a WHERE");
+        let theirs = rows(primary.simple_query(&on_primary).await.unwrap());
+        assert_eq!(ours, theirs, "{sql}");
+    }
+}
+
+/// A prepared statement is planned at Parse only: executing it again with
+/// new parameters plans nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_lookups_are_planned_once() {
+    let (_source, server) = setup("lookup_prepared").await;
+    let replica = server.client().await;
+    let statement = replica
+        .prepare("SELECT name FROM accounts WHERE id = $1")
+        .await
+        .unwrap();
+    let planned = server.runtime.statements_planned();
+    for id in 1..=20i64 {
+        let row = replica.query_one(&statement, &[&id]).await.unwrap();
+        assert_eq!(row.get::<_, String>(0), format!("account {id}"));
+    }
+    assert_eq!(server.runtime.statements_planned(), planned);
+}

@@ -352,3 +352,78 @@ async fn select_lists_without_a_table_answer_like_postgres() {
         assert_eq!(types(&ours), types(&theirs), "{sql}");
     }
 }
+
+/// A raw protocol client: pgaccel holds its output until the client has to
+/// wait for it, so the answers to Parse/Bind/Execute must arrive at a Flush
+/// without any Sync, and an SSL request is refused with one byte.
+#[tokio::test]
+async fn output_is_delivered_at_flush_and_sync() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let (_source, server) = server_with_items("flush").await;
+    let mut socket = tokio::net::TcpStream::connect(server.runtime.pg_addr())
+        .await
+        .unwrap();
+    socket
+        .write_all(&[0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f])
+        .await
+        .unwrap();
+    let mut answer = [0u8; 1];
+    socket.read_exact(&mut answer).await.unwrap();
+    assert_eq!(&answer, b"N", "SSL is refused");
+
+    let mut startup = Vec::new();
+    startup.extend_from_slice(&196608u32.to_be_bytes());
+    startup.extend_from_slice(b"user\0tester\0database\0test\0\0");
+    let mut packet = ((startup.len() + 4) as u32).to_be_bytes().to_vec();
+    packet.extend_from_slice(&startup);
+    socket.write_all(&packet).await.unwrap();
+    read_until(&mut socket, b'Z').await;
+
+    let message = |tag: u8, body: &[u8]| {
+        let mut bytes = vec![tag];
+        bytes.extend_from_slice(&((body.len() + 4) as u32).to_be_bytes());
+        bytes.extend_from_slice(body);
+        bytes
+    };
+    let mut pipeline = message(b'P', b"\0SELECT 41 + 1\0\0\0");
+    pipeline.extend(message(b'B', b"\0\0\0\0\0\0\0\0"));
+    pipeline.extend(message(b'E', b"\0\0\0\0\0"));
+    pipeline.extend(message(b'H', b""));
+    socket.write_all(&pipeline).await.unwrap();
+    let tags = read_until(&mut socket, b'C').await;
+    assert_eq!(
+        tags, b"12DC",
+        "ParseComplete, BindComplete, DataRow, CommandComplete"
+    );
+
+    socket.write_all(&message(b'S', b"")).await.unwrap();
+    assert_eq!(read_until(&mut socket, b'Z').await, b"Z");
+}
+
+/// Reads backend messages up to and including one tagged `last` (failing
+/// after five seconds) and returns their tags.
+async fn read_until(socket: &mut tokio::net::TcpStream, last: u8) -> Vec<u8> {
+    use tokio::io::AsyncReadExt;
+
+    let read = async {
+        let mut tags = Vec::new();
+        loop {
+            let mut header = [0u8; 5];
+            socket.read_exact(&mut header).await.unwrap();
+            let length = u32::from_be_bytes(header[1..].try_into().unwrap()) as usize;
+            let mut body = vec![0u8; length - 4];
+            socket.read_exact(&mut body).await.unwrap();
+            assert_ne!(header[0], b'E', "error: {}", String::from_utf8_lossy(&body));
+            if !matches!(header[0], b'R' | b'S' | b'K') {
+                tags.push(header[0]);
+            }
+            if header[0] == last {
+                return tags;
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(5), read)
+        .await
+        .unwrap_or_else(|_| panic!("no '{}' message within 5 s", last as char))
+}
