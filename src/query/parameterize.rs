@@ -219,7 +219,7 @@ fn is_key_column(expr: &Expr, key_columns: &[String]) -> bool {
         _ => return false,
     };
     let name = normalized(ident);
-    key_columns.iter().any(|column| *column == name)
+    key_columns.contains(&name)
 }
 
 fn normalized(ident: &Ident) -> String {
