@@ -6,11 +6,13 @@
 //! pgbench with `SELECT * FROM orders WHERE o_orderkey = :key` over existing
 //! keys, in `-M prepared` and `-M simple`, with 1 and 4 clients, against both;
 //! then `SELECT 1` for the bare per-statement overhead. It prints TPS, mean
-//! and p99 latency (from pgbench's per-transaction log) and the ratios.
+//! and p99 latency (from pgbench's per-transaction log) and the ratios. Each
+//! workload runs `--rounds` times on each server, alternating, and the
+//! medians are compared, which keeps a noisy machine's swings out of the ratio.
 //!
 //! ```text
 //! cargo build --release
-//! cargo bench --bench lookups -- [--sf 1] [--seconds 10] [--pgaccel PATH]
+//! cargo bench --bench lookups -- [--sf 1] [--seconds 5] [--rounds 3] [--pgaccel PATH]
 //! ```
 
 // Shared with the tpch bench; see the note there on `#[path]`.
@@ -40,8 +42,12 @@ struct Args {
     #[arg(long, default_value_t = 1.0)]
     sf: f64,
     /// Seconds per pgbench run.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 5)]
     seconds: u32,
+    /// Runs of each workload on each server, alternating between them so
+    /// that both see the same machine; the medians are reported.
+    #[arg(long, default_value_t = 3)]
+    rounds: u32,
     #[arg(long)]
     pgaccel: Option<PathBuf>,
     #[arg(long, default_value = "postgres")]
@@ -55,6 +61,21 @@ struct Run {
     tps: f64,
     mean_ms: f64,
     p99_ms: f64,
+}
+
+impl Run {
+    /// Each figure's median over `runs` (not empty).
+    fn median(runs: Vec<Run>) -> Run {
+        let median = |mut values: Vec<f64>| {
+            values.sort_by(f64::total_cmp);
+            values[values.len() / 2]
+        };
+        Run {
+            tps: median(runs.iter().map(|run| run.tps).collect()),
+            mean_ms: median(runs.iter().map(|run| run.mean_ms).collect()),
+            p99_ms: median(runs.iter().map(|run| run.p99_ms).collect()),
+        }
+    }
 }
 
 #[tokio::main]
@@ -116,8 +137,18 @@ async fn run(args: Args) -> Result<()> {
             orders: rows.orders,
             log_dir: dir.path(),
         };
-        let ours = bench.run(&accelerated)?;
-        let theirs = bench.run(&postgres)?;
+        let mut ours = Vec::new();
+        let mut theirs = Vec::new();
+        for _ in 0..args.rounds.max(1) {
+            ours.push(bench.run(&accelerated)?);
+            theirs.push(bench.run(&postgres)?);
+        }
+        let ratios: Vec<f64> = ours
+            .iter()
+            .zip(&theirs)
+            .map(|(ours, theirs)| ours.tps / theirs.tps)
+            .collect();
+        let (ours, theirs) = (Run::median(ours), Run::median(theirs));
         println!(
             "{name:<34} {:>12.0} {:>12.0} {:>8.2}x {:>8.3}ms {:>8.3}ms {:>8.2}x",
             ours.tps,
@@ -127,9 +158,17 @@ async fn run(args: Args) -> Result<()> {
             theirs.p99_ms,
             theirs.p99_ms / ours.p99_ms
         );
+        let spread = |values: &[f64]| {
+            let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+            let max = values.iter().copied().fold(0.0, f64::max);
+            format!("{min:.2}x-{max:.2}x")
+        };
         println!(
-            "{:<34} mean latency {:.3} ms vs {:.3} ms",
-            "", ours.mean_ms, theirs.mean_ms
+            "{:<34} mean latency {:.3} ms vs {:.3} ms; TPS x per round {}",
+            "",
+            ours.mean_ms,
+            theirs.mean_ms,
+            spread(&ratios)
         );
     }
     println!(

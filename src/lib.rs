@@ -4,7 +4,8 @@
 //! # The two flows
 //!
 //! **Query path** — a client connects with any PostgreSQL driver:
-//! [`wire`] (pgwire server, startup, statement hooks, SQLSTATE mapping) →
+//! [`wire`] (connection loop with PostgreSQL's output buffering, pgwire
+//! handlers, startup, statement hooks, plan caches, SQLSTATE mapping) →
 //! [`query`] (DataFusion session, [`query::AcceleratedTable`], and
 //! [`query::DirectPlan`] for primary-key lookups and table-less selects that
 //! need no planning at execution) → [`accelerator`] (the published, immutable
@@ -26,8 +27,9 @@
 //!   the primary-key index.
 //! - [`refresh`]: the per-dataset scheduler and refresh runner, retries.
 //! - [`query`]: the DataFusion session, the accelerated table provider, direct
-//!   answers (lookups, constants), PostgreSQL naming/typing rewrites.
-//! - [`wire`]: the PostgreSQL wire protocol front end; statement cache.
+//!   answers (lookups, constants), simple-protocol lookup shapes, PostgreSQL
+//!   naming/typing rewrites.
+//! - [`wire`]: the PostgreSQL wire protocol front end; statement and shape caches.
 //! - [`admin_api`]: the HTTP admin API (health, readiness, status, refresh, metrics).
 //! - [`metrics`]: every metric name, its help text and its labels.
 

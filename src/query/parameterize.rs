@@ -27,9 +27,8 @@ use datafusion::sql::sqlparser::ast::{
 /// A query statement with its key literals replaced by parameters.
 #[derive(Debug)]
 pub struct Parameterized {
-    /// The statement with `$1`, `$2`, ... in place of the literals.
-    pub statement: Statement,
-    /// Its SQL text: statements that differ only in those literals share it.
+    /// The SQL text of the statement with `$1`, `$2`, ... in place of the
+    /// literals: statements that differ only in those literals share it.
     pub text: String,
     /// The literals taken out, in parameter order.
     pub literals: Vec<Literal>,
@@ -130,10 +129,8 @@ pub fn parameterize(statement: &Statement, key_columns: &[String]) -> Option<Par
     if literals.is_empty() {
         return None;
     }
-    let text = statement.to_string();
     Some(Parameterized {
-        statement,
-        text,
+        text: statement.to_string(),
         literals,
     })
 }

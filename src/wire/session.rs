@@ -17,6 +17,8 @@ use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::Statement;
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser;
 use datafusion_pg_catalog::sql::PostgresCompatibilityParser;
 use futures::{Sink, StreamExt, stream};
 use lru::LruCache;
@@ -172,15 +174,14 @@ impl StatementParser {
                 params: None,
             }));
         }
+        if let Some(shaped) = self.shaped(sql).await {
+            return Ok(Some(shaped));
+        }
         let mut statements = self.parse(sql)?;
         if statements.len() != 1 {
             return Ok(None);
         }
-        let statement = statements.remove(0);
-        if let Some(shaped) = self.shaped(&statement).await {
-            return Ok(Some(shaped));
-        }
-        let prepared = self.prepare(statement).await?;
+        let prepared = self.prepare(statements.remove(0)).await?;
         self.remember(sql, &prepared);
         Ok(Some(SimpleStatement {
             prepared,
@@ -188,9 +189,18 @@ impl StatementParser {
         }))
     }
 
-    /// The statement as a parameterized lookup, when it is one and every
-    /// key literal converts exactly to its parameter's type.
-    async fn shaped(&self, statement: &Statement) -> Option<SimpleStatement> {
+    /// `sql` as a parameterized lookup, when it is one and every key literal
+    /// converts exactly to its parameter's type.
+    ///
+    /// The shape is found with sqlparser alone: the PostgreSQL compatibility
+    /// rewrites (catalog queries, array and collation syntax) cost more than
+    /// the lookup itself, and they are applied to the parameterized text
+    /// once, when the shape is first planned, exactly as to any statement.
+    async fn shaped(&self, sql: &str) -> Option<SimpleStatement> {
+        let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, sql).ok()?;
+        let [statement] = statements.as_mut_slice() else {
+            return None;
+        };
         if !matches!(classify(statement), Command::Query) {
             return None;
         }
@@ -200,11 +210,14 @@ impl StatementParser {
         let prepared = match self.cached_shape(&shaped.text) {
             Some(prepared) => prepared?,
             None => {
-                let prepared = self
-                    .prepare(shaped.statement)
-                    .await
-                    .ok()
-                    .filter(is_parameterized_lookup);
+                let prepared = match self.parse(&shaped.text) {
+                    Ok(mut statements) if statements.len() == 1 => self
+                        .prepare(statements.remove(0))
+                        .await
+                        .ok()
+                        .filter(is_parameterized_lookup),
+                    _ => None,
+                };
                 let mut shapes = self.shapes.lock().unwrap_or_else(|e| e.into_inner());
                 shapes.put(shaped.text, prepared.clone());
                 prepared?
