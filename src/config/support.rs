@@ -10,7 +10,6 @@ use super::dataset::{DatasetConfig, ReadyState};
 use super::error::ConfigError;
 use super::params::{FileFormat, SourceParams};
 use super::runtime::RuntimeReadyState;
-use super::schedule::Schedule;
 use super::source::SourceRef;
 
 /// Every key whose behaviour is not implemented yet, naming dataset and key.
@@ -31,8 +30,6 @@ pub(crate) fn unsupported(config: &Config) -> Vec<ConfigError> {
         refuse(&mut out, n, a.engine != Engine::Arrow, "acceleration.engine", format!("engine: {}", a.engine.as_str()));
         refuse(&mut out, n, a.mode != Mode::Memory, "acceleration.mode", format!("mode: {}", a.mode.as_str()));
         refuse(&mut out, n, a.refresh_mode != RefreshMode::Full, "acceleration.refresh_mode", format!("refresh_mode: {}", a.refresh_mode.as_str()));
-        refuse(&mut out, n, matches!(a.schedule, Some(Schedule::Cron(_))), "acceleration.refresh_cron", "refresh_cron");
-        refuse(&mut out, n, a.jitter.is_some(), "acceleration.refresh_jitter_enabled", "refresh_jitter_enabled: true");
         refuse(&mut out, n, a.refresh_sql.is_some(), "acceleration.refresh_sql", "refresh_sql");
         refuse(&mut out, n, a.refresh_data_window.is_some(), "acceleration.refresh_data_window", "refresh_data_window");
         refuse(&mut out, n, a.refresh_append_overlap.is_some(), "acceleration.refresh_append_overlap", "refresh_append_overlap");

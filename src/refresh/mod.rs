@@ -8,6 +8,7 @@
 
 mod full;
 pub mod retry;
+pub mod schedule;
 
 use std::fmt::Display;
 use std::sync::Arc;
@@ -17,7 +18,6 @@ use chrono::Utc;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
-use crate::config::Schedule;
 use crate::dataset::Dataset;
 use crate::metrics;
 use crate::source::{Source, SourceError};
@@ -64,23 +64,41 @@ impl RefreshError {
 
 /// Runs the refresh loop of one dataset until `shutdown` fires.
 pub async fn run(dataset: Arc<Dataset>, partitions: usize, shutdown: CancellationToken) {
+    let acceleration = &dataset.config.acceleration;
+    let (scheduled, jitter) = (acceleration.schedule.clone(), acceleration.jitter);
     let mut refresher = Refresher {
         dataset,
         partitions,
         source: None,
     };
-    // The initial load starts at once.
-    let mut wake = Some(tokio::time::Instant::now());
+    // The initial load starts at once, or after a random part of the jitter.
+    let delay = schedule::initial_delay(jitter, &mut rand::rng());
+    let mut wake = Some(tokio::time::Instant::now() + delay);
+    let mut initial = true;
     loop {
-        tokio::select! {
+        let on_demand = tokio::select! {
             _ = shutdown.cancelled() => break,
-            _ = refresher.dataset.refresh_requested() => {}
-            _ = sleep_until(wake) => {}
+            _ = refresher.dataset.refresh_requested() => true,
+            _ = sleep_until(wake) => false,
+        };
+        if !on_demand && !initial {
+            // A cron refresh starts a random part of the jitter after its
+            // cron time, and reports that start as its due time meanwhile.
+            let delay = schedule::cron_start_delay(scheduled.as_ref(), jitter, &mut rand::rng());
+            if !delay.is_zero() {
+                refresher.dataset.set_next_refresh(Some(Utc::now() + delay));
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    _ = refresher.dataset.refresh_requested() => {}
+                    _ = tokio::time::sleep(delay) => {}
+                }
+            }
         }
         let Some(outcome) = refresher.refresh_until_done(&shutdown).await else {
             break;
         };
         wake = refresher.schedule_next(outcome.is_ok());
+        initial = false;
     }
     refresher.dataset.shutting_down();
 }
@@ -188,22 +206,20 @@ impl Refresher {
         info!(dataset = %name, rows = published.rows, bytes = published.bytes, "refresh completed in {:.3}s", took.as_secs_f64());
     }
 
-    /// Computes the next wake-up. A failed refresh keeps the reported due
-    /// time until a refresh succeeds.
+    /// Computes the next wake-up from the schedule (interval with jitter,
+    /// or the next cron time). A failed refresh keeps the reported due time
+    /// until a refresh succeeds.
     fn schedule_next(&self, succeeded: bool) -> Option<tokio::time::Instant> {
-        let interval = match &self.dataset.config.acceleration.schedule {
-            Some(Schedule::Interval(interval)) => *interval,
-            Some(Schedule::Cron(_)) | None => {
-                if succeeded {
-                    self.dataset.set_next_refresh(None);
-                }
-                return None;
-            }
-        };
+        let acceleration = &self.dataset.config.acceleration;
+        let due = schedule::next_due(
+            acceleration.schedule.as_ref(),
+            acceleration.jitter,
+            Utc::now(),
+            &mut rand::rng(),
+        );
         if succeeded {
-            let due = Utc::now() + interval;
-            self.dataset.set_next_refresh(Some(due));
+            self.dataset.set_next_refresh(due);
         }
-        Some(tokio::time::Instant::now() + interval)
+        due.map(schedule::instant_of)
     }
 }
