@@ -16,7 +16,7 @@ use serde_json::json;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::Secret;
+use crate::config::{RefreshSql, Secret};
 use crate::dataset::{Dataset, DatasetStatus, Registry};
 use crate::metrics;
 
@@ -179,14 +179,79 @@ async fn refresh(State(state): State<ApiState>, Path(name): Path<String>) -> Res
     (StatusCode::CREATED, Json(json!({ "message": message }))).into_response()
 }
 
-async fn patch_acceleration(State(state): State<ApiState>, Path(name): Path<String>) -> Response {
-    if state.registry.get(&name).is_none() {
+/// `PATCH /v1/datasets/{name}/acceleration` with `{"refresh_sql": "..."}`
+/// (or `null` for none): replaces the dataset's
+/// `refresh_sql` until restart. The next refresh, scheduled or on demand,
+/// applies it.
+async fn patch_acceleration(
+    State(state): State<ApiState>,
+    Path(name): Path<String>,
+    body: String,
+) -> Response {
+    let Some(dataset) = state.registry.get(&name) else {
         return error(StatusCode::NOT_FOUND, format!("dataset '{name}' not found"));
+    };
+    let body: serde_json::Map<String, serde_json::Value> = match serde_json::from_str(&body) {
+        Ok(body) => body,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "the body must be a JSON object such as {{\"refresh_sql\": \"SELECT ...\"}}: {e}"
+                ),
+            );
+        }
+    };
+    if let Some(key) = body.keys().find(|key| *key != "refresh_sql") {
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!("'{key}' cannot be changed at runtime; only refresh_sql can"),
+        );
     }
-    error(
-        StatusCode::NOT_IMPLEMENTED,
-        "changing refresh_sql at runtime is not supported yet by this version of pgaccel",
+    let refresh_sql = match body.get("refresh_sql") {
+        None => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "the body must set refresh_sql (a statement, or null for none)",
+            );
+        }
+        Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(text)) => match RefreshSql::parse(text) {
+            Ok(sql) if sql.reads(&dataset.config.name) => Some(sql),
+            Ok(_) => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    format!(
+                        "refresh_sql of dataset '{name}' must read the dataset itself (FROM {})",
+                        dataset.config.name.table
+                    ),
+                );
+            }
+            Err(message) => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    format!("refresh_sql of dataset '{name}' {message}"),
+                );
+            }
+        },
+        Some(other) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!("refresh_sql must be a string or null, not {other}"),
+            );
+        }
+    };
+    let text = refresh_sql.as_ref().map(|sql| sql.as_str().to_owned());
+    dataset.set_refresh_sql(refresh_sql);
+    let message = format!(
+        "refresh_sql of dataset '{}' updated until restart; the next refresh applies it.",
+        dataset.name()
+    );
+    (
+        StatusCode::OK,
+        Json(json!({ "message": message, "refresh_sql": text })),
     )
+        .into_response()
 }
 
 async fn render_metrics() -> impl IntoResponse {

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::policy::{self, Retention, RetryPolicy};
 use super::raw::{RawAcceleration, RawParams, Scalar, StringList};
+use super::refresh_sql::RefreshSql;
 use super::schedule::{CronSchedule, Schedule};
 use super::values::{Values, yaml_enum};
 
@@ -29,7 +30,9 @@ pub struct Acceleration {
     pub refresh_mode: RefreshMode,
     /// `None`: refresh only at startup and on demand.
     pub schedule: Option<Schedule>,
-    pub refresh_sql: Option<String>,
+    /// Which rows and columns a refresh loads; its FROM is checked against
+    /// the dataset name where the dataset is parsed.
+    pub refresh_sql: Option<RefreshSql>,
     pub refresh_data_window: Option<Duration>,
     pub refresh_append_overlap: Option<Duration>,
     pub refresh_on_startup: RefreshOnStartup,
@@ -145,7 +148,7 @@ pub(crate) fn parse(
         engine_file: parse_engine_file(values, raw.params.as_ref(), engine, mode),
         primary_key: parse_primary_key(values, raw.primary_key.as_ref()),
         refresh_mode,
-        refresh_sql: policy::parse_statement(values, "refresh_sql", &raw.refresh_sql, &["SELECT"]),
+        refresh_sql: parse_refresh_sql(values, raw),
         refresh_data_window: parse_data_window(values, raw, ctx),
         refresh_append_overlap: parse_append_overlap(values, raw, refresh_mode),
         refresh_on_startup: values
@@ -161,6 +164,13 @@ pub(crate) fn parse(
         snapshots,
         snapshots_location,
     }
+}
+
+fn parse_refresh_sql(values: &mut Values<'_, '_>, raw: &RawAcceleration) -> Option<RefreshSql> {
+    let text = policy::parse_statement(values, "refresh_sql", &raw.refresh_sql, &["SELECT"])?;
+    RefreshSql::parse(&text)
+        .map_err(|message| values.error(&key("refresh_sql"), message))
+        .ok()
 }
 
 /// Append refreshes compare against the newest `time_column` (or partition) value.

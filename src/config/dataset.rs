@@ -141,6 +141,15 @@ pub(crate) fn parse(
     let no_acceleration = RawAcceleration::default();
     let raw_acceleration = raw.acceleration.as_ref().unwrap_or(&no_acceleration);
     let acceleration = acceleration::parse(values, raw_acceleration, &context);
+    if let (Some(name), Some(sql)) = (&name, &acceleration.refresh_sql)
+        && !sql.reads(name)
+    {
+        let message = format!(
+            "must read the dataset itself (FROM {}), not another table",
+            name.table
+        );
+        values.error("acceleration.refresh_sql", message);
+    }
     Some(DatasetConfig {
         name: name?,
         from: from?,

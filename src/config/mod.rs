@@ -19,6 +19,7 @@ mod load;
 mod params;
 mod policy;
 mod raw;
+mod refresh_sql;
 mod runtime;
 mod schedule;
 mod secret;
@@ -39,6 +40,7 @@ pub use dataset::{DatasetConfig, DatasetName, ReadyState, TimeFormat};
 pub use error::{ConfigError, ConfigErrors};
 pub use params::{FileFormat, MysqlParams, PostgresParams, SourceParams, SslMode};
 pub use policy::{Retention, RetryPolicy};
+pub use refresh_sql::RefreshSql;
 pub use runtime::{
     AuthConfig, AuthMethod, BootstrapOnFailure, HttpConfig, PgConfig, RuntimeConfig,
     RuntimeReadyState, SnapshotStore, TlsConfig, UserConfig,

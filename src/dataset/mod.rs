@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
 use crate::accelerator::ArrowAcceleration;
-use crate::config::DatasetConfig;
+use crate::config::{DatasetConfig, RefreshSql};
 use crate::metrics;
 
 /// The lifecycle of a dataset as reported by `GET /v1/datasets?status=true`.
@@ -72,6 +72,9 @@ pub struct Dataset {
     ever_ready: AtomicBool,
     /// Wakes the dataset's refresh loop for an on-demand refresh.
     refresh_requested: Notify,
+    /// The `refresh_sql` in force: the configured one, until
+    /// `PATCH /v1/datasets/{name}/acceleration` replaces it (until restart).
+    refresh_sql: Mutex<Option<RefreshSql>>,
 }
 
 impl Dataset {
@@ -81,7 +84,6 @@ impl Dataset {
         metrics::load_state(&name, DatasetStatus::Initializing.gauge_value());
         Dataset {
             acceleration: Arc::new(ArrowAcceleration::new(name)),
-            config,
             state: Mutex::new(State {
                 status: DatasetStatus::Initializing,
                 last_refresh: None,
@@ -90,7 +92,22 @@ impl Dataset {
             }),
             ever_ready: AtomicBool::new(false),
             refresh_requested: Notify::new(),
+            refresh_sql: Mutex::new(config.acceleration.refresh_sql.clone()),
+            config,
         }
+    }
+
+    /// The `refresh_sql` the next refresh applies.
+    pub fn refresh_sql(&self) -> Option<RefreshSql> {
+        self.refresh_sql
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Replaces the `refresh_sql` until restart; the next refresh applies it.
+    pub fn set_refresh_sql(&self, refresh_sql: Option<RefreshSql>) {
+        *self.refresh_sql.lock().unwrap_or_else(|e| e.into_inner()) = refresh_sql;
     }
 
     /// The name clients query, `orders` or `shop.orders`.

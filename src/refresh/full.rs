@@ -5,6 +5,7 @@ use futures::StreamExt;
 
 use super::RefreshError;
 use crate::accelerator::{ArrowAcceleration, TableDataBuilder};
+use crate::config::RefreshSql;
 use crate::source::Source;
 
 /// What a completed refresh published.
@@ -20,8 +21,9 @@ pub async fn run(
     acceleration: &ArrowAcceleration,
     partitions: usize,
     configured_key: &[String],
+    refresh_sql: Option<&RefreshSql>,
 ) -> Result<Published, RefreshError> {
-    let snapshot = source.read_all().await?;
+    let snapshot = source.read_all(refresh_sql).await?;
     let primary_key = if configured_key.is_empty() {
         snapshot.primary_key.as_slice()
     } else {

@@ -182,11 +182,13 @@ impl Refresher {
         }
         let source = self.source.as_ref().expect("connected just above");
         let primary_key = &self.dataset.config.acceleration.primary_key;
+        let refresh_sql = self.dataset.refresh_sql();
         full::run(
             source,
             &self.dataset.acceleration,
             self.partitions,
             primary_key,
+            refresh_sql.as_ref(),
         )
         .await
     }

@@ -9,7 +9,7 @@ use datafusion::dataframe::DataFrame;
 use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionContext};
 
 use super::{Snapshot, SourceError};
-use crate::config::FileFormat;
+use crate::config::{FileFormat, RefreshSql};
 
 #[derive(Debug)]
 pub struct FileSource {
@@ -35,8 +35,12 @@ impl FileSource {
     }
 
     /// Lists and reads the files again, with their current schema.
-    pub async fn read_all(&self) -> Result<Snapshot, SourceError> {
+    pub async fn read_all(
+        &self,
+        refresh_sql: Option<&RefreshSql>,
+    ) -> Result<Snapshot, SourceError> {
         let frame = read(&self.dataset, &self.path, self.format).await?;
+        let frame = super::restrict(&self.dataset, frame, refresh_sql)?;
         let schema = SchemaRef::new(frame.schema().as_arrow().clone());
         let stream = frame
             .execute_stream()

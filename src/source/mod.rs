@@ -15,7 +15,9 @@ use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::StreamExt;
 
-use crate::config::{DatasetConfig, SourceParams, SourceRef};
+use datafusion::prelude::DataFrame;
+
+use crate::config::{DatasetConfig, RefreshSql, SourceParams, SourceRef};
 
 pub use file::FileSource;
 pub use postgres::PostgresSource;
@@ -34,6 +36,8 @@ pub enum SourceError {
     Read { dataset: String, message: String },
     #[error("dataset '{dataset}': {message}")]
     Unsupported { dataset: String, message: String },
+    #[error("the refresh_sql of dataset '{dataset}' does not fit its source table: {message}")]
+    RefreshSql { dataset: String, message: String },
 }
 
 impl SourceError {
@@ -74,7 +78,7 @@ impl SourceError {
             SourceError::Rejected { .. } => "credentials",
             SourceError::Schema { .. } => "schema",
             SourceError::Read { .. } => "read",
-            SourceError::Unsupported { .. } => "config",
+            SourceError::Unsupported { .. } | SourceError::RefreshSql { .. } => "config",
         }
     }
 }
@@ -113,10 +117,15 @@ impl Source {
 
     /// Reads every row of the source table, with the table's current
     /// schema and primary key.
-    pub async fn read_all(&self) -> Result<Snapshot, SourceError> {
+    /// Reads the source table's rows (those `refresh_sql` selects, when
+    /// given), with the table's current schema and primary key.
+    pub async fn read_all(
+        &self,
+        refresh_sql: Option<&RefreshSql>,
+    ) -> Result<Snapshot, SourceError> {
         match self {
-            Source::Postgres(source) => source.read_all().await,
-            Source::File(source) => source.read_all().await,
+            Source::Postgres(source) => source.read_all(refresh_sql).await,
+            Source::File(source) => source.read_all(refresh_sql).await,
         }
     }
 }
@@ -130,6 +139,37 @@ pub struct Snapshot {
     /// or cannot declare one.
     pub primary_key: Vec<String>,
     pub stream: SendableRecordBatchStream,
+}
+
+/// Applies `refresh_sql` to a read of the whole source table: its column
+/// list as a projection and its predicate as a filter, which DataFusion
+/// pushes into the source's scan (for PostgreSQL, into the SQL it sends).
+fn restrict(
+    dataset: &str,
+    frame: DataFrame,
+    refresh_sql: Option<&RefreshSql>,
+) -> Result<DataFrame, SourceError> {
+    let Some(refresh_sql) = refresh_sql else {
+        return Ok(frame);
+    };
+    let misfit = |error: datafusion::error::DataFusionError| SourceError::RefreshSql {
+        dataset: dataset.to_owned(),
+        message: error.to_string(),
+    };
+    let frame = match refresh_sql.filter() {
+        Some(filter) => {
+            let predicate = frame.parse_sql_expr(filter).map_err(misfit)?;
+            frame.filter(predicate).map_err(misfit)?
+        }
+        None => frame,
+    };
+    match refresh_sql.columns() {
+        Some(columns) => {
+            let names: Vec<&str> = columns.iter().map(String::as_str).collect();
+            frame.select_columns(&names).map_err(misfit)
+        }
+        None => Ok(frame),
+    }
 }
 
 /// Re-labels every batch with `schema` (same columns, plus metadata).

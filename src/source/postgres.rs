@@ -16,7 +16,7 @@ use secrecy::SecretString;
 
 use super::{Snapshot, SourceError};
 use crate::accelerator::PG_TYPE_METADATA;
-use crate::config::PostgresParams;
+use crate::config::{PostgresParams, RefreshSql};
 
 /// PostgreSQL types that Arrow stores as Utf8 but that the wire layer reports
 /// and encodes as themselves.
@@ -94,7 +94,10 @@ impl PostgresSource {
         Ok((provider, schema, primary_key))
     }
 
-    pub async fn read_all(&self) -> Result<Snapshot, SourceError> {
+    pub async fn read_all(
+        &self,
+        refresh_sql: Option<&RefreshSql>,
+    ) -> Result<Snapshot, SourceError> {
         let (provider, schema, primary_key) = self.describe().await?;
         let read_error = |message: String| SourceError::Read {
             dataset: self.dataset.clone(),
@@ -103,6 +106,29 @@ impl PostgresSource {
         let frame = SessionContext::new()
             .read_table(provider)
             .map_err(|e| read_error(e.to_string()))?;
+        let frame = super::restrict(&self.dataset, frame, refresh_sql)?;
+        // The selected columns, keeping their PostgreSQL type annotations.
+        let schema = Arc::new(Schema::new(
+            frame
+                .schema()
+                .fields()
+                .iter()
+                .map(|field| {
+                    schema
+                        .field_with_name(field.name())
+                        .map(|annotated| Arc::new(annotated.clone()))
+                        .unwrap_or_else(|_| Arc::clone(field))
+                })
+                .collect::<Vec<_>>(),
+        ));
+        let primary_key = if primary_key
+            .iter()
+            .all(|column| schema.field_with_name(column).is_ok())
+        {
+            primary_key
+        } else {
+            Vec::new()
+        };
         let stream = frame
             .execute_stream()
             .await

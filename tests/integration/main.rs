@@ -5,6 +5,7 @@
 mod cli;
 mod end_to_end;
 mod lookups;
+mod refresh_sql;
 mod schedules;
 mod support;
 mod torn_reads;
