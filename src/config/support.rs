@@ -30,7 +30,6 @@ pub(crate) fn unsupported(config: &Config) -> Vec<ConfigError> {
         refuse(&mut out, n, a.engine != Engine::Arrow, "acceleration.engine", format!("engine: {}", a.engine.as_str()));
         refuse(&mut out, n, a.mode != Mode::Memory, "acceleration.mode", format!("mode: {}", a.mode.as_str()));
         refuse(&mut out, n, a.refresh_mode != RefreshMode::Full, "acceleration.refresh_mode", format!("refresh_mode: {}", a.refresh_mode.as_str()));
-        refuse(&mut out, n, a.refresh_data_window.is_some(), "acceleration.refresh_data_window", "refresh_data_window");
         refuse(&mut out, n, a.refresh_append_overlap.is_some(), "acceleration.refresh_append_overlap", "refresh_append_overlap");
         refuse(&mut out, n, a.on_zero_results == ZeroResults::UseSource, "acceleration.on_zero_results", "on_zero_results: use_source");
         refuse(&mut out, n, a.retention.check_enabled, "acceleration.retention_check_enabled", "retention_check_enabled: true");

@@ -5,8 +5,7 @@ use futures::StreamExt;
 
 use super::RefreshError;
 use crate::accelerator::{ArrowAcceleration, TableDataBuilder};
-use crate::config::RefreshSql;
-use crate::source::Source;
+use crate::source::{ReadFilter, Source};
 
 /// What a completed refresh published.
 #[derive(Debug, Clone, Copy)]
@@ -21,9 +20,9 @@ pub async fn run(
     acceleration: &ArrowAcceleration,
     partitions: usize,
     configured_key: &[String],
-    refresh_sql: Option<&RefreshSql>,
+    filter: &ReadFilter,
 ) -> Result<Published, RefreshError> {
-    let snapshot = source.read_all(refresh_sql).await?;
+    let snapshot = source.read_all(filter).await?;
     let primary_key = if configured_key.is_empty() {
         snapshot.primary_key.as_slice()
     } else {

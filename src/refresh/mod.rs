@@ -20,7 +20,7 @@ use tracing::{error, info, warn};
 
 use crate::dataset::Dataset;
 use crate::metrics;
-use crate::source::{Source, SourceError};
+use crate::source::{ReadFilter, Source, SourceError, TimeBound};
 
 pub use full::Published;
 
@@ -182,15 +182,34 @@ impl Refresher {
         }
         let source = self.source.as_ref().expect("connected just above");
         let primary_key = &self.dataset.config.acceleration.primary_key;
-        let refresh_sql = self.dataset.refresh_sql();
         full::run(
             source,
             &self.dataset.acceleration,
             self.partitions,
             primary_key,
-            refresh_sql.as_ref(),
+            &self.read_filter(),
         )
         .await
+    }
+
+    /// What this refresh reads: the `refresh_sql` in force and the data
+    /// window (`time_column` after now - `refresh_data_window`).
+    fn read_filter(&self) -> ReadFilter {
+        let config = &self.dataset.config;
+        let since = config
+            .acceleration
+            .refresh_data_window
+            .zip(config.time_column.as_ref())
+            .map(|(window, column)| TimeBound {
+                column: column.clone(),
+                format: config.time_format,
+                after: Utc::now() - window,
+                inclusive: false,
+            });
+        ReadFilter {
+            refresh_sql: self.dataset.refresh_sql(),
+            since,
+        }
     }
 
     fn succeeded(&self, published: Published, took: Duration) {

@@ -8,8 +8,8 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::dataframe::DataFrame;
 use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionContext};
 
-use super::{Snapshot, SourceError};
-use crate::config::{FileFormat, RefreshSql};
+use super::{ReadFilter, Snapshot, SourceError};
+use crate::config::FileFormat;
 
 #[derive(Debug)]
 pub struct FileSource {
@@ -35,12 +35,9 @@ impl FileSource {
     }
 
     /// Lists and reads the files again, with their current schema.
-    pub async fn read_all(
-        &self,
-        refresh_sql: Option<&RefreshSql>,
-    ) -> Result<Snapshot, SourceError> {
+    pub async fn read_all(&self, filter: &ReadFilter) -> Result<Snapshot, SourceError> {
         let frame = read(&self.dataset, &self.path, self.format).await?;
-        let frame = super::restrict(&self.dataset, frame, refresh_sql)?;
+        let frame = super::restrict(&self.dataset, frame, filter)?;
         let schema = SchemaRef::new(frame.schema().as_arrow().clone());
         let stream = frame
             .execute_stream()

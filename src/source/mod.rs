@@ -7,6 +7,7 @@
 
 mod file;
 mod postgres;
+mod time;
 
 use std::sync::Arc;
 
@@ -21,6 +22,7 @@ use crate::config::{DatasetConfig, RefreshSql, SourceParams, SourceRef};
 
 pub use file::FileSource;
 pub use postgres::PostgresSource;
+pub use time::TimeBound;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
@@ -36,7 +38,9 @@ pub enum SourceError {
     Read { dataset: String, message: String },
     #[error("dataset '{dataset}': {message}")]
     Unsupported { dataset: String, message: String },
-    #[error("the refresh_sql of dataset '{dataset}' does not fit its source table: {message}")]
+    #[error(
+        "the refresh_sql or refresh_data_window of dataset '{dataset}' does not fit its source table: {message}"
+    )]
     RefreshSql { dataset: String, message: String },
 }
 
@@ -115,17 +119,12 @@ impl Source {
         }
     }
 
-    /// Reads every row of the source table, with the table's current
-    /// schema and primary key.
-    /// Reads the source table's rows (those `refresh_sql` selects, when
-    /// given), with the table's current schema and primary key.
-    pub async fn read_all(
-        &self,
-        refresh_sql: Option<&RefreshSql>,
-    ) -> Result<Snapshot, SourceError> {
+    /// Reads the source table's rows (those `filter` selects), with the
+    /// table's current schema and primary key.
+    pub async fn read_all(&self, filter: &ReadFilter) -> Result<Snapshot, SourceError> {
         match self {
-            Source::Postgres(source) => source.read_all(refresh_sql).await,
-            Source::File(source) => source.read_all(refresh_sql).await,
+            Source::Postgres(source) => source.read_all(filter).await,
+            Source::File(source) => source.read_all(filter).await,
         }
     }
 }
@@ -141,32 +140,48 @@ pub struct Snapshot {
     pub stream: SendableRecordBatchStream,
 }
 
-/// Applies `refresh_sql` to a read of the whole source table: its column
-/// list as a projection and its predicate as a filter, which DataFusion
-/// pushes into the source's scan (for PostgreSQL, into the SQL it sends).
+/// Which rows and columns of the source table a refresh reads.
+#[derive(Debug, Clone, Default)]
+pub struct ReadFilter {
+    pub refresh_sql: Option<RefreshSql>,
+    /// `refresh_data_window` (and the append high-water mark), AND-ed with
+    /// the predicate of `refresh_sql`.
+    pub since: Option<TimeBound>,
+}
+
+/// Applies `filter` to a read of the whole source table: the column list of
+/// `refresh_sql` as a projection, its predicate and the time bound as
+/// filters, which DataFusion pushes into the source's scan (for PostgreSQL,
+/// into the SQL it sends).
 fn restrict(
     dataset: &str,
     frame: DataFrame,
-    refresh_sql: Option<&RefreshSql>,
+    filter: &ReadFilter,
 ) -> Result<DataFrame, SourceError> {
-    let Some(refresh_sql) = refresh_sql else {
+    let misfit = |message: String| SourceError::RefreshSql {
+        dataset: dataset.to_owned(),
+        message,
+    };
+    let mut frame = frame;
+    if let Some(since) = &filter.since {
+        let predicate = since.predicate(frame.schema()).map_err(misfit)?;
+        frame = frame.filter(predicate).map_err(|e| misfit(e.to_string()))?;
+    }
+    let Some(refresh_sql) = &filter.refresh_sql else {
         return Ok(frame);
     };
-    let misfit = |error: datafusion::error::DataFusionError| SourceError::RefreshSql {
-        dataset: dataset.to_owned(),
-        message: error.to_string(),
-    };
-    let frame = match refresh_sql.filter() {
-        Some(filter) => {
-            let predicate = frame.parse_sql_expr(filter).map_err(misfit)?;
-            frame.filter(predicate).map_err(misfit)?
-        }
-        None => frame,
-    };
+    if let Some(predicate) = refresh_sql.filter() {
+        let predicate = frame
+            .parse_sql_expr(predicate)
+            .map_err(|e| misfit(e.to_string()))?;
+        frame = frame.filter(predicate).map_err(|e| misfit(e.to_string()))?;
+    }
     match refresh_sql.columns() {
         Some(columns) => {
             let names: Vec<&str> = columns.iter().map(String::as_str).collect();
-            frame.select_columns(&names).map_err(misfit)
+            frame
+                .select_columns(&names)
+                .map_err(|e| misfit(e.to_string()))
         }
         None => Ok(frame),
     }

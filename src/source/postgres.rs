@@ -14,9 +14,9 @@ use datafusion_table_providers::postgres::PostgresTableFactory;
 use datafusion_table_providers::sql::db_connection_pool::postgrespool::PostgresConnectionPool;
 use secrecy::SecretString;
 
-use super::{Snapshot, SourceError};
+use super::{ReadFilter, Snapshot, SourceError};
 use crate::accelerator::PG_TYPE_METADATA;
-use crate::config::{PostgresParams, RefreshSql};
+use crate::config::PostgresParams;
 
 /// PostgreSQL types that Arrow stores as Utf8 but that the wire layer reports
 /// and encodes as themselves.
@@ -94,10 +94,7 @@ impl PostgresSource {
         Ok((provider, schema, primary_key))
     }
 
-    pub async fn read_all(
-        &self,
-        refresh_sql: Option<&RefreshSql>,
-    ) -> Result<Snapshot, SourceError> {
+    pub async fn read_all(&self, filter: &ReadFilter) -> Result<Snapshot, SourceError> {
         let (provider, schema, primary_key) = self.describe().await?;
         let read_error = |message: String| SourceError::Read {
             dataset: self.dataset.clone(),
@@ -106,7 +103,7 @@ impl PostgresSource {
         let frame = SessionContext::new()
             .read_table(provider)
             .map_err(|e| read_error(e.to_string()))?;
-        let frame = super::restrict(&self.dataset, frame, refresh_sql)?;
+        let frame = super::restrict(&self.dataset, frame, filter)?;
         // The selected columns, keeping their PostgreSQL type annotations.
         let schema = Arc::new(Schema::new(
             frame

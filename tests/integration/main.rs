@@ -3,6 +3,7 @@
 //! (DataFusion links once); a module per capability.
 
 mod cli;
+mod data_window;
 mod end_to_end;
 mod lookups;
 mod refresh_sql;

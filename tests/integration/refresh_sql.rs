@@ -125,7 +125,9 @@ async fn refresh_sql_filters_in_the_source_and_can_be_replaced_at_runtime() {
     };
     let message = status["error_message"].as_str().unwrap();
     assert!(
-        message.contains("refresh_sql of dataset 'cities'") && message.contains("nope"),
+        message.contains("refresh_sql")
+            && message.contains("dataset 'cities'")
+            && message.contains("nope"),
         "{message}"
     );
     let count: i64 = replica
