@@ -1,11 +1,38 @@
 //! `refresh_mode: full`: read the whole source table, build the next
 //! acceleration aside, publish it in one step.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
 use futures::StreamExt;
+use tokio::time::Instant;
 
 use super::RefreshError;
 use crate::accelerator::{ArrowAcceleration, TableDataBuilder};
 use crate::source::{ReadFilter, Source};
+
+/// How long a refresh waits for each batch after the first one. The seeds
+/// fix it at ten minutes; it is not configurable.
+pub const STALL_LIMIT: Duration = Duration::from_secs(600);
+
+/// How often a waiting refresh looks at the clock (and at the limit, which
+/// tests may shorten).
+const STALL_CHECK: Duration = Duration::from_millis(250);
+
+/// The stall limit in force: [`STALL_LIMIT`], unless a test shortened it.
+static STALL_LIMIT_MS: AtomicU64 = AtomicU64::new(STALL_LIMIT.as_millis() as u64);
+
+fn stall_limit() -> Duration {
+    Duration::from_millis(STALL_LIMIT_MS.load(Ordering::Relaxed))
+}
+
+/// Test-only hook: shortens the stall limit of every refresh in this
+/// process, so that a test does not wait ten minutes. Not part of the
+/// product's configuration.
+#[doc(hidden)]
+pub fn set_stall_limit_for_tests(limit: Duration) {
+    STALL_LIMIT_MS.store(limit.as_millis() as u64, Ordering::Relaxed);
+}
 
 /// What a completed refresh published.
 #[derive(Debug, Clone, Copy)]
@@ -30,8 +57,32 @@ pub async fn run(
     };
     let mut stream = snapshot.stream;
     let mut builder = TableDataBuilder::new(snapshot.schema);
-    while let Some(batch) = stream.next().await {
+    // The first batch may take as long as the source needs to plan and
+    // start the query; after it, each batch must come within the stall
+    // limit, or the connection is taken for lost.
+    let mut last_batch: Option<Instant> = None;
+    loop {
+        let next = match last_batch {
+            None => stream.next().await,
+            Some(at) => match tokio::time::timeout(STALL_CHECK, stream.next()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    let limit = stall_limit();
+                    if at.elapsed() >= limit {
+                        return Err(RefreshError::Stalled {
+                            dataset: acceleration.dataset().to_owned(),
+                            seconds: limit.as_secs(),
+                        });
+                    }
+                    continue;
+                }
+            },
+        };
+        let Some(batch) = next else {
+            break;
+        };
         let batch = batch.map_err(|e| RefreshError::read(acceleration.dataset(), e))?;
+        last_batch = Some(Instant::now());
         builder
             .push(batch)
             .map_err(|e| RefreshError::build(acceleration.dataset(), e))?;

@@ -22,7 +22,7 @@ use crate::dataset::Dataset;
 use crate::metrics;
 use crate::source::{ReadFilter, Source, SourceError, TimeBound};
 
-pub use full::Published;
+pub use full::{Published, STALL_LIMIT, set_stall_limit_for_tests};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RefreshError {
@@ -30,6 +30,10 @@ pub enum RefreshError {
     Source(#[from] SourceError),
     #[error("building the acceleration of dataset '{dataset}' failed: {message}")]
     Build { dataset: String, message: String },
+    #[error(
+        "The source of dataset '{dataset}' stopped sending data mid-refresh: no data for {seconds}s after it started sending, so the connection is treated as lost and the refresh is retried"
+    )]
+    Stalled { dataset: String, seconds: u64 },
 }
 
 impl RefreshError {
@@ -51,6 +55,7 @@ impl RefreshError {
         match self {
             RefreshError::Source(source) => source.is_transient(),
             RefreshError::Build { .. } => false,
+            RefreshError::Stalled { .. } => true,
         }
     }
 
@@ -58,6 +63,7 @@ impl RefreshError {
         match self {
             RefreshError::Source(source) => source.reason(),
             RefreshError::Build { .. } => "build",
+            RefreshError::Stalled { .. } => "stalled",
         }
     }
 }

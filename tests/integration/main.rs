@@ -8,6 +8,7 @@ mod end_to_end;
 mod lookups;
 mod refresh_sql;
 mod schedules;
+mod stalls;
 mod support;
 mod torn_reads;
 mod types;

@@ -2,7 +2,8 @@
 //! and an in-process pgaccel bound to free ports.
 
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use pgaccel::runtime::Runtime;
@@ -210,4 +211,69 @@ pub fn sqlstate(error: &tokio_postgres::Error) -> String {
         .as_db_error()
         .map(|db| db.code().code().to_owned())
         .unwrap_or_else(|| panic!("not a server error: {error}"))
+}
+
+/// A TCP relay in front of the local PostgreSQL, for tests that need the
+/// network between pgaccel and its source to misbehave. With `stall_after`,
+/// the first connection that has carried that many bytes from the server
+/// stops carrying them (it stays open, silent), as a connection the network
+/// stopped carrying would; later connections are relayed normally.
+pub struct Relay {
+    pub port: u16,
+    pub connections: Arc<AtomicUsize>,
+}
+
+impl Relay {
+    pub async fn start(stall_after: Option<usize>) -> Relay {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let armed = Arc::new(AtomicBool::new(stall_after.is_some()));
+        let counter = Arc::clone(&connections);
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                counter.fetch_add(1, Ordering::SeqCst);
+                let Ok(server) = tokio::net::TcpStream::connect("127.0.0.1:5432").await else {
+                    continue;
+                };
+                let armed = Arc::clone(&armed);
+                tokio::spawn(relay(
+                    client,
+                    server,
+                    stall_after.unwrap_or(usize::MAX),
+                    armed,
+                ));
+            }
+        });
+        Relay { port, connections }
+    }
+}
+
+async fn relay(
+    client: tokio::net::TcpStream,
+    server: tokio::net::TcpStream,
+    stall_after: usize,
+    armed: Arc<AtomicBool>,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let (mut client_read, mut client_write) = client.into_split();
+    let (mut server_read, mut server_write) = server.into_split();
+    let upstream = tokio::spawn(async move {
+        let _ = tokio::io::copy(&mut client_read, &mut server_write).await;
+    });
+    let mut carried = 0usize;
+    let mut buffer = vec![0u8; 64 * 1024];
+    while let Ok(read) = server_read.read(&mut buffer).await {
+        if read == 0 || client_write.write_all(&buffer[..read]).await.is_err() {
+            break;
+        }
+        carried += read;
+        if carried >= stall_after && armed.swap(false, Ordering::SeqCst) {
+            // Silent from now on, but open, until the client gives up.
+            let _ = upstream.await;
+            return;
+        }
+    }
+    upstream.abort();
 }

@@ -1,0 +1,71 @@
+//! A source that stops sending mid-refresh (seeds: Source That Stops
+//! Sending Mid-Refresh): once the first batch has arrived, a refresh waits
+//! at most the stall limit for each later one, then fails as transient and
+//! is retried on a new connection.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crate::support::{Relay, Server, SourceSchema};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_that_stops_sending_is_retried_on_a_new_connection() {
+    // Ten minutes in production; every refresh in this test process gets
+    // three seconds, far longer than any healthy gap between two batches.
+    pgaccel::refresh::set_stall_limit_for_tests(Duration::from_secs(3));
+    let source = SourceSchema::create("stall").await;
+    source
+        .execute(
+            "CREATE TABLE {schema}.big (id int PRIMARY KEY, pad text);
+             INSERT INTO {schema}.big SELECT g, repeat('x', 100) FROM generate_series(1, 300000) g;",
+        )
+        .await;
+    // The first connection carrying 2 MB of results goes silent.
+    let relay = Relay::start(Some(2 * 1024 * 1024)).await;
+    let server = Server::start(&format!(
+        "  - from: postgres:{schema}.big\n    name: big\n    params: {{ pg_host: 127.0.0.1, pg_port: {port}, pg_db: test, pg_user: postgres, pg_sslmode: disable }}\n",
+        schema = source.name,
+        port = relay.port,
+    ))
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut stalled_message = None;
+    loop {
+        let status = server.dataset_status("big").await;
+        if let Some(message) = status["error_message"].as_str()
+            && message.contains("stopped sending data mid-refresh")
+        {
+            stalled_message = Some(message.to_owned());
+        }
+        if status["status"] == "Ready" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not loaded: {status}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        stalled_message.as_deref(),
+        Some(
+            "The source of dataset 'big' stopped sending data mid-refresh: no data for 3s after it started sending, so the connection is treated as lost and the refresh is retried"
+        )
+    );
+    let count: i64 = server
+        .client()
+        .await
+        .query_one("SELECT count(*) FROM big", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(count, 300_000, "the retry loaded every row");
+    assert!(
+        relay.connections.load(Ordering::SeqCst) >= 2,
+        "a new connection"
+    );
+    let (_, metrics) = server.get("/metrics").await;
+    assert!(
+        metrics.lines().any(|line| line.starts_with(
+            "dataset_acceleration_refresh_errors{dataset=\"big\",reason=\"stalled\"}"
+        ) && !line.ends_with(" 0")),
+        "{metrics}"
+    );
+}
