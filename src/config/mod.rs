@@ -41,6 +41,7 @@ pub use error::{ConfigError, ConfigErrors};
 pub use params::{FileFormat, MysqlParams, PostgresParams, SourceParams, SslMode};
 pub use policy::{Retention, RetryPolicy};
 pub use refresh_sql::RefreshSql;
+pub(crate) use refresh_sql::normalized as normalized_identifier;
 pub use runtime::{
     AuthConfig, AuthMethod, BootstrapOnFailure, HttpConfig, PgConfig, RuntimeConfig,
     RuntimeReadyState, SnapshotStore, TlsConfig, UserConfig,

@@ -145,7 +145,7 @@ fn column_name(item: &SelectItem) -> Result<String, String> {
 }
 
 /// PostgreSQL's identifier rule: unquoted names fold to lower case.
-fn normalized(ident: &Ident) -> String {
+pub(crate) fn normalized(ident: &Ident) -> String {
     match ident.quote_style {
         Some(_) => ident.value.clone(),
         None => ident.value.to_lowercase(),

@@ -19,8 +19,10 @@ use std::ops::ControlFlow;
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::ScalarValue;
+
+use crate::config::normalized_identifier;
 use datafusion::sql::sqlparser::ast::{
-    BinaryOperator, Expr, Ident, ObjectName, SetExpr, Statement, TableFactor, UnaryOperator, Value,
+    BinaryOperator, Expr, ObjectName, SetExpr, Statement, TableFactor, UnaryOperator, Value,
     visit_expressions,
 };
 
@@ -215,15 +217,8 @@ fn is_key_column(expr: &Expr, key_columns: &[String]) -> bool {
         },
         _ => return false,
     };
-    let name = normalized(ident);
+    let name = normalized_identifier(ident);
     key_columns.contains(&name)
-}
-
-fn normalized(ident: &Ident) -> String {
-    match ident.quote_style {
-        Some(_) => ident.value.clone(),
-        None => ident.value.to_lowercase(),
-    }
 }
 
 #[cfg(test)]
