@@ -19,12 +19,12 @@ use std::ops::ControlFlow;
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::ScalarValue;
-
-use crate::config::normalized_identifier;
 use datafusion::sql::sqlparser::ast::{
     BinaryOperator, Expr, ObjectName, SetExpr, Statement, TableFactor, UnaryOperator, Value,
     visit_expressions,
 };
+
+use crate::config::normalized_identifier;
 
 /// A query statement with its key literals replaced by parameters.
 #[derive(Debug)]
