@@ -11,6 +11,7 @@
 //! | point lookups by `o_orderkey` (prepared, 4 connections, 10 s) | lookups/s, mean latency | same on PostgreSQL | report |
 //! | full refresh of `lineitem` (HTTP trigger until `last_refresh` moves) | rows/s | `COPY (SELECT ...) TO STDOUT (FORMAT binary)` rows/s | ≥ 0.5x |
 //! | memory | RSS after load − RSS of a pgaccel with no datasets | `dataset_acceleration_bytes` from `/metrics` | < 1.5x |
+//! | refresh isolation: lookup p50/p99 on one connection during a full refresh of `lineitem` | latency during the refresh | the same, idle, just before | report |
 //!
 //! Run it (the bench drives a release build of pgaccel, which it does not build):
 //!
@@ -52,6 +53,8 @@ const QUERY_RUNS: usize = 5;
 const LOOKUP_TASKS: usize = 4;
 const LOOKUP_DURATION: Duration = Duration::from_secs(10);
 const LOOKUP_KEYS: i64 = 100_000;
+/// How long idle lookup latency is sampled before the refresh it is compared with.
+const ISOLATION_IDLE: Duration = Duration::from_secs(5);
 
 #[derive(Parser)]
 #[command(about = "TPC-H benchmark of pgaccel against PostgreSQL")]
@@ -91,6 +94,14 @@ struct Accelerated {
     lookups: Result<Lookups>,
     refresh: Result<Duration>,
     memory: Result<Memory>,
+    isolation: Result<Isolation>,
+}
+
+/// Point-lookup latency on one connection while idle and while lineitem
+/// is fully refreshed: how well refresh work is kept off the query threads.
+struct Isolation {
+    idle: measure::Percentiles,
+    during_refresh: measure::Percentiles,
 }
 
 struct Memory {
@@ -232,9 +243,44 @@ async fn measure_pgaccel(
     Ok(Accelerated {
         q1: time_on(&endpoint, Q1).await,
         q6: time_on(&endpoint, Q6).await,
-        lookups: measure::point_lookups(&endpoint, keys, LOOKUP_TASKS, LOOKUP_DURATION).await,
+        lookups: measure::point_lookups(
+            &endpoint,
+            Arc::clone(&keys),
+            LOOKUP_TASKS,
+            LOOKUP_DURATION,
+        )
+        .await,
         refresh: server.refresh("lineitem").await,
+        isolation: measure_isolation(&server, &endpoint, keys).await,
         memory,
+    })
+}
+
+/// Lookup latencies for `ISOLATION_IDLE`, then during a full refresh of
+/// lineitem, on the same connection setup.
+async fn measure_isolation(
+    server: &Pgaccel,
+    endpoint: &Endpoint,
+    keys: Arc<Vec<i64>>,
+) -> Result<Isolation> {
+    let idle = measure::lookup_latencies(
+        endpoint,
+        Arc::clone(&keys),
+        tokio::time::sleep(ISOLATION_IDLE),
+    )
+    .await?;
+    let refreshed = tokio_util::sync::CancellationToken::new();
+    let sampler = measure::lookup_latencies(endpoint, keys, refreshed.clone().cancelled_owned());
+    let refresh = async {
+        let outcome = server.refresh("lineitem").await;
+        refreshed.cancel();
+        outcome
+    };
+    let (during_refresh, refresh) = tokio::join!(sampler, refresh);
+    refresh?;
+    Ok(Isolation {
+        idle,
+        during_refresh: during_refresh?,
     })
 }
 
@@ -319,6 +365,22 @@ fn add_rows(
         base,
         Target::Report,
     );
+
+    for (figure, pick) in [
+        (
+            "lookup p50 during refresh (baseline: idle)",
+            (|p: &measure::Percentiles| p.p50) as fn(&measure::Percentiles) -> Duration,
+        ),
+        ("lookup p99 during refresh (baseline: idle)", |p| p.p99),
+    ] {
+        let during = ours(
+            accelerated,
+            |a| &a.isolation,
+            |i| millis(pick(&i.during_refresh)),
+        );
+        let idle = ours(accelerated, |a| &a.isolation, |i| millis(pick(&i.idle)));
+        report.add(figure, Kind::Millis, during, idle, Target::Report);
+    }
 
     let refresh = ours(accelerated, |a| &a.refresh, per_sec);
     let base = Value::Got(per_sec(&baseline.copy));

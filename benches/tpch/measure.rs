@@ -182,6 +182,45 @@ async fn lookup_worker(
     Ok((count, busy))
 }
 
+/// Median and 99th percentile of a set of latencies.
+pub struct Percentiles {
+    pub p50: Duration,
+    pub p99: Duration,
+}
+
+/// One connection's prepared point lookups, back to back, until `stop`
+/// resolves: the latency of each, summarized.
+pub async fn lookup_latencies(
+    endpoint: &Endpoint,
+    keys: Arc<Vec<i64>>,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<Percentiles> {
+    let client = endpoint.connect().await?;
+    let statement = client.prepare(POINT_LOOKUP).await?;
+    let mut rng = SmallRng::from_os_rng();
+    let mut samples = Vec::new();
+    tokio::pin!(stop);
+    loop {
+        let key = keys.choose(&mut rng).ok_or("no order keys to look up")?;
+        let started = Instant::now();
+        tokio::select! {
+            _ = &mut stop => break,
+            rows = client.query(&statement, &[key]) => {
+                rows?;
+                samples.push(started.elapsed());
+            }
+        }
+    }
+    if samples.is_empty() {
+        return Err("no point lookup completed".into());
+    }
+    samples.sort_unstable();
+    Ok(Percentiles {
+        p50: samples[samples.len() / 2],
+        p99: samples[samples.len() * 99 / 100],
+    })
+}
+
 /// PostgreSQL's own bulk read of `table` in binary COPY format, all bytes consumed:
 /// the ceiling for a full refresh from this source. Returns the elapsed time.
 pub async fn copy_out(client: &Client, table: &str) -> Result<Duration> {
