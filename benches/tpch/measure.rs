@@ -202,10 +202,11 @@ pub async fn lookup_latencies(
     tokio::pin!(stop);
     loop {
         let key = keys.choose(&mut rng).ok_or("no order keys to look up")?;
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [key];
         let started = Instant::now();
         tokio::select! {
             _ = &mut stop => break,
-            rows = client.query(&statement, &[key]) => {
+            rows = client.query(&statement, &params) => {
                 rows?;
                 samples.push(started.elapsed());
             }
