@@ -38,10 +38,7 @@ pub enum RefreshError {
 
 impl RefreshError {
     fn read(dataset: &str, error: impl Display) -> Self {
-        RefreshError::Source(SourceError::Read {
-            dataset: dataset.to_owned(),
-            message: error.to_string(),
-        })
+        RefreshError::Source(SourceError::reading(dataset, error.to_string()))
     }
 
     fn build(dataset: &str, error: impl Display) -> Self {

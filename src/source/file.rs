@@ -42,10 +42,7 @@ impl FileSource {
         let stream = frame
             .execute_stream()
             .await
-            .map_err(|e| SourceError::Read {
-                dataset: self.dataset.clone(),
-                message: e.to_string(),
-            })?;
+            .map_err(|e| SourceError::reading(&self.dataset, e.to_string()))?;
         Ok(Snapshot {
             stream,
             schema,

@@ -42,6 +42,8 @@ pub enum SourceError {
         "the refresh_sql or refresh_data_window of dataset '{dataset}' does not fit its source table: {message}"
     )]
     RefreshSql { dataset: String, message: String },
+    #[error("the source of dataset '{dataset}' refused the read: {message}")]
+    Query { dataset: String, message: String },
 }
 
 impl SourceError {
@@ -69,6 +71,30 @@ impl SourceError {
         }
     }
 
+    /// A read failure, classified: the source refusing the query itself
+    /// (no privilege on the table, a table or column that does not exist,
+    /// SQL it cannot run) is not resolved by retrying; anything else (a
+    /// connection lost mid-read, a timeout) may be.
+    pub fn reading(dataset: &str, message: String) -> Self {
+        const REFUSALS: &[&str] = &[
+            "permission denied",
+            "does not exist",
+            "syntax error",
+            "42501",
+            "42p01",
+            "42703",
+            "42601",
+            "42883",
+        ];
+        let lower = message.to_lowercase();
+        let dataset = dataset.to_owned();
+        if REFUSALS.iter().any(|needle| lower.contains(needle)) {
+            SourceError::Query { dataset, message }
+        } else {
+            SourceError::Read { dataset, message }
+        }
+    }
+
     /// Transient errors (connectivity, a read cut short) are worth retrying;
     /// schema and configuration errors are not.
     pub fn is_transient(&self) -> bool {
@@ -83,6 +109,7 @@ impl SourceError {
             SourceError::Schema { .. } => "schema",
             SourceError::Read { .. } => "read",
             SourceError::Unsupported { .. } | SourceError::RefreshSql { .. } => "config",
+            SourceError::Query { .. } => "query",
         }
     }
 }

@@ -96,10 +96,7 @@ impl PostgresSource {
 
     pub async fn read_all(&self, filter: &ReadFilter) -> Result<Snapshot, SourceError> {
         let (provider, schema, primary_key) = self.describe().await?;
-        let read_error = |message: String| SourceError::Read {
-            dataset: self.dataset.clone(),
-            message,
-        };
+        let read_error = |message: String| SourceError::reading(&self.dataset, message);
         let frame = SessionContext::new()
             .read_table(provider)
             .map_err(|e| read_error(e.to_string()))?;

@@ -1,7 +1,8 @@
-//! A source that stops sending mid-refresh (seeds: Source That Stops
-//! Sending Mid-Refresh): once the first batch has arrived, a refresh waits
-//! at most the stall limit for each later one, then fails as transient and
-//! is retried on a new connection.
+//! Failed refreshes and whether they are retried. A source that stops
+//! sending mid-refresh (seeds: Source That Stops Sending Mid-Refresh): once
+//! the first batch has arrived, a refresh waits at most the stall limit for
+//! each later one, then fails as transient and is retried on a new
+//! connection. A read the source refuses is permanent and not retried.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -68,4 +69,52 @@ async fn a_source_that_stops_sending_is_retried_on_a_new_connection() {
         ) && !line.ends_with(" 0")),
         "{metrics}"
     );
+}
+
+/// A read the source refuses (here: no privilege on the table) is a
+/// permanent failure: reported once, under `reason="query"`, not retried.
+#[tokio::test]
+async fn a_read_the_source_refuses_is_not_retried() {
+    let source = SourceSchema::create("refused").await;
+    let role = format!("{}_reader", source.name);
+    source
+        .execute(&format!(
+            "CREATE TABLE {{schema}}.t (id int PRIMARY KEY); INSERT INTO {{schema}}.t VALUES (1);
+             CREATE ROLE {role} LOGIN; GRANT USAGE ON SCHEMA {{schema}} TO {role};"
+        ))
+        .await;
+    let server = Server::start(&format!(
+        "  - from: postgres:{schema}.t\n    name: refused\n    params: {{ pg_host: 127.0.0.1, pg_port: 5432, pg_db: test, pg_user: {role}, pg_sslmode: disable }}\n",
+        schema = source.name,
+    ))
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        let status = server.dataset_status("refused").await;
+        if status["status"] == "Error" {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "{status}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let message = status["error_message"].as_str().unwrap();
+    assert!(message.contains("permission denied"), "{message}");
+    // Retries would come after about 1 s and 2 s more.
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let (_, metrics) = server.get("/metrics").await;
+    let errors: Vec<&str> = metrics
+        .lines()
+        .filter(|line| line.starts_with("dataset_acceleration_refresh_errors{dataset=\"refused\","))
+        .filter(|line| !line.ends_with(" 0"))
+        .collect();
+    assert_eq!(
+        errors,
+        vec!["dataset_acceleration_refresh_errors{dataset=\"refused\",reason=\"query\"} 1"]
+    );
+    drop(server);
+    source
+        .execute(&format!(
+            "REVOKE USAGE ON SCHEMA {{schema}} FROM {role}; DROP ROLE {role};"
+        ))
+        .await;
 }
