@@ -97,7 +97,7 @@ impl QueryService {
         }
     }
 
-    /// Statements parsed and planned so far (see [`crate::Runtime::statements_planned`]).
+    /// Statements parsed and planned so far (see [`crate::runtime::Runtime::statements_planned`]).
     pub fn statements_planned(&self) -> u64 {
         self.parser.planned.load(Ordering::Relaxed)
     }
