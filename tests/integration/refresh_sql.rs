@@ -114,15 +114,9 @@ async fn refresh_sql_filters_in_the_source_and_can_be_replaced_at_runtime() {
         .post("/v1/datasets/cities/acceleration/refresh")
         .await;
     assert_eq!(code, 201);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    let status = loop {
-        let status = server.dataset_status("cities").await;
-        if status["status"] == "Error" {
-            break status;
-        }
-        assert!(std::time::Instant::now() < deadline, "{status}");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    };
+    let status = server
+        .wait_for_status("cities", |status| status["status"] == "Error")
+        .await;
     let message = status["error_message"].as_str().unwrap();
     assert!(
         message.contains("refresh_sql")

@@ -3,7 +3,7 @@
 //! Refresh Jitter, Monitoring Freshness). Second-scale schedules keep each
 //! test to a few seconds.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::{DateTime, Timelike, Utc};
 use serde_json::Value;
@@ -18,34 +18,33 @@ fn time(status: &Value, key: &str) -> Option<DateTime<Utc>> {
 
 /// Waits until `last_refresh` moves past `after`; returns the new status.
 async fn next_refresh_after(server: &Server, name: &str, after: DateTime<Utc>) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let status = server.dataset_status(name).await;
-        if time(&status, "last_refresh").is_some_and(|last| last > after) {
-            return status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no refresh after {after}: {status}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    server
+        .wait_for_status(name, |status| {
+            time(status, "last_refresh").is_some_and(|last| last > after)
+        })
+        .await
+}
+
+/// A source schema with table `t` holding one row, and pgaccel serving it
+/// as dataset `t` with `acceleration` (YAML lines).
+async fn serve_one_row(prefix: &str, acceleration: &str) -> (SourceSchema, Server) {
+    let source = SourceSchema::create(prefix).await;
+    source
+        .execute("CREATE TABLE {schema}.t (id int PRIMARY KEY); INSERT INTO {schema}.t VALUES (1);")
+        .await;
+    let server = Server::start(&source.dataset("t", "t", acceleration)).await;
+    server.wait_ready().await;
+    (source, server)
 }
 
 #[tokio::test]
 async fn cron_refreshes_run_at_cron_times_and_report_them() {
-    let source = SourceSchema::create("cron").await;
-    source
-        .execute("CREATE TABLE {schema}.t (id int PRIMARY KEY); INSERT INTO {schema}.t VALUES (1);")
-        .await;
     // Every two seconds, with the optional seconds field.
-    let server = Server::start(&source.dataset(
-        "t",
-        "t",
+    let (source, server) = serve_one_row(
+        "cron",
         "    acceleration:\n      refresh_cron: '*/2 * * * * *'\n",
-    ))
+    )
     .await;
-    server.wait_ready().await;
     let status = server.dataset_status("t").await;
     let loaded = time(&status, "last_refresh").expect("initial load");
     let due = time(&status, "next_refresh").expect("a cron schedule reports its next time");
@@ -83,17 +82,11 @@ async fn cron_refreshes_run_at_cron_times_and_report_them() {
 
 #[tokio::test]
 async fn jittered_intervals_stay_within_the_jitter_max() {
-    let source = SourceSchema::create("jitter").await;
-    source
-        .execute("CREATE TABLE {schema}.t (id int PRIMARY KEY); INSERT INTO {schema}.t VALUES (1);")
-        .await;
-    let server = Server::start(&source.dataset(
-        "t",
-        "t",
+    let (_source, server) = serve_one_row(
+        "jitter",
         "    acceleration:\n      refresh_check_interval: 1s\n      refresh_jitter_enabled: true\n      refresh_jitter_max: 500ms\n",
-    ))
+    )
     .await;
-    server.wait_ready().await;
     let mut last = time(&server.dataset_status("t").await, "last_refresh").unwrap();
     let mut gaps = Vec::new();
     for _ in 0..3 {

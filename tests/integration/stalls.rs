@@ -5,7 +5,7 @@
 //! connection. A read the source refuses is permanent and not retried.
 
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::support::{Relay, Server, SourceSchema};
 
@@ -29,21 +29,17 @@ async fn a_source_that_stops_sending_is_retried_on_a_new_connection() {
         port = relay.port,
     ))
     .await;
-    let deadline = Instant::now() + Duration::from_secs(60);
     let mut stalled_message = None;
-    loop {
-        let status = server.dataset_status("big").await;
-        if let Some(message) = status["error_message"].as_str()
-            && message.contains("stopped sending data mid-refresh")
-        {
-            stalled_message = Some(message.to_owned());
-        }
-        if status["status"] == "Ready" {
-            break;
-        }
-        assert!(Instant::now() < deadline, "not loaded: {status}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    server
+        .wait_for_status("big", |status| {
+            if let Some(message) = status["error_message"].as_str()
+                && message.contains("stopped sending data mid-refresh")
+            {
+                stalled_message = Some(message.to_owned());
+            }
+            status["status"] == "Ready"
+        })
+        .await;
     assert_eq!(
         stalled_message.as_deref(),
         Some(
@@ -88,15 +84,9 @@ async fn a_read_the_source_refuses_is_not_retried() {
         schema = source.name,
     ))
     .await;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        let status = server.dataset_status("refused").await;
-        if status["status"] == "Error" {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "{status}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let status = server
+        .wait_for_status("refused", |status| status["status"] == "Error")
+        .await;
     let message = status["error_message"].as_str().unwrap();
     assert!(message.contains("permission denied"), "{message}");
     // Retries would come after about 1 s and 2 s more.

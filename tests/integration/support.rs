@@ -146,6 +146,20 @@ impl Server {
             .unwrap_or_else(|| panic!("dataset {name} missing from {body}"))
     }
 
+    /// Polls the status of dataset `name` until `done` holds (at most 60 s)
+    /// and returns that status.
+    pub async fn wait_for_status(&self, name: &str, mut done: impl FnMut(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let status = self.dataset_status(name).await;
+            if done(&status) {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "{name}: still {status}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Waits until `/v1/ready` answers 200.
     pub async fn wait_ready(&self) {
         let deadline = Instant::now() + Duration::from_secs(60);
