@@ -5,10 +5,12 @@
 //! whole query, so a refresh that publishes meanwhile cannot change what they
 //! read; the old version is freed when its last reader finishes.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use arc_swap::ArcSwapOption;
-use datafusion::arrow::compute::{BatchCoalescer, concat_batches};
+use datafusion::arrow::array::BooleanArray;
+use datafusion::arrow::compute::{BatchCoalescer, concat_batches, filter_record_batch};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::record_batch::RecordBatch;
@@ -81,9 +83,95 @@ impl TableData {
         }
     }
 
+    /// How many batches this version holds.
+    pub fn batch_count(&self) -> usize {
+        self.partitions.iter().map(Vec::len).sum()
+    }
+
+    /// A new version: this one without the rows `removed` lists (by batch
+    /// number, then row) and with `added` after them. Batches no row was
+    /// removed from are shared with this version, not copied, and the
+    /// primary-key index is updated for the rows that changed only; the cost
+    /// follows the rows changed, not the size of the table.
+    pub fn revise(
+        &self,
+        removed: &BTreeMap<u32, BTreeSet<u32>>,
+        added: Vec<RecordBatch>,
+    ) -> Result<TableData, ArrowError> {
+        let mut batches: Vec<RecordBatch> = (0..self.batch_count() as u32)
+            .map(|number| self.batch(number).clone())
+            .collect();
+        let mut index = self.primary_key.clone();
+        for (&number, rows) in removed {
+            let old = &batches[number as usize];
+            let keep: BooleanArray = (0..old.num_rows() as u32)
+                .map(|row| Some(!rows.contains(&row)))
+                .collect();
+            let kept = filter_record_batch(old, &keep)?;
+            if let Some(index) = &mut index {
+                index.remove_batch(number, old)?;
+                index.insert_batch(number, &kept)?;
+            }
+            batches[number as usize] = kept;
+        }
+        let mut builder = TableDataBuilder::new(Arc::clone(&self.schema));
+        // A small last batch is merged with the new rows, so that frequent
+        // small appends do not leave a trail of tiny batches for every scan.
+        if !added.is_empty()
+            && let Some(last) = batches.pop_if(|last| last.num_rows() < STORED_BATCH_ROWS / 2)
+        {
+            if let Some(index) = &mut index {
+                index.remove_batch(batches.len() as u32, &last)?;
+            }
+            builder.push(last)?;
+        }
+        for batch in added {
+            builder.push(batch)?;
+        }
+        builder.coalescer.finish_buffered_batch()?;
+        builder.drain_completed();
+        for batch in builder.batches {
+            if let Some(index) = &mut index {
+                index.insert_batch(batches.len() as u32, &batch)?;
+            }
+            batches.push(batch);
+        }
+        Ok(TableData::spread(
+            Arc::clone(&self.schema),
+            batches,
+            self.partitions.len(),
+            index,
+        ))
+    }
+
+    /// Deals `batches` (in load order) round-robin over `partitions`.
+    fn spread(
+        schema: SchemaRef,
+        batches: Vec<RecordBatch>,
+        partitions: usize,
+        primary_key: Option<PrimaryKeyIndex>,
+    ) -> TableData {
+        let partition_count = partitions.max(1);
+        let mut spread = vec![Vec::new(); partition_count];
+        let mut rows = 0;
+        let mut bytes = 0;
+        for (number, batch) in batches.into_iter().enumerate() {
+            rows += batch.num_rows();
+            bytes += batch.get_array_memory_size();
+            spread[number % partition_count].push(batch);
+        }
+        TableData {
+            schema,
+            partitions: spread,
+            rows,
+            bytes,
+            primary_key,
+        }
+    }
+
     /// The `number`-th batch in load order (batches are dealt round-robin
     /// over the partitions).
-    fn batch(&self, number: u32) -> &RecordBatch {
+    pub fn batch(&self, number: u32) -> &RecordBatch {
         let partitions = self.partitions.len();
         let number = number as usize;
         &self.partitions[number % partitions][number / partitions]
@@ -132,25 +220,12 @@ impl TableDataBuilder {
         let schema = self.coalescer.schema();
         let total_rows = self.batches.iter().map(RecordBatch::num_rows).sum();
         let mut index = key_index(&schema, primary_key, total_rows)?;
-        let partition_count = partitions.max(1);
-        let mut spread = vec![Vec::new(); partition_count];
-        let mut rows = 0;
-        let mut bytes = 0;
-        for (number, batch) in self.batches.into_iter().enumerate() {
-            rows += batch.num_rows();
-            bytes += batch.get_array_memory_size();
-            if let Some(index) = &mut index {
-                index.insert_batch(number as u32, &batch)?;
+        if let Some(index) = &mut index {
+            for (number, batch) in self.batches.iter().enumerate() {
+                index.insert_batch(number as u32, batch)?;
             }
-            spread[number % partition_count].push(batch);
         }
-        Ok(TableData {
-            schema,
-            partitions: spread,
-            rows,
-            bytes,
-            primary_key: index,
-        })
+        Ok(TableData::spread(schema, self.batches, partitions, index))
     }
 }
 
@@ -200,8 +275,10 @@ impl ArrowAcceleration {
     }
 
     /// Publishes a complete new version; readers holding the old one keep it.
-    pub fn publish(&self, data: TableData) {
-        self.current.store(Some(Arc::new(data)));
+    pub fn publish(&self, data: TableData) -> Arc<TableData> {
+        let data = Arc::new(data);
+        self.current.store(Some(Arc::clone(&data)));
+        data
     }
 }
 
@@ -263,5 +340,50 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(current.rows_at(&found).unwrap().num_rows(), 1);
+    }
+
+    #[test]
+    fn revise_removes_and_adds_rows_and_keeps_the_index_current() {
+        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
+        let key = ["id".to_owned()];
+        let mut builder = TableDataBuilder::new(Arc::clone(&schema));
+        builder
+            .push(batch(&schema, (0..STORED_BATCH_ROWS as i64).collect()))
+            .unwrap();
+        builder.push(batch(&schema, vec![-1, -2])).unwrap();
+        let data = builder.finish(2, &key).unwrap();
+        assert_eq!(data.batch_count(), 2);
+        let find = |data: &TableData, id: i64| {
+            let rows = data
+                .lookup(&[ScalarValue::Int64(Some(id))])
+                .unwrap()
+                .unwrap();
+            let found = data.rows_at(&rows).unwrap();
+            assert!(found.num_rows() <= 1);
+            (found.num_rows() == 1).then(|| {
+                found
+                    .column(0)
+                    .as_any()
+                    .downcast_ref::<Int64Array>()
+                    .unwrap()
+                    .value(0)
+            })
+        };
+        // Rows 5 and -2 go; 7 is added, joining the small last batch.
+        let removed = BTreeMap::from([(0, BTreeSet::from([5])), (1, BTreeSet::from([1]))]);
+        let next = data
+            .revise(&removed, vec![batch(&schema, vec![7_000_000])])
+            .unwrap();
+        assert_eq!(next.rows(), STORED_BATCH_ROWS + 1);
+        assert_eq!(next.batch_count(), 2);
+        assert_eq!(find(&next, 5), None);
+        assert_eq!(find(&next, -2), None);
+        assert_eq!(find(&next, -1), Some(-1));
+        assert_eq!(find(&next, 6), Some(6));
+        assert_eq!(find(&next, 7_000_000), Some(7_000_000));
+        // The version it came from is untouched.
+        assert_eq!(data.rows(), STORED_BATCH_ROWS + 2);
+        assert_eq!(find(&data, 5), Some(5));
+        assert_eq!(find(&data, 7_000_000), None);
     }
 }

@@ -3,8 +3,8 @@
 //! Invariant: an index is built from exactly the batches of the
 //! [`super::TableData`] it belongs to, before that version is published, and
 //! never changes afterwards. Every write path keeps it so by building a new
-//! version (full refresh today; append/upsert and retention deletes must
-//! rebuild or extend the index of the version they publish).
+//! version: a full refresh indexes its batches, an append copies the index of
+//! the version it extends and forgets or adds the rows it changed.
 //!
 //! Keys are hashed column by column with DataFusion's vectorized hashing,
 //! which handles every column type and composite keys alike. The table stores
@@ -33,7 +33,7 @@ struct Entry {
     at: RowRef,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct PrimaryKeyIndex {
     /// Key columns, by position in the table schema.
     columns: Vec<usize>,
@@ -90,6 +90,64 @@ impl PrimaryKeyIndex {
                 .insert_unique(hash, Entry { hash, at }, |entry| entry.hash);
         }
         Ok(())
+    }
+
+    /// Forgets the rows of the `batch_number`-th batch, which must be the
+    /// batch that was indexed under that number.
+    pub fn remove_batch(
+        &mut self,
+        batch_number: u32,
+        batch: &RecordBatch,
+    ) -> Result<(), ArrowError> {
+        let keys = self.key_columns(batch);
+        let hashes = self.hashes(&keys, batch.num_rows())?;
+        for (row, hash) in hashes.into_iter().enumerate() {
+            let at = RowRef {
+                batch: batch_number,
+                row: row as u32,
+            };
+            if let Ok(entry) = self.entries.find_entry(hash, |entry| entry.at == at) {
+                entry.remove();
+            }
+        }
+        Ok(())
+    }
+
+    /// For each row of `batch` (a batch of the indexed table's schema, not
+    /// indexed itself), the indexed rows with the same key.
+    pub fn matches<'a>(
+        &self,
+        batch: &RecordBatch,
+        held: impl Fn(u32) -> &'a RecordBatch,
+    ) -> Result<Vec<Vec<RowRef>>, ArrowError> {
+        let keys = self.key_columns(batch);
+        let hashes = self.hashes(&keys, batch.num_rows())?;
+        let mut found = Vec::with_capacity(batch.num_rows());
+        for (row, hash) in hashes.into_iter().enumerate() {
+            let mut rows = Vec::new();
+            if keys.iter().all(|key| key.is_valid(row)) {
+                let mut wanted: Option<Vec<ScalarValue>> = None;
+                for entry in self.entries.iter_hash(hash) {
+                    if entry.hash != hash {
+                        continue;
+                    }
+                    let wanted = match &wanted {
+                        Some(wanted) => wanted,
+                        None => wanted.insert(
+                            keys.iter()
+                                .map(|key| ScalarValue::try_from_array(key, row))
+                                .collect::<Result<_, DataFusionError>>()
+                                .map_err(to_arrow)?,
+                        ),
+                    };
+                    if self.holds(held(entry.at.batch), entry.at.row, wanted)? {
+                        rows.push(entry.at);
+                    }
+                }
+            }
+            found.push(rows);
+        }
+        Ok(found)
     }
 
     /// The rows whose key equals `key` (one value per key column, in key

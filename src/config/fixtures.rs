@@ -215,15 +215,20 @@ fn unsupported_names_dataset_and_key() {
         "runtime.pg.auth:",
         "snapshots.enabled:",
         "dataset 'orders': acceleration.engine: engine: duckdb is not supported yet",
-        "dataset 'orders': acceleration.refresh_mode:",
-        "dataset 'orders': time_partition_column:",
     ] {
         assert!(
             refused.iter().any(|line| line.starts_with(expected)),
             "missing '{expected}' in {refused:#?}"
         );
     }
-    for supported in ["refresh_retry", "refresh_cron", "refresh_jitter"] {
+    for supported in [
+        "refresh_retry",
+        "refresh_cron",
+        "refresh_jitter",
+        "refresh_mode",
+        "refresh_append_overlap",
+        "time_partition_column",
+    ] {
         assert!(
             !refused.iter().any(|line| line.contains(supported)),
             "{supported} is refused: {refused:#?}"

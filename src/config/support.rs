@@ -25,12 +25,10 @@ pub(crate) fn unsupported(config: &Config) -> Vec<ConfigError> {
         let (a, n) = (&d.acceleration, Some(d));
         refuse(&mut out, n, !matches!(d.from, SourceRef::Postgres { .. } | SourceRef::File { .. }), "from", format!("the {} source", d.from.kind()));
         refuse(&mut out, n, matches!(d.params, SourceParams::File { format: FileFormat::Json | FileFormat::Snapshot }), "params.file_format", describe_file_format(&d.params));
-        refuse(&mut out, n, d.time_partition_column.is_some(), "time_partition_column", "time_partition_column");
         refuse(&mut out, n, d.ready_state != ReadyState::OnLoad, "ready_state", format!("ready_state: {}", d.ready_state.as_str()));
         refuse(&mut out, n, a.engine != Engine::Arrow, "acceleration.engine", format!("engine: {}", a.engine.as_str()));
         refuse(&mut out, n, a.mode != Mode::Memory, "acceleration.mode", format!("mode: {}", a.mode.as_str()));
-        refuse(&mut out, n, a.refresh_mode != RefreshMode::Full, "acceleration.refresh_mode", format!("refresh_mode: {}", a.refresh_mode.as_str()));
-        refuse(&mut out, n, a.refresh_append_overlap.is_some(), "acceleration.refresh_append_overlap", "refresh_append_overlap");
+        refuse(&mut out, n, !matches!(a.refresh_mode, RefreshMode::Full | RefreshMode::Append), "acceleration.refresh_mode", format!("refresh_mode: {}", a.refresh_mode.as_str()));
         refuse(&mut out, n, a.on_zero_results == ZeroResults::UseSource, "acceleration.on_zero_results", "on_zero_results: use_source");
         refuse(&mut out, n, a.retention.check_enabled, "acceleration.retention_check_enabled", "retention_check_enabled: true");
         refuse(&mut out, n, a.retention.period.is_some(), "acceleration.retention_period", "retention_period");

@@ -1,14 +1,17 @@
 //! `refresh_mode: full`: read the whole source table, build the next
 //! acceleration aside, publish it in one step.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::execution::SendableRecordBatchStream;
 use futures::StreamExt;
 use tokio::time::Instant;
 
 use super::RefreshError;
-use crate::accelerator::{ArrowAcceleration, TableDataBuilder};
+use crate::accelerator::{ArrowAcceleration, TableData, TableDataBuilder};
 use crate::source::{ReadFilter, Source};
 
 /// How long a refresh waits for each batch after the first one. The seeds
@@ -48,18 +51,52 @@ pub async fn run(
     partitions: usize,
     configured_key: &[String],
     filter: &ReadFilter,
-) -> Result<Published, RefreshError> {
+) -> Result<(Published, Arc<TableData>), RefreshError> {
     let snapshot = source.read_all(filter).await?;
     let primary_key = if configured_key.is_empty() {
         snapshot.primary_key.as_slice()
     } else {
         configured_key
     };
-    let mut stream = snapshot.stream;
+    let dataset = acceleration.dataset();
     let mut builder = TableDataBuilder::new(snapshot.schema);
-    // The first batch may take as long as the source needs to plan and
-    // start the query; after it, each batch must come within the stall
-    // limit, or the connection is taken for lost.
+    drain(snapshot.stream, dataset, |batch| {
+        builder
+            .push(batch)
+            .map_err(|e| RefreshError::build(dataset, e))
+    })
+    .await?;
+    let data = builder
+        .finish(partitions, primary_key)
+        .map_err(|e| RefreshError::build(dataset, e))?;
+    // Invariant: the data, and its primary-key index, are complete before
+    // they become visible; a refresh that fails or is cancelled above
+    // publishes nothing.
+    Ok(publish(acceleration, data))
+}
+
+/// Publishes `data` and says what was published.
+pub(super) fn publish(
+    acceleration: &ArrowAcceleration,
+    data: TableData,
+) -> (Published, Arc<TableData>) {
+    let published = Published {
+        rows: data.rows(),
+        bytes: data.bytes(),
+        index_bytes: data.index_bytes(),
+    };
+    (published, acceleration.publish(data))
+}
+
+/// Reads `stream` to its end, handing each batch to `each`. The first batch
+/// may take as long as the source needs to plan and start the query; after
+/// it, each batch must come within the stall limit, or the connection is
+/// taken for lost.
+pub(super) async fn drain(
+    mut stream: SendableRecordBatchStream,
+    dataset: &str,
+    mut each: impl FnMut(RecordBatch) -> Result<(), RefreshError>,
+) -> Result<(), RefreshError> {
     let mut last_batch: Option<Instant> = None;
     loop {
         let next = match last_batch {
@@ -70,7 +107,7 @@ pub async fn run(
                     let limit = stall_limit();
                     if at.elapsed() >= limit {
                         return Err(RefreshError::Stalled {
-                            dataset: acceleration.dataset().to_owned(),
+                            dataset: dataset.to_owned(),
                             seconds: limit.as_secs(),
                         });
                     }
@@ -79,25 +116,10 @@ pub async fn run(
             },
         };
         let Some(batch) = next else {
-            break;
+            return Ok(());
         };
-        let batch = batch.map_err(|e| RefreshError::read(acceleration.dataset(), e))?;
+        let batch = batch.map_err(|e| RefreshError::read(dataset, e))?;
         last_batch = Some(Instant::now());
-        builder
-            .push(batch)
-            .map_err(|e| RefreshError::build(acceleration.dataset(), e))?;
+        each(batch)?;
     }
-    let data = builder
-        .finish(partitions, primary_key)
-        .map_err(|e| RefreshError::build(acceleration.dataset(), e))?;
-    let published = Published {
-        rows: data.rows(),
-        bytes: data.bytes(),
-        index_bytes: data.index_bytes(),
-    };
-    // Invariant: the data, and its primary-key index, are complete before
-    // they become visible; a refresh that fails or is cancelled above
-    // publishes nothing.
-    acceleration.publish(data);
-    Ok(published)
 }

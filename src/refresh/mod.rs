@@ -6,6 +6,7 @@
 //! The loop reports what happens to the [`Dataset`] (status, times, errors)
 //! and to [`metrics`]; it never serves queries.
 
+mod append;
 mod full;
 pub mod retry;
 pub mod schedule;
@@ -18,6 +19,7 @@ use chrono::Utc;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
+use crate::config::RefreshMode;
 use crate::dataset::Dataset;
 use crate::metrics;
 use crate::source::{ReadFilter, Source, SourceError, TimeBound};
@@ -69,10 +71,16 @@ impl RefreshError {
 pub async fn run(dataset: Arc<Dataset>, partitions: usize, shutdown: CancellationToken) {
     let acceleration = &dataset.config.acceleration;
     let (scheduled, jitter) = (acceleration.schedule.clone(), acceleration.jitter);
+    let append = match acceleration.refresh_mode {
+        RefreshMode::Append => append::Plan::of(&dataset.config),
+        _ => None,
+    };
     let mut refresher = Refresher {
         dataset,
         partitions,
         source: None,
+        append,
+        watermark: append::Watermark::default(),
     };
     // The initial load starts at once, or after a random part of the jitter.
     let delay = schedule::initial_delay(jitter, &mut rand::rng());
@@ -119,6 +127,9 @@ struct Refresher {
     /// The connected source, kept between refreshes and dropped after a
     /// failure so that the next attempt reconnects (and re-reads the schema).
     source: Option<Source>,
+    /// For `refresh_mode: append`, the columns it orders rows by.
+    append: Option<append::Plan>,
+    watermark: append::Watermark,
 }
 
 impl Refresher {
@@ -184,15 +195,28 @@ impl Refresher {
             self.source = Some(Source::connect(&self.dataset.config).await?);
         }
         let source = self.source.as_ref().expect("connected just above");
+        let acceleration = &self.dataset.acceleration;
+        let filter = self.read_filter();
+        // An append extends what is held; the first load, or one whose
+        // source changed its columns, reads in full (within the window).
+        if let (Some(plan), Some(held)) = (&self.append, acceleration.current()) {
+            let appended = append::run(
+                source,
+                acceleration,
+                held,
+                plan,
+                filter.clone(),
+                &mut self.watermark,
+            )
+            .await?;
+            if let Some((published, _)) = appended {
+                return Ok(published);
+            }
+        }
         let primary_key = &self.dataset.config.acceleration.primary_key;
-        full::run(
-            source,
-            &self.dataset.acceleration,
-            self.partitions,
-            primary_key,
-            &self.read_filter(),
-        )
-        .await
+        let (published, _) =
+            full::run(source, acceleration, self.partitions, primary_key, &filter).await?;
+        Ok(published)
     }
 
     /// What this refresh reads: the `refresh_sql` in force and the data
@@ -212,6 +236,7 @@ impl Refresher {
         ReadFilter {
             refresh_sql: self.dataset.refresh_sql(),
             since,
+            floor: None,
         }
     }
 

@@ -12,6 +12,7 @@ mod time;
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::ScalarValue;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::StreamExt;
@@ -22,7 +23,7 @@ use crate::config::{DatasetConfig, RefreshSql, SourceParams, SourceRef};
 
 pub use file::FileSource;
 pub use postgres::PostgresSource;
-pub use time::TimeBound;
+pub use time::{TimeBound, instant, instants};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
@@ -133,7 +134,10 @@ impl Source {
                     .map(Source::Postgres)
             }
             (SourceRef::File { path }, SourceParams::File { format }) => {
-                FileSource::open(dataset, path, *format)
+                let modified = [&config.time_column, &config.time_partition_column]
+                    .into_iter()
+                    .any(|column| column.as_deref() == Some(file::LAST_MODIFIED));
+                FileSource::open(dataset, path, *format, modified)
                     .await
                     .map(Source::File)
             }
@@ -174,6 +178,15 @@ pub struct ReadFilter {
     /// `refresh_data_window` (and the append high-water mark), AND-ed with
     /// the predicate of `refresh_sql`.
     pub since: Option<TimeBound>,
+    /// A partition-pruning bound on `time_partition_column`.
+    pub floor: Option<Floor>,
+}
+
+/// `column >= value`, with `value` of the column's own type.
+#[derive(Debug, Clone)]
+pub struct Floor {
+    pub column: String,
+    pub value: ScalarValue,
 }
 
 /// Applies `filter` to a read of the whole source table: the column list of
@@ -192,6 +205,19 @@ fn restrict(
     let mut frame = frame;
     if let Some(since) = &filter.since {
         let predicate = since.predicate(frame.schema()).map_err(misfit)?;
+        frame = frame.filter(predicate).map_err(|e| misfit(e.to_string()))?;
+    }
+    if let Some(floor) = &filter.floor {
+        let column = datafusion::common::Column::new_unqualified(&floor.column);
+        if !frame.schema().has_column(&column) {
+            let message = format!(
+                "time_partition_column '{}' is not a column of the source",
+                floor.column
+            );
+            return Err(misfit(message));
+        }
+        let predicate =
+            datafusion::prelude::col(column).gt_eq(datafusion::prelude::lit(floor.value.clone()));
         frame = frame.filter(predicate).map_err(|e| misfit(e.to_string()))?;
     }
     let Some(refresh_sql) = &filter.refresh_sql else {

@@ -2,9 +2,11 @@
 //! 127.0.0.1:5432, queried with tokio-postgres, psql and HTTP. One test binary
 //! (DataFusion links once); a module per capability.
 
+mod append;
 mod cli;
 mod data_window;
 mod end_to_end;
+mod isolation;
 mod lookups;
 mod refresh_sql;
 mod schedules;

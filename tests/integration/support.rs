@@ -100,6 +100,7 @@ impl Server {
 
     /// Starts pgaccel with a whole configuration file's text.
     pub async fn start_with_config(yaml: &str) -> Server {
+        capture_logs();
         let config = pgaccel::config::from_yaml_str(yaml).unwrap_or_else(|e| panic!("{yaml}\n{e}"));
         let runtime = Runtime::start(config).await.expect("pgaccel starts");
         Server {
@@ -235,6 +236,8 @@ pub fn sqlstate(error: &tokio_postgres::Error) -> String {
 pub struct Relay {
     pub port: u16,
     pub connections: Arc<AtomicUsize>,
+    /// Every byte the clients sent, in arrival order.
+    sent: Arc<std::sync::Mutex<Vec<u8>>>,
 }
 
 impl Relay {
@@ -242,8 +245,10 @@ impl Relay {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let connections = Arc::new(AtomicUsize::new(0));
+        let sent = Arc::new(std::sync::Mutex::new(Vec::new()));
         let armed = Arc::new(AtomicBool::new(stall_after.is_some()));
         let counter = Arc::clone(&connections);
+        let recorded = Arc::clone(&sent);
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 counter.fetch_add(1, Ordering::SeqCst);
@@ -256,10 +261,25 @@ impl Relay {
                     server,
                     stall_after.unwrap_or(usize::MAX),
                     armed,
+                    Arc::clone(&recorded),
                 ));
             }
         });
-        Relay { port, connections }
+        Relay {
+            port,
+            connections,
+            sent,
+        }
+    }
+
+    /// What the clients sent so far, as text (SQL is readable in it).
+    pub fn sent_text(&self) -> String {
+        String::from_utf8_lossy(&self.sent.lock().unwrap()).into_owned()
+    }
+
+    /// Forgets what was sent so far.
+    pub fn clear_sent(&self) {
+        self.sent.lock().unwrap().clear();
     }
 }
 
@@ -268,13 +288,23 @@ async fn relay(
     server: tokio::net::TcpStream,
     stall_after: usize,
     armed: Arc<AtomicBool>,
+    sent: Arc<std::sync::Mutex<Vec<u8>>>,
 ) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     let (mut client_read, mut client_write) = client.into_split();
     let (mut server_read, mut server_write) = server.into_split();
     let upstream = tokio::spawn(async move {
-        let _ = tokio::io::copy(&mut client_read, &mut server_write).await;
+        let mut buffer = vec![0u8; 64 * 1024];
+        while let Ok(read) = client_read.read(&mut buffer).await {
+            if read == 0 {
+                break;
+            }
+            sent.lock().unwrap().extend_from_slice(&buffer[..read]);
+            if server_write.write_all(&buffer[..read]).await.is_err() {
+                break;
+            }
+        }
     });
     let mut carried = 0usize;
     let mut buffer = vec![0u8; 64 * 1024];
@@ -290,4 +320,46 @@ async fn relay(
         }
     }
     upstream.abort();
+}
+
+/// Everything pgaccel logged in this test process, one formatted line per
+/// event (with the thread it ran on), captured from the first call on.
+/// Tests run in parallel in one process: filter by the test's own dataset
+/// names.
+pub fn logs() -> Vec<String> {
+    let text = String::from_utf8_lossy(&log_buffer().lock().unwrap()).into_owned();
+    text.lines().map(str::to_owned).collect()
+}
+
+fn log_buffer() -> &'static Arc<std::sync::Mutex<Vec<u8>>> {
+    static BUFFER: std::sync::OnceLock<Arc<std::sync::Mutex<Vec<u8>>>> = std::sync::OnceLock::new();
+    BUFFER.get_or_init(|| {
+        let buffer = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = Arc::clone(&buffer);
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter("info")
+            .with_ansi(false)
+            .with_thread_names(true)
+            .with_writer(move || LogWriter(Arc::clone(&sink)))
+            .try_init();
+        buffer
+    })
+}
+
+/// Starts capturing logs (see [`logs`]) before anything worth capturing.
+pub fn capture_logs() {
+    log_buffer();
+}
+
+struct LogWriter(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }

@@ -1,0 +1,480 @@
+//! `refresh_mode: append`: read only the rows newer than the newest one the
+//! acceleration holds (less `refresh_append_overlap`), and add them to it.
+//!
+//! A re-read row never appears twice. With a primary key (configured, or the
+//! source table's own), a row whose key is already held replaces the held one
+//! unless the held one is newer by the time column; without one, a row equal
+//! in every column to a held row of the re-read window is the same row read
+//! again. Batches the append does not touch are shared with the previous
+//! version, so an append costs what it adds, not what the table holds.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, Int64Array};
+use datafusion::arrow::compute::filter_record_batch;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::error::ArrowError;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::arrow::row::{RowConverter, SortField};
+use datafusion::common::ScalarValue;
+use datafusion::functions_aggregate::min_max::MaxAccumulator;
+use datafusion::logical_expr::Accumulator;
+use tracing::info;
+
+use super::RefreshError;
+use super::full::{self, Published};
+use crate::accelerator::{ArrowAcceleration, RowRef, TableData};
+use crate::config::{DatasetConfig, TimeFormat};
+use crate::source::{Floor, ReadFilter, Source, SourceError, TimeBound, instant, instants};
+
+/// The columns an append orders rows by, from the dataset's configuration.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// `time_column`, or else `time_partition_column`, with its format.
+    order: (String, Option<TimeFormat>),
+    /// Whether `order` is the partition column, whose values are coarse:
+    /// rows at the newest value are read again, not only newer ones.
+    coarse: bool,
+    /// `time_partition_column`, when `time_column` is set too.
+    partition: Option<String>,
+    overlap: Duration,
+}
+
+impl Plan {
+    /// `None` unless the dataset has a time or partition column (which the
+    /// configuration requires of `refresh_mode: append`).
+    pub fn of(config: &DatasetConfig) -> Option<Plan> {
+        let overlap = config
+            .acceleration
+            .refresh_append_overlap
+            .unwrap_or_default();
+        match (&config.time_column, &config.time_partition_column) {
+            (Some(time), partition) => Some(Plan {
+                order: (time.clone(), config.time_format),
+                coarse: false,
+                partition: partition.clone().filter(|p| p != time),
+                overlap,
+            }),
+            (None, Some(partition)) => Some(Plan {
+                order: (partition.clone(), config.time_partition_format),
+                coarse: true,
+                partition: None,
+                overlap,
+            }),
+            (None, None) => None,
+        }
+    }
+}
+
+/// The newest instant of the version this loop published last, so that the
+/// next append need not scan the acceleration for it.
+#[derive(Debug, Default)]
+pub struct Watermark {
+    version: Weak<TableData>,
+    newest: Option<i64>,
+}
+
+/// Appends to `held`. `Ok(None)` when the source's columns no longer match
+/// the acceleration's: the caller reloads in full.
+pub async fn run(
+    source: &Source,
+    acceleration: &ArrowAcceleration,
+    held: Arc<TableData>,
+    plan: &Plan,
+    base: ReadFilter,
+    watermark: &mut Watermark,
+) -> Result<Option<(Published, Arc<TableData>)>, RefreshError> {
+    let dataset = acceleration.dataset();
+    let (order_name, format) = (&plan.order.0, plan.order.1);
+    let order = held.schema().index_of(order_name).map_err(|_| {
+        RefreshError::Source(SourceError::RefreshSql {
+            dataset: dataset.to_owned(),
+            message: format!(
+                "append compares '{order_name}', which is not among the columns the acceleration holds"
+            ),
+        })
+    })?;
+    let build = |e: ArrowError| RefreshError::build(dataset, e);
+    let newest = match watermark.version.upgrade() {
+        Some(version) if Arc::ptr_eq(&version, &held) => watermark.newest,
+        _ => newest_of(&held, order, format).map_err(build)?,
+    };
+    let (filter, lower) = read_filter(&held, plan, order, newest, base).map_err(build)?;
+    let snapshot = source.read_all(&filter).await?;
+    if !same_columns(held.schema(), &snapshot.schema) {
+        info!(dataset, "the source's columns changed: reloading in full");
+        return Ok(None);
+    }
+    let mut incoming = Vec::new();
+    full::drain(snapshot.stream, dataset, |batch| {
+        incoming.push(batch);
+        Ok(())
+    })
+    .await?;
+    let Ok(incoming) = incoming
+        .into_iter()
+        .map(|batch| RecordBatch::try_new(Arc::clone(held.schema()), batch.columns().to_vec()))
+        .collect::<Result<Vec<_>, _>>()
+    else {
+        info!(
+            dataset,
+            "the source's rows no longer fit the acceleration's columns: reloading in full"
+        );
+        return Ok(None);
+    };
+    let read: usize = incoming.iter().map(RecordBatch::num_rows).sum();
+    let merge = Merge {
+        held: &held,
+        order,
+        format,
+        lower,
+    };
+    let (removed, added) = merge.apply(incoming).map_err(build)?;
+    let replaced: usize = removed.values().map(BTreeSet::len).sum();
+    let added_rows: usize = added.iter().map(RecordBatch::num_rows).sum();
+    let mut newest = newest;
+    for batch in &added {
+        newest = newest.max(max_instant(batch.column(order), format).map_err(build)?);
+    }
+    let data = held.revise(&removed, added).map_err(build)?;
+    info!(
+        dataset,
+        read,
+        added = added_rows,
+        replaced,
+        "append refresh merged the new rows"
+    );
+    let (published, version) = full::publish(acceleration, data);
+    *watermark = Watermark {
+        version: Arc::downgrade(&version),
+        newest,
+    };
+    Ok(Some((published, version)))
+}
+
+/// The read of an append: `base` (refresh_sql and the data window) with the
+/// high-water mark less the overlap, and a partition floor. Also returns the
+/// lowest instant the read can return, from which held rows may be read
+/// again.
+fn read_filter(
+    held: &TableData,
+    plan: &Plan,
+    order: usize,
+    newest: Option<i64>,
+    base: ReadFilter,
+) -> Result<(ReadFilter, Option<i64>), ArrowError> {
+    let (order_name, format) = (&plan.order.0, plan.order.1);
+    let mark = newest.and_then(instant).map(|newest| TimeBound {
+        column: order_name.clone(),
+        format,
+        after: newest - plan.overlap,
+        inclusive: plan.coarse,
+    });
+    // Both bounds hold: the later one decides.
+    let since = match (base.since, mark) {
+        (Some(window), Some(mark)) if window.after > mark.after => Some(window),
+        (window, None) => window,
+        (_, mark) => mark,
+    };
+    let lower = since
+        .as_ref()
+        .map(|since| lowest_instant(since, held.schema().field(order).data_type()));
+    let floor = match (&plan.partition, lower) {
+        (Some(partition), Some(lower)) => {
+            partition_floor(held, order, plan.order.1, partition, lower)?
+        }
+        _ => None,
+    };
+    Ok((
+        ReadFilter {
+            refresh_sql: base.refresh_sql,
+            since,
+            floor,
+        },
+        lower,
+    ))
+}
+
+/// The lowest instant (as [`instants`] gives it) a row read with `since` can
+/// have: a date bound reads from the start of its day.
+fn lowest_instant(since: &TimeBound, column_type: &datafusion::arrow::datatypes::DataType) -> i64 {
+    let day_granular = since.format == Some(TimeFormat::Date)
+        || (since.format.is_none()
+            && matches!(
+                column_type,
+                datafusion::arrow::datatypes::DataType::Date32
+                    | datafusion::arrow::datatypes::DataType::Date64
+            ));
+    let after: DateTime<Utc> = since.after;
+    if day_granular {
+        after
+            .date_naive()
+            .and_hms_opt(0, 0, 0)
+            .expect("midnight exists")
+            .and_utc()
+            .timestamp_micros()
+    } else {
+        after.timestamp_micros()
+    }
+}
+
+/// `time_partition_column >= P`, where P is the newest partition value
+/// among held rows older than every row the read can return. A row's
+/// partition is a coarser view of its time, so every newer row lies in P's
+/// partition or a later one, whatever the partitions' granularity. No floor
+/// when no held row is that old.
+fn partition_floor(
+    held: &TableData,
+    order: usize,
+    format: Option<TimeFormat>,
+    partition: &str,
+    lower: i64,
+) -> Result<Option<Floor>, ArrowError> {
+    let Ok(column) = held.schema().index_of(partition) else {
+        return Ok(None);
+    };
+    let data_type = held.schema().field(column).data_type().clone();
+    let mut max = MaxAccumulator::try_new(&data_type).map_err(to_arrow)?;
+    let mut any = false;
+    for number in 0..held.batch_count() as u32 {
+        let batch = held.batch(number);
+        let times = instants(batch.column(order), format)?;
+        let older: BooleanArray = times
+            .iter()
+            .map(|t| Some(t.is_some_and(|t| t < lower)))
+            .collect();
+        if older.true_count() == 0 {
+            continue;
+        }
+        let values = datafusion::arrow::compute::filter(batch.column(column), &older)?;
+        max.update_batch(&[values]).map_err(to_arrow)?;
+        any = true;
+    }
+    let value = max.evaluate().map_err(to_arrow)?;
+    Ok((any && !value.is_null()).then(|| Floor {
+        column: partition.to_owned(),
+        value,
+    }))
+}
+
+/// The newest instant of the `order` column in `data`.
+fn newest_of(
+    data: &TableData,
+    order: usize,
+    format: Option<TimeFormat>,
+) -> Result<Option<i64>, ArrowError> {
+    let mut newest = None;
+    for number in 0..data.batch_count() as u32 {
+        newest = newest.max(max_instant(data.batch(number).column(order), format)?);
+    }
+    Ok(newest)
+}
+
+fn max_instant(column: &ArrayRef, format: Option<TimeFormat>) -> Result<Option<i64>, ArrowError> {
+    Ok(datafusion::arrow::compute::max(&instants(column, format)?))
+}
+
+/// Whether two schemas have the same column names and types, in order
+/// (nullability and metadata aside).
+fn same_columns(held: &SchemaRef, read: &SchemaRef) -> bool {
+    held.fields().len() == read.fields().len()
+        && held
+            .fields()
+            .iter()
+            .zip(read.fields())
+            .all(|(a, b)| a.name() == b.name() && a.data_type() == b.data_type())
+}
+
+fn to_arrow(error: datafusion::error::DataFusionError) -> ArrowError {
+    ArrowError::ComputeError(error.to_string())
+}
+
+/// Decides which read rows are new and which held rows they replace.
+struct Merge<'a> {
+    held: &'a TableData,
+    order: usize,
+    format: Option<TimeFormat>,
+    /// The lowest instant the read can return (none: it read everything).
+    lower: Option<i64>,
+}
+
+/// Held rows to drop, by batch number then row.
+type Removed = BTreeMap<u32, BTreeSet<u32>>;
+
+impl Merge<'_> {
+    /// The held rows to remove and the read rows to add.
+    fn apply(&self, incoming: Vec<RecordBatch>) -> Result<(Removed, Vec<RecordBatch>), ArrowError> {
+        let keep = if self.held.primary_key().is_some() {
+            self.upserts(&incoming)?
+        } else {
+            self.unseen(&incoming)?
+        };
+        let (removed, keep) = keep;
+        let mut added = Vec::with_capacity(incoming.len());
+        for (batch, keep) in incoming.iter().zip(keep) {
+            let keep = BooleanArray::from(keep);
+            if keep.true_count() > 0 {
+                added.push(filter_record_batch(batch, &keep)?);
+            }
+        }
+        Ok((removed, added))
+    }
+
+    /// With a primary key: the newest read row of each key, unless a held
+    /// row with that key is newer or the same; the held rows it replaces.
+    fn upserts(&self, incoming: &[RecordBatch]) -> Result<(Removed, Vec<Vec<bool>>), ArrowError> {
+        let index = self.held.primary_key().expect("called with a primary key");
+        let key_columns = index.columns().to_vec();
+        let converter = RowConverter::new(
+            key_columns
+                .iter()
+                .map(|c| SortField::new(self.held.schema().field(*c).data_type().clone()))
+                .collect(),
+        )?;
+        let mut keep: Vec<Vec<bool>> = incoming.iter().map(|b| vec![true; b.num_rows()]).collect();
+        let times: Vec<Int64Array> = incoming
+            .iter()
+            .map(|batch| instants(batch.column(self.order), self.format))
+            .collect::<Result<_, _>>()?;
+        let time = |batch: usize, row: usize| {
+            let times = &times[batch];
+            times.is_valid(row).then(|| times.value(row))
+        };
+        // Among the read rows, the newest of each key wins (the later one on
+        // a tie); rows with a NULL key match nothing and are all kept.
+        let mut newest: HashMap<Vec<u8>, (usize, usize)> = HashMap::new();
+        for (b, batch) in incoming.iter().enumerate() {
+            let keys: Vec<ArrayRef> = key_columns
+                .iter()
+                .map(|c| Arc::clone(batch.column(*c)))
+                .collect();
+            let rows = converter.convert_columns(&keys)?;
+            for row in 0..batch.num_rows() {
+                if keys.iter().any(|key| key.is_null(row)) {
+                    continue;
+                }
+                match newest.entry(rows.row(row).as_ref().to_vec()) {
+                    std::collections::hash_map::Entry::Vacant(slot) => {
+                        slot.insert((b, row));
+                    }
+                    std::collections::hash_map::Entry::Occupied(mut slot) => {
+                        let (ob, orow) = *slot.get();
+                        if time(b, row) >= time(ob, orow) {
+                            keep[ob][orow] = false;
+                            slot.insert((b, row));
+                        } else {
+                            keep[b][row] = false;
+                        }
+                    }
+                }
+            }
+        }
+        let mut held_times: HashMap<u32, Int64Array> = HashMap::new();
+        let mut removed = Removed::new();
+        for (b, batch) in incoming.iter().enumerate() {
+            let matches = index.matches(batch, |number| self.held.batch(number))?;
+            for (row, held_rows) in matches.iter().enumerate() {
+                if !keep[b][row] || held_rows.is_empty() {
+                    continue;
+                }
+                let mut held_newest = None;
+                for at in held_rows {
+                    let times = match held_times.get(&at.batch) {
+                        Some(times) => times,
+                        None => {
+                            let column = self.held.batch(at.batch).column(self.order);
+                            held_times
+                                .entry(at.batch)
+                                .or_insert(instants(column, self.format)?)
+                        }
+                    };
+                    let t = times
+                        .is_valid(at.row as usize)
+                        .then(|| times.value(at.row as usize));
+                    held_newest = held_newest.max(Some(t));
+                }
+                let held_newest = held_newest.flatten();
+                if held_newest > time(b, row)
+                    || (held_rows.len() == 1 && self.same_row(held_rows[0], batch, row)?)
+                {
+                    keep[b][row] = false;
+                    continue;
+                }
+                for at in held_rows {
+                    removed.entry(at.batch).or_default().insert(at.row);
+                }
+            }
+        }
+        Ok((removed, keep))
+    }
+
+    /// Whether the held row `at` equals row `row` of `batch` in every column.
+    fn same_row(&self, at: RowRef, batch: &RecordBatch, row: usize) -> Result<bool, ArrowError> {
+        let held = self.held.batch(at.batch);
+        for column in 0..batch.num_columns() {
+            let a = ScalarValue::try_from_array(held.column(column), at.row as usize)
+                .map_err(to_arrow)?;
+            let b = ScalarValue::try_from_array(batch.column(column), row).map_err(to_arrow)?;
+            if a != b {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Without a primary key: the read rows not already held. A held row of
+    /// the re-read window (at or after the read's lowest instant) that
+    /// equals a read row in every column is that row read again; each held
+    /// copy accounts for one read copy.
+    fn unseen(&self, incoming: &[RecordBatch]) -> Result<(Removed, Vec<Vec<bool>>), ArrowError> {
+        let mut keep: Vec<Vec<bool>> = incoming.iter().map(|b| vec![true; b.num_rows()]).collect();
+        if incoming.iter().all(|b| b.num_rows() == 0) {
+            return Ok((Removed::new(), keep));
+        }
+        let converter = RowConverter::new(
+            self.held
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| SortField::new(f.data_type().clone()))
+                .collect(),
+        )?;
+        let mut held: HashMap<Vec<u8>, usize> = HashMap::new();
+        for number in 0..self.held.batch_count() as u32 {
+            let batch = self.held.batch(number);
+            let window = match self.lower {
+                None => batch.clone(),
+                Some(lower) => {
+                    let times = instants(batch.column(self.order), self.format)?;
+                    let inside: BooleanArray = times
+                        .iter()
+                        .map(|t| Some(t.is_some_and(|t| t >= lower)))
+                        .collect();
+                    if inside.true_count() == 0 {
+                        continue;
+                    }
+                    filter_record_batch(batch, &inside)?
+                }
+            };
+            let rows = converter.convert_columns(window.columns())?;
+            for row in rows.iter() {
+                *held.entry(row.as_ref().to_vec()).or_default() += 1;
+            }
+        }
+        for (b, batch) in incoming.iter().enumerate() {
+            let rows = converter.convert_columns(batch.columns())?;
+            for (row, encoded) in rows.iter().enumerate() {
+                if let Some(count) = held.get_mut(encoded.as_ref())
+                    && *count > 0
+                {
+                    *count -= 1;
+                    keep[b][row] = false;
+                }
+            }
+        }
+        Ok((Removed::new(), keep))
+    }
+}
