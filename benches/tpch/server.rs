@@ -67,12 +67,22 @@ impl Pgaccel {
     /// Starts `binary` with the given datasets (none for a memory baseline) and waits
     /// until `GET /v1/ready` answers 200.
     pub async fn start(binary: &Path, source: Option<&Source<'_>>) -> Result<Pgaccel> {
+        let datasets = match source {
+            None => String::new(),
+            Some(source) => tpch_datasets(source),
+        };
+        Pgaccel::start_with(binary, &datasets).await
+    }
+
+    /// Starts `binary` with `datasets` (YAML list entries; empty for none)
+    /// and waits until `GET /v1/ready` answers 200.
+    pub async fn start_with(binary: &Path, datasets: &str) -> Result<Pgaccel> {
         let dir = tempfile::Builder::new()
             .prefix("pgaccel-bench-")
             .tempdir()?;
         let (pg_port, http_port) = (free_port()?, free_port()?);
         let config = dir.path().join("pgaccel.yaml");
-        std::fs::write(&config, config_yaml(pg_port, http_port, source))?;
+        std::fs::write(&config, config_yaml(pg_port, http_port, datasets))?;
         let log = File::create(dir.path().join("pgaccel.log"))?;
         let child = Command::new(binary)
             .args(["run", "-c"])
@@ -90,10 +100,10 @@ impl Pgaccel {
             dir,
         };
         server
-            .wait_ready(if source.is_some() {
-                LOAD_TIMEOUT
-            } else {
+            .wait_ready(if datasets.is_empty() {
                 EMPTY_START_TIMEOUT
+            } else {
+                LOAD_TIMEOUT
             })
             .await?;
         Ok(server)
@@ -190,17 +200,27 @@ impl Pgaccel {
     /// Sum of `dataset_acceleration_bytes` over `datasets` from `GET /metrics`, or
     /// `None` if any of them is not reported.
     pub async fn acceleration_bytes(&self, datasets: &[&str]) -> Result<Option<f64>> {
-        let text = self
+        let text = self.metrics().await?;
+        Ok(datasets
+            .iter()
+            .map(|name| metric_value(&text, "dataset_acceleration_bytes", name))
+            .sum())
+    }
+
+    /// The value of `metric{dataset="NAME"}` from `GET /metrics`, if reported.
+    #[allow(dead_code)] // used by the append bench, not by tpch
+    pub async fn metric(&self, metric: &str, dataset: &str) -> Result<Option<f64>> {
+        Ok(metric_value(&self.metrics().await?, metric, dataset))
+    }
+
+    async fn metrics(&self) -> Result<String> {
+        Ok(self
             .client
             .get(self.url("/metrics"))
             .send()
             .await?
             .text()
-            .await?;
-        Ok(datasets
-            .iter()
-            .map(|name| metric_value(&text, "dataset_acceleration_bytes", name))
-            .sum())
+            .await?)
     }
 
     fn url(&self, path: &str) -> String {
@@ -229,25 +249,32 @@ fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
-fn config_yaml(pg_port: u16, http_port: u16, source: Option<&Source<'_>>) -> String {
+fn config_yaml(pg_port: u16, http_port: u16, datasets: &str) -> String {
     let mut yaml = format!(
         "runtime:\n  pg: {{ listen: 127.0.0.1:{pg_port} }}\n  http: {{ listen: 127.0.0.1:{http_port} }}\n"
     );
-    match source {
-        None => yaml.push_str("datasets: []\n"),
-        Some(source) => {
-            yaml.push_str("datasets:\n");
-            for table in ["lineitem", "orders"] {
-                yaml.push_str(&format!(
-                    "  - from: postgres:{schema}.{table}\n    name: {table}\n    params: {{ pg_host: 127.0.0.1, \
-                     pg_port: 5432, pg_db: test, pg_user: {user}, pg_sslmode: disable }}\n",
-                    schema = source.schema,
-                    user = source.user,
-                ));
-            }
-        }
+    if datasets.is_empty() {
+        yaml.push_str("datasets: []\n");
+    } else {
+        yaml.push_str("datasets:\n");
+        yaml.push_str(datasets);
     }
     yaml
+}
+
+/// `lineitem` and `orders`, fully refreshed.
+fn tpch_datasets(source: &Source<'_>) -> String {
+    ["lineitem", "orders"]
+        .iter()
+        .map(|table| {
+            format!(
+                "  - from: postgres:{schema}.{table}\n    name: {table}\n    params: {{ pg_host: 127.0.0.1, \
+                 pg_port: 5432, pg_db: test, pg_user: {user}, pg_sslmode: disable }}\n",
+                schema = source.schema,
+                user = source.user,
+            )
+        })
+        .collect()
 }
 
 /// The value of `metric{dataset="NAME"}` in Prometheus text, if present.

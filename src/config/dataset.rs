@@ -150,6 +150,20 @@ pub(crate) fn parse(
         );
         values.error("acceleration.refresh_sql", message);
     }
+    // An append compares its time column, so the acceleration must hold it.
+    if acceleration.refresh_mode == acceleration::RefreshMode::Append
+        && let Some(columns) = acceleration
+            .refresh_sql
+            .as_ref()
+            .and_then(|sql| sql.columns())
+        && let Some(column) = time_column.as_ref().or(partition.as_ref())
+        && !columns.contains(column)
+    {
+        let message = format!(
+            "must select '{column}': refresh_mode: append finds new rows by comparing it with the newest one loaded"
+        );
+        values.error("acceleration.refresh_sql", message);
+    }
     Some(DatasetConfig {
         name: name?,
         from: from?,
