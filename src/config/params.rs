@@ -175,9 +175,31 @@ fn parse_connection(
         user: values.non_empty(&key("user"), &get(&format!("{prefix}_user")), "a user name"),
         pass: values.secret(&key("pass"), &get(&format!("{prefix}_pass"))),
         sslmode: values
-            .choice(&key("sslmode"), &get(&format!("{prefix}_sslmode")))
+            .choice(
+                &key("sslmode"),
+                &sslmode_spelling(prefix, get(&format!("{prefix}_sslmode"))),
+            )
             .unwrap_or(SslMode::Prefer),
         connection_string,
+    }
+}
+
+/// MySQL users write `disabled`, `preferred` and `required` (MySQL's own
+/// `--ssl-mode` names); they mean libpq's `disable`, `prefer` and `require`.
+fn sslmode_spelling(prefix: &str, value: Option<Scalar>) -> Option<Scalar> {
+    match (prefix, value) {
+        ("mysql", Some(Scalar::Text(text))) => {
+            let libpq = match text.trim().to_ascii_lowercase().as_str() {
+                "disabled" => "disable",
+                "preferred" => "prefer",
+                "required" => "require",
+                "verify_ca" => "verify-ca",
+                "verify_identity" => "verify-full",
+                _ => return Some(Scalar::Text(text)),
+            };
+            Some(Scalar::Text(libpq.to_owned()))
+        }
+        (_, value) => value,
     }
 }
 
@@ -348,6 +370,38 @@ mod tests {
             panic!("mysql")
         };
         assert_eq!((my.port, my.db), (3307, None));
+    }
+
+    #[test]
+    fn mysql_sslmode_takes_mysql_spellings_too() {
+        for (written, meant) in [
+            ("disabled", SslMode::Disable),
+            ("preferred", SslMode::Prefer),
+            ("required", SslMode::Require),
+            ("disable", SslMode::Disable),
+        ] {
+            let (parsed, errors) = params(
+                "mysql:t",
+                &[
+                    ("mysql_user", text("root")),
+                    ("mysql_sslmode", text(written)),
+                ],
+            );
+            assert!(errors.is_empty(), "{written}: {errors:?}");
+            let SourceParams::Mysql(my) = parsed else {
+                panic!("mysql")
+            };
+            assert_eq!(my.sslmode, meant, "{written}");
+        }
+        let (_, errors) = params(
+            "postgres:t",
+            &[
+                ("pg_db", text("d")),
+                ("pg_user", text("u")),
+                ("pg_sslmode", text("disabled")),
+            ],
+        );
+        assert_eq!(errors[0].key, "params.pg_sslmode", "{errors:?}");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! once, as transient (worth retrying) or permanent.
 
 mod file;
+mod mysql;
 mod postgres;
 mod time;
 
@@ -22,6 +23,7 @@ use datafusion::prelude::DataFrame;
 use crate::config::{DatasetConfig, RefreshSql, SourceParams, SourceRef};
 
 pub use file::FileSource;
+pub use mysql::MysqlSource;
 pub use postgres::PostgresSource;
 pub use time::{TimeBound, instant, instants};
 
@@ -56,6 +58,8 @@ impl SourceError {
             "no pg_hba.conf entry",
             "28P01",
             "28000",
+            "access denied",
+            "username or password",
             "certificate",
             "tls",
             "ssl",
@@ -86,6 +90,11 @@ impl SourceError {
             "42703",
             "42601",
             "42883",
+            // MySQL and MariaDB
+            "doesn't exist",
+            "command denied",
+            "unknown column",
+            "you have an error in your sql syntax",
         ];
         let lower = message.to_lowercase();
         let dataset = dataset.to_owned();
@@ -119,6 +128,7 @@ impl SourceError {
 #[derive(Debug)]
 pub enum Source {
     Postgres(PostgresSource),
+    Mysql(MysqlSource),
     File(FileSource),
 }
 
@@ -132,6 +142,11 @@ impl Source {
                 PostgresSource::connect(dataset, params, schema, table)
                     .await
                     .map(Source::Postgres)
+            }
+            (SourceRef::Mysql { database, table }, SourceParams::Mysql(params)) => {
+                MysqlSource::connect(dataset, params, database.as_deref(), table)
+                    .await
+                    .map(Source::Mysql)
             }
             (SourceRef::File { path }, SourceParams::File { format }) => {
                 let modified = [&config.time_column, &config.time_partition_column]
@@ -155,6 +170,7 @@ impl Source {
     pub async fn read_all(&self, filter: &ReadFilter) -> Result<Snapshot, SourceError> {
         match self {
             Source::Postgres(source) => source.read_all(filter).await,
+            Source::Mysql(source) => source.read_all(filter).await,
             Source::File(source) => source.read_all(filter).await,
         }
     }

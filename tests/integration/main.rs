@@ -8,6 +8,7 @@ mod data_window;
 mod end_to_end;
 mod isolation;
 mod lookups;
+mod mysql;
 mod refresh_sql;
 mod schedules;
 mod stalls;

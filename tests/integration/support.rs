@@ -363,3 +363,66 @@ impl std::io::Write for LogWriter {
         Ok(())
     }
 }
+
+pub const MYSQL_URL: &str = "mysql://root@127.0.0.1:3306/test";
+
+/// A database on the real MariaDB, unique to one test, dropped at the end
+/// (also when the test panics).
+pub struct MysqlDatabase {
+    pub name: String,
+    pool: mysql_async::Pool,
+}
+
+impl MysqlDatabase {
+    pub async fn create(prefix: &str) -> MysqlDatabase {
+        use mysql_async::prelude::Queryable;
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let name = format!(
+            "pgaccel_{prefix}_{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let pool = mysql_async::Pool::new(MYSQL_URL);
+        let mut conn = pool.get_conn().await.expect("connect to MariaDB");
+        conn.query_drop(format!(
+            "DROP DATABASE IF EXISTS {name}; CREATE DATABASE {name}"
+        ))
+        .await
+        .expect("create the test database");
+        MysqlDatabase { name, pool }
+    }
+
+    /// Runs `sql` (several statements allowed) with `{db}` replaced by the
+    /// database's name.
+    pub async fn execute(&self, sql: &str) {
+        use mysql_async::prelude::Queryable;
+        let sql = sql.replace("{db}", &self.name);
+        let mut conn = self.pool.get_conn().await.expect("connect to MariaDB");
+        conn.query_drop(&sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
+    /// A dataset entry reading `table` of this database through `port`.
+    pub fn dataset_via(&self, port: u16, table: &str, name: &str, extra: &str) -> String {
+        format!(
+            "  - from: mysql:{db}.{table}\n    name: {name}\n    params: {{ mysql_host: 127.0.0.1, mysql_tcp_port: {port}, mysql_db: {db}, mysql_user: root }}\n{extra}",
+            db = self.name
+        )
+    }
+
+    /// A dataset entry reading `table` of this database.
+    pub fn dataset(&self, table: &str, name: &str, extra: &str) -> String {
+        self.dataset_via(3306, table, name, extra)
+    }
+}
+
+impl Drop for MysqlDatabase {
+    fn drop(&mut self) {
+        // Synchronous on purpose: runs even while a failed test unwinds.
+        let _ = Command::new("mariadb")
+            .args(["-h", "127.0.0.1", "-P", "3306", "-u", "root", "-e"])
+            .arg(format!("DROP DATABASE IF EXISTS {}", self.name))
+            .output();
+    }
+}

@@ -1,0 +1,250 @@
+//! `mysql:[database.]table`: reads a MySQL or MariaDB table through
+//! datafusion-table-providers' MySQL pool and table provider, which push
+//! projections and filters down into the SQL sent to the server.
+//!
+//! Columns are given the PostgreSQL type that says the same thing: a MySQL
+//! `TIMESTAMP` is an instant (`timestamptz`), `DATETIME` a wall-clock time
+//! (`timestamp`); `ENUM` and `SET` values are text; `VARCHAR`/`CHAR` and
+//! `JSON` keep their names on the wire.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::TableProvider;
+use datafusion::common::TableReference;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::prelude::SessionContext;
+use datafusion_table_providers::mysql::MySQLTableFactory;
+use datafusion_table_providers::sql::db_connection_pool::mysqlpool::MySQLConnectionPool;
+use futures::StreamExt;
+use mysql_async::prelude::Queryable;
+use secrecy::SecretString;
+
+use super::{ReadFilter, Snapshot, SourceError};
+use crate::accelerator::PG_TYPE_METADATA;
+use crate::config::{MysqlParams, SslMode};
+
+const COLUMNS_SQL: &str = "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_KEY FROM information_schema.COLUMNS \
+     WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION";
+
+const PRIMARY_KEY_SQL: &str = "SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE \
+     WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ? AND CONSTRAINT_NAME = 'PRIMARY' \
+     ORDER BY ORDINAL_POSITION";
+
+#[derive(Debug)]
+pub struct MysqlSource {
+    dataset: String,
+    pool: Arc<MySQLConnectionPool>,
+    database: Option<String>,
+    table: String,
+}
+
+impl MysqlSource {
+    /// Connects and checks that the table exists.
+    pub async fn connect(
+        dataset: String,
+        params: &MysqlParams,
+        database: Option<&str>,
+        table: &str,
+    ) -> Result<Self, SourceError> {
+        let pool = connect_pool(params)
+            .await
+            .map_err(|e| SourceError::connecting(&dataset, e))?;
+        let source = MysqlSource {
+            dataset,
+            pool: Arc::new(pool),
+            database: database.map(str::to_owned),
+            table: table.to_owned(),
+        };
+        source.describe().await?;
+        Ok(source)
+    }
+
+    fn reference(&self) -> TableReference {
+        match &self.database {
+            Some(database) => TableReference::partial(database.as_str(), self.table.as_str()),
+            None => TableReference::bare(self.table.as_str()),
+        }
+    }
+
+    /// The table's columns (with their MySQL type names) and primary key,
+    /// and a provider reading it; resolved again at every read.
+    async fn describe(&self) -> Result<(Arc<dyn TableProvider>, Columns), SourceError> {
+        let columns = self.columns().await?;
+        if columns.types.is_empty() {
+            return Err(SourceError::Schema {
+                dataset: self.dataset.clone(),
+                message: format!(
+                    "table {} does not exist or has no columns",
+                    self.reference()
+                ),
+            });
+        }
+        let provider = MySQLTableFactory::new(Arc::clone(&self.pool))
+            .table_provider(self.reference())
+            .await
+            .map_err(|e| SourceError::Schema {
+                dataset: self.dataset.clone(),
+                message: e.to_string(),
+            })?;
+        Ok((provider, columns))
+    }
+
+    async fn columns(&self) -> Result<Columns, SourceError> {
+        let failed = |e: mysql_async::Error| SourceError::connecting(&self.dataset, e.to_string());
+        let connection = self
+            .pool
+            .connect_direct()
+            .await
+            .map_err(|e| SourceError::connecting(&self.dataset, e.to_string()))?;
+        let mut conn = connection.conn.lock().await;
+        let key = (self.database.clone(), self.table.clone());
+        let rows: Vec<(String, String, String)> =
+            conn.exec(COLUMNS_SQL, key.clone()).await.map_err(failed)?;
+        let primary_key: Vec<String> = conn.exec(PRIMARY_KEY_SQL, key).await.map_err(failed)?;
+        Ok(Columns {
+            types: rows
+                .into_iter()
+                .map(|(name, data_type, _)| (name, data_type.to_lowercase()))
+                .collect(),
+            primary_key,
+        })
+    }
+
+    pub async fn read_all(&self, filter: &ReadFilter) -> Result<Snapshot, SourceError> {
+        let (provider, columns) = self.describe().await?;
+        let read_error = |message: String| SourceError::reading(&self.dataset, message);
+        let frame = SessionContext::new()
+            .read_table(provider)
+            .map_err(|e| read_error(e.to_string()))?;
+        let frame = super::restrict(&self.dataset, frame, filter)?;
+        let read_schema = SchemaRef::new(frame.schema().as_arrow().clone());
+        let schema = pg_schema(&read_schema, &columns.types);
+        let primary_key = if columns
+            .primary_key
+            .iter()
+            .all(|column| schema.field_with_name(column).is_ok())
+        {
+            columns.primary_key
+        } else {
+            Vec::new()
+        };
+        let stream = frame
+            .execute_stream()
+            .await
+            .map_err(|e| read_error(e.to_string()))?;
+        Ok(Snapshot {
+            stream: convert(stream, Arc::clone(&schema)),
+            schema,
+            primary_key,
+        })
+    }
+}
+
+struct Columns {
+    /// Column name → MySQL type name (`DATA_TYPE`, lower case).
+    types: HashMap<String, String>,
+    primary_key: Vec<String>,
+}
+
+/// The pool, with `prefer` done as libpq does it: TLS if the server offers
+/// it, else plain (the provider's own "preferred" insists on TLS).
+async fn connect_pool(params: &MysqlParams) -> Result<MySQLConnectionPool, String> {
+    let attempt = |mode: &str| MySQLConnectionPool::new(pool_params(params, mode));
+    match params.sslmode {
+        SslMode::Disable => attempt("disabled").await.map_err(|e| e.to_string()),
+        SslMode::Prefer => match attempt("preferred").await {
+            Ok(pool) => Ok(pool),
+            Err(tls) => attempt("disabled")
+                .await
+                .map_err(|plain| format!("{plain} (with TLS: {tls})")),
+        },
+        SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => {
+            attempt("required").await.map_err(|e| e.to_string())
+        }
+    }
+}
+
+fn pool_params(params: &MysqlParams, sslmode: &str) -> HashMap<String, SecretString> {
+    let mut map = HashMap::new();
+    let mut put = |key: &str, value: &str| {
+        map.insert(key.to_owned(), SecretString::from(value.to_owned()));
+    };
+    put("sslmode", sslmode);
+    if let Some(connection_string) = &params.connection_string {
+        put("connection_string", connection_string.expose());
+        return map;
+    }
+    put("host", &params.host);
+    put("tcp_port", &params.port.to_string());
+    put("user", &params.user);
+    if let Some(db) = &params.db {
+        put("db", db);
+    }
+    if let Some(pass) = &params.pass {
+        put("pass", pass.expose());
+    }
+    map
+}
+
+/// The schema pgaccel keeps: each column with the type and annotation that
+/// describe its MySQL type to PostgreSQL clients.
+fn pg_schema(read: &SchemaRef, types: &HashMap<String, String>) -> SchemaRef {
+    let fields: Vec<Field> = read
+        .fields()
+        .iter()
+        .map(|field| {
+            let mysql_type = types.get(field.name()).map(String::as_str);
+            let data_type = match (field.data_type(), mysql_type) {
+                (DataType::Timestamp(unit, None), Some("timestamp")) => {
+                    DataType::Timestamp(*unit, Some("UTC".into()))
+                }
+                (DataType::Dictionary(_, value), _) => value.as_ref().clone(),
+                (DataType::Time64(TimeUnit::Nanosecond), _) => {
+                    DataType::Time64(TimeUnit::Microsecond)
+                }
+                (other, _) => other.clone(),
+            };
+            let mut metadata = field.metadata().clone();
+            let pg_type = match mysql_type {
+                Some("varchar") => Some("varchar"),
+                Some("char") => Some("bpchar"),
+                Some("json") => Some("json"),
+                _ => None,
+            };
+            if let Some(pg_type) = pg_type
+                && matches!(data_type, DataType::Utf8 | DataType::LargeUtf8)
+            {
+                metadata.insert(PG_TYPE_METADATA.to_owned(), pg_type.to_owned());
+            }
+            Field::new(field.name(), data_type, field.is_nullable()).with_metadata(metadata)
+        })
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
+/// Casts every batch to `schema` (same columns, PostgreSQL-facing types).
+fn convert(stream: SendableRecordBatchStream, schema: SchemaRef) -> SendableRecordBatchStream {
+    let target = Arc::clone(&schema);
+    let converted = stream.map(move |batch| {
+        let batch = batch?;
+        let columns = batch
+            .columns()
+            .iter()
+            .zip(target.fields())
+            .map(|(column, field)| {
+                if column.data_type() == field.data_type() {
+                    Ok(Arc::clone(column))
+                } else {
+                    cast(column, field.data_type())
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(RecordBatch::try_new(Arc::clone(&target), columns)?)
+    });
+    Box::pin(RecordBatchStreamAdapter::new(schema, converted))
+}
