@@ -23,7 +23,7 @@ pub(crate) fn unsupported(config: &Config) -> Vec<ConfigError> {
     refuse(&mut out, None, config.snapshots.as_ref().is_some_and(|s| s.enabled), "snapshots.enabled", "publishing and restoring acceleration snapshots");
     for d in &config.datasets {
         let (a, n) = (&d.acceleration, Some(d));
-        refuse(&mut out, n, !matches!(d.from, SourceRef::Postgres { .. } | SourceRef::Mysql { .. } | SourceRef::File { .. }), "from", format!("the {} source", d.from.kind()));
+        refuse(&mut out, n, !matches!(d.from, SourceRef::Postgres { .. } | SourceRef::Mysql { .. } | SourceRef::Sqlite { .. } | SourceRef::File { .. }), "from", format!("the {} source", d.from.kind()));
         refuse(&mut out, n, matches!(d.params, SourceParams::File { format: FileFormat::Json | FileFormat::Snapshot }), "params.file_format", describe_file_format(&d.params));
         refuse(&mut out, n, d.ready_state != ReadyState::OnLoad, "ready_state", format!("ready_state: {}", d.ready_state.as_str()));
         refuse(&mut out, n, a.engine != Engine::Arrow, "acceleration.engine", format!("engine: {}", a.engine.as_str()));

@@ -8,6 +8,7 @@
 mod file;
 mod mysql;
 mod postgres;
+mod sqlite;
 mod time;
 
 use std::sync::Arc;
@@ -25,6 +26,7 @@ use crate::config::{DatasetConfig, RefreshSql, SourceParams, SourceRef};
 pub use file::FileSource;
 pub use mysql::MysqlSource;
 pub use postgres::PostgresSource;
+pub use sqlite::SqliteSource;
 pub use time::{TimeBound, instant, instants};
 
 #[derive(Debug, thiserror::Error)]
@@ -129,6 +131,7 @@ impl SourceError {
 pub enum Source {
     Postgres(PostgresSource),
     Mysql(MysqlSource),
+    Sqlite(SqliteSource),
     File(FileSource),
 }
 
@@ -147,6 +150,11 @@ impl Source {
                 MysqlSource::connect(dataset, params, database.as_deref(), table)
                     .await
                     .map(Source::Mysql)
+            }
+            (SourceRef::Sqlite { table }, SourceParams::Sqlite { file }) => {
+                SqliteSource::connect(dataset, file, table)
+                    .await
+                    .map(Source::Sqlite)
             }
             (SourceRef::File { path }, SourceParams::File { format }) => {
                 let modified = [&config.time_column, &config.time_partition_column]
@@ -171,6 +179,7 @@ impl Source {
         match self {
             Source::Postgres(source) => source.read_all(filter).await,
             Source::Mysql(source) => source.read_all(filter).await,
+            Source::Sqlite(source) => source.read_all(filter).await,
             Source::File(source) => source.read_all(filter).await,
         }
     }

@@ -11,6 +11,7 @@ mod lookups;
 mod mysql;
 mod refresh_sql;
 mod schedules;
+mod sqlite;
 mod stalls;
 mod support;
 mod torn_reads;
