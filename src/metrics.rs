@@ -22,6 +22,7 @@ pub const QUERY_ERRORS: &str = "query_errors";
 pub const QUERY_DURATION: &str = "query_duration_ms";
 pub const INDEX_LOOKUPS: &str = "query_index_lookups";
 pub const STATEMENTS_PLANNED: &str = "query_statements_planned";
+pub const READY_STATE_FALLBACK: &str = "accelerated_ready_state_federated_fallback";
 
 /// The process-wide Prometheus recorder. The `metrics` facade has one global
 /// recorder, so every runtime in the process (tests start several) shares it.
@@ -73,6 +74,10 @@ fn describe() {
         STATEMENTS_PLANNED,
         "Statements parsed and planned; statements answered from a cached plan do not count"
     );
+    describe_counter!(
+        READY_STATE_FALLBACK,
+        "Queries sent to the source because the dataset's acceleration was not loaded yet (ready_state on_registration or on_schema_resolved)"
+    );
     describe_histogram!(
         QUERY_DURATION,
         Unit::Milliseconds,
@@ -108,6 +113,12 @@ pub fn load_state(dataset: &str, state: u8) {
 /// a dashboard sees every dataset from startup.
 pub fn register_dataset(dataset: &str) {
     counter!(REFRESH_ERRORS, "dataset" => dataset.to_owned(), "reason" => "source").absolute(0);
+    counter!(READY_STATE_FALLBACK, "dataset" => dataset.to_owned()).absolute(0);
+}
+
+/// A query on `dataset` went to its source (nothing loaded yet).
+pub fn federated_fallback(dataset: &str) {
+    counter!(READY_STATE_FALLBACK, "dataset" => dataset.to_owned()).increment(1);
 }
 
 pub fn query_executed(took: Duration) {

@@ -6,7 +6,7 @@ use std::fmt::Display;
 
 use super::Config;
 use super::acceleration::{Engine, Mode, RefreshMode, SnapshotMode, ZeroResults};
-use super::dataset::{DatasetConfig, ReadyState};
+use super::dataset::DatasetConfig;
 use super::error::ConfigError;
 use super::params::{FileFormat, SourceParams};
 use super::runtime::RuntimeReadyState;
@@ -25,7 +25,6 @@ pub(crate) fn unsupported(config: &Config) -> Vec<ConfigError> {
         let (a, n) = (&d.acceleration, Some(d));
         refuse(&mut out, n, !matches!(d.from, SourceRef::Postgres { .. } | SourceRef::Mysql { .. } | SourceRef::Sqlite { .. } | SourceRef::File { .. }), "from", format!("the {} source", d.from.kind()));
         refuse(&mut out, n, matches!(d.params, SourceParams::File { format: FileFormat::Json | FileFormat::Snapshot }), "params.file_format", describe_file_format(&d.params));
-        refuse(&mut out, n, d.ready_state != ReadyState::OnLoad, "ready_state", format!("ready_state: {}", d.ready_state.as_str()));
         refuse(&mut out, n, a.engine != Engine::Arrow, "acceleration.engine", format!("engine: {}", a.engine.as_str()));
         refuse(&mut out, n, a.mode != Mode::Memory, "acceleration.mode", format!("mode: {}", a.mode.as_str()));
         refuse(&mut out, n, !matches!(a.refresh_mode, RefreshMode::Full | RefreshMode::Append), "acceleration.refresh_mode", format!("refresh_mode: {}", a.refresh_mode.as_str()));

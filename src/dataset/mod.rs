@@ -13,7 +13,9 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
 use crate::accelerator::ArrowAcceleration;
-use crate::config::{DatasetConfig, RefreshSql};
+use datafusion::catalog::TableProvider;
+
+use crate::config::{DatasetConfig, ReadyState, RefreshSql};
 use crate::metrics;
 
 /// The lifecycle of a dataset as reported by `GET /v1/datasets?status=true`.
@@ -75,6 +77,9 @@ pub struct Dataset {
     /// The `refresh_sql` in force: the configured one, until
     /// `PATCH /v1/datasets/{name}/acceleration` replaces it (until restart).
     refresh_sql: Mutex<Option<RefreshSql>>,
+    /// The source's table, for queries the source answers while nothing is
+    /// loaded; set once the source has been reached.
+    federated: Mutex<Option<Arc<dyn TableProvider>>>,
 }
 
 impl Dataset {
@@ -90,11 +95,33 @@ impl Dataset {
                 next_refresh: None,
                 error_message: None,
             }),
-            ever_ready: AtomicBool::new(false),
             refresh_requested: Notify::new(),
             refresh_sql: Mutex::new(config.acceleration.refresh_sql.clone()),
+            federated: Mutex::new(None),
+            // `on_registration`: ready as soon as it is registered.
+            ever_ready: AtomicBool::new(config.ready_state == ReadyState::OnRegistration),
             config,
         }
+    }
+
+    /// Records that the source answered and resolved its schema; `source`
+    /// is its table, for queries the source answers until data is loaded.
+    /// `ready_state: on_schema_resolved` counts as ready from here on.
+    pub fn source_reached(&self, source: Option<Arc<dyn TableProvider>>) {
+        if source.is_some() {
+            *self.federated.lock().unwrap_or_else(|e| e.into_inner()) = source;
+        }
+        if self.config.ready_state == ReadyState::OnSchemaResolved {
+            self.ever_ready.store(true, Ordering::Release);
+        }
+    }
+
+    /// The source's table, once the source has been reached.
+    pub fn federated(&self) -> Option<Arc<dyn TableProvider>> {
+        self.federated
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The `refresh_sql` the next refresh applies.
@@ -147,9 +174,12 @@ impl Dataset {
         metrics::load_state(&self.name(), status.gauge_value());
     }
 
+    /// A refresh attempt started: Refreshing while data is served. With
+    /// nothing served, a dataset whose source failed stays in Error while
+    /// it tries again (its queries keep failing as an unknown table).
     pub fn refresh_started(&self) {
         let mut state = self.state();
-        if state.status != DatasetStatus::Initializing {
+        if self.acceleration.current().is_some() {
             self.set_status(&mut state, DatasetStatus::Refreshing);
         }
     }

@@ -1,6 +1,10 @@
-//! A database schema whose tables are the datasets placed in it. A dataset
-//! still loading its first data is known but not listed: querying it fails
-//! with an error that names it and says it is loading.
+//! A database schema whose tables are the datasets placed in it.
+//!
+//! A dataset with no data loaded yet is known but not listed. Querying it
+//! goes to its source when its `ready_state` says so and the source has been
+//! reached; otherwise it fails with an error that names it and says it is
+//! loading, or, once its source has failed, as a table that does not exist
+//! (the seeds' outage rule).
 
 use std::sync::Arc;
 
@@ -8,8 +12,10 @@ use async_trait::async_trait;
 use datafusion::catalog::{SchemaProvider, TableProvider};
 use datafusion::error::{DataFusionError, Result};
 
-use super::table::{AcceleratedTable, QueryError};
-use crate::dataset::{Dataset, Registry};
+use super::table::{AcceleratedTable, FederatedTable, QueryError};
+use crate::config::ReadyState;
+use crate::dataset::{Dataset, DatasetStatus, Registry};
+use crate::metrics;
 
 #[derive(Debug)]
 pub struct DatasetSchema {
@@ -47,12 +53,27 @@ impl SchemaProvider for DatasetSchema {
         let Some(dataset) = self.dataset(name) else {
             return Ok(None);
         };
-        match AcceleratedTable::try_new(Arc::clone(&dataset.acceleration)) {
-            Some(table) => Ok(Some(Arc::new(table))),
-            None => Err(DataFusionError::External(Box::new(QueryError::Loading {
-                dataset: dataset.name(),
-            }))),
+        if let Some(table) = AcceleratedTable::try_new(Arc::clone(&dataset.acceleration)) {
+            return Ok(Some(Arc::new(table)));
         }
+        if dataset.config.ready_state != ReadyState::OnLoad
+            && let Some(source) = dataset.federated()
+        {
+            metrics::federated_fallback(&dataset.name());
+            let table = FederatedTable::new(Arc::clone(&dataset.acceleration), source);
+            return Ok(Some(Arc::new(table)));
+        }
+        if dataset.status() == DatasetStatus::Error {
+            return Err(DataFusionError::External(Box::new(
+                QueryError::Unavailable {
+                    dataset: dataset.name(),
+                    cause: dataset.report().error_message.unwrap_or_default(),
+                },
+            )));
+        }
+        Err(DataFusionError::External(Box::new(QueryError::Loading {
+            dataset: dataset.name(),
+        })))
     }
 
     fn table_exist(&self, name: &str) -> bool {

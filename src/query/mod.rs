@@ -62,17 +62,26 @@ pub fn session(registry: &Arc<Registry>) -> Result<SessionContext, DataFusionErr
 }
 
 /// Whether every accelerated table `plan` reads still has the schema it was
-/// planned with; a cached plan that fails this is planned again.
+/// planned with, and every dataset it sent to its source is still unloaded;
+/// a cached plan that fails this is planned again.
 pub fn plan_is_current(plan: &LogicalPlan) -> bool {
     let mut current = true;
     let _ = plan.apply_with_subqueries(|node| {
         if let LogicalPlan::TableScan(scan) = node
             && let Ok(provider) = source_as_provider(&scan.source)
-            && let Some(table) = provider.downcast_ref::<AcceleratedTable>()
-            && !table.is_current()
         {
-            current = false;
-            return Ok(TreeNodeRecursion::Stop);
+            let stands = match (
+                provider.downcast_ref::<AcceleratedTable>(),
+                provider.downcast_ref::<table::FederatedTable>(),
+            ) {
+                (Some(table), _) => table.is_current(),
+                (_, Some(table)) => table.is_current(),
+                _ => true,
+            };
+            if !stands {
+                current = false;
+                return Ok(TreeNodeRecursion::Stop);
+            }
         }
         Ok(TreeNodeRecursion::Continue)
     });

@@ -26,6 +26,10 @@ pub enum QueryError {
     )]
     Loading { dataset: String },
     #[error(
+        "relation \"{dataset}\" does not exist: table not found, because dataset '{dataset}' has no data loaded and its source failed: {cause}"
+    )]
+    Unavailable { dataset: String, cause: String },
+    #[error(
         "cached plan must not change result type: the schema of dataset '{dataset}' changed since the statement was planned; prepare it again"
     )]
     SchemaChanged { dataset: String },
@@ -97,5 +101,70 @@ impl TableProvider for AcceleratedTable {
         )?
         .with_limit(limit);
         Ok(DataSourceExec::from_data_source(source))
+    }
+}
+
+/// The source itself, standing in for a dataset whose acceleration is not
+/// loaded yet (`ready_state: on_registration` or `on_schema_resolved`).
+/// Filters, projections and limits go to the source's provider, which
+/// pushes them into the query it sends. A plan holding one is planned again
+/// once the acceleration is loaded.
+#[derive(Debug)]
+pub struct FederatedTable {
+    acceleration: Arc<ArrowAcceleration>,
+    source: Arc<dyn TableProvider>,
+}
+
+impl FederatedTable {
+    pub fn new(acceleration: Arc<ArrowAcceleration>, source: Arc<dyn TableProvider>) -> Self {
+        FederatedTable {
+            acceleration,
+            source,
+        }
+    }
+
+    /// Whether the acceleration is still not loaded (so this plan stands).
+    pub fn is_current(&self) -> bool {
+        self.acceleration.current().is_none()
+    }
+}
+
+#[async_trait]
+impl TableProvider for FederatedTable {
+    fn schema(&self) -> SchemaRef {
+        self.source.schema()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> Result<Vec<datafusion::logical_expr::TableProviderFilterPushDown>> {
+        self.source.supports_filters_pushdown(filters)
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        // A scan for no columns (`count(*)`) reads one column and drops it:
+        // some source views cannot plan an empty projection themselves.
+        if projection.is_some_and(Vec::is_empty) && !self.source.schema().fields().is_empty() {
+            let one = self
+                .source
+                .scan(state, Some(&vec![0]), filters, limit)
+                .await?;
+            let none: Vec<datafusion::physical_plan::projection::ProjectionExpr> = Vec::new();
+            return Ok(Arc::new(
+                datafusion::physical_plan::projection::ProjectionExec::try_new(none, one)?,
+            ));
+        }
+        self.source.scan(state, projection, filters, limit).await
     }
 }

@@ -81,6 +81,7 @@ pub async fn run(dataset: Arc<Dataset>, partitions: usize, shutdown: Cancellatio
         source: None,
         append,
         watermark: append::Watermark::default(),
+        warned_unreachable: None,
     };
     // The initial load starts at once, or after a random part of the jitter.
     let delay = schedule::initial_delay(jitter, &mut rand::rng());
@@ -130,7 +131,13 @@ struct Refresher {
     /// For `refresh_mode: append`, the columns it orders rows by.
     append: Option<append::Plan>,
     watermark: append::Watermark,
+    /// When the last "cannot reach the source" warning was logged.
+    warned_unreachable: Option<Instant>,
 }
+
+/// How often the warning that a source cannot be reached is repeated while
+/// the connection is retried.
+const UNREACHABLE_WARNING_EVERY: Duration = Duration::from_secs(300);
 
 impl Refresher {
     /// Runs one refresh (with retries) to completion; an on-demand request
@@ -144,11 +151,13 @@ impl Refresher {
             let dataset = Arc::clone(&self.dataset);
             tokio::select! {
                 _ = shutdown.cancelled() => return None,
-                _ = dataset.refresh_requested() => {
-                    info!(dataset = %dataset.name(), "on-demand refresh requested: restarting the refresh in flight");
-                }
+                _ = dataset.refresh_requested() => {}
                 outcome = self.refresh_with_retries() => return Some(outcome),
             }
+            info!(dataset = %dataset.name(), "on-demand refresh requested: restarting the refresh in flight");
+            // The cancelled read may have left a connection mid-query (or
+            // stalled): start again on new connections.
+            self.source = None;
         }
     }
 
@@ -159,19 +168,68 @@ impl Refresher {
             match self.attempt().await {
                 Ok(published) => return Ok(published),
                 Err(error) => {
-                    let may_retry = error.is_transient()
-                        && policy.enabled
-                        && policy.max_attempts.is_none_or(|max| retries < max);
+                    // A source that cannot be reached is tried again without
+                    // limit (the seeds' outage rule): the acceleration is
+                    // served meanwhile, or loaded as soon as it answers.
+                    let unreachable =
+                        matches!(error, RefreshError::Source(SourceError::Connect { .. }));
+                    let may_retry = unreachable
+                        || (error.is_transient()
+                            && policy.enabled
+                            && policy.max_attempts.is_none_or(|max| retries < max));
+                    self.report_failure(&error, may_retry);
                     if !may_retry {
-                        error!(dataset = %self.dataset.name(), "refresh failed: {error}");
                         return Err(error);
                     }
                     retries += 1;
                     let wait = retry::delay(retries);
-                    warn!(dataset = %self.dataset.name(), retry = retries, "refresh failed: {error}; retrying in {:.1}s", wait.as_secs_f64());
+                    info!(dataset = %self.dataset.name(), retry = retries, "retrying in {:.1}s", wait.as_secs_f64());
                     tokio::time::sleep(wait).await;
                 }
             }
+        }
+    }
+
+    /// Logs a failed attempt as the seeds word it: a source that cannot be
+    /// reached while an acceleration is served is a warning, repeated at
+    /// most every five minutes; a configuration the source rejects is an
+    /// error at once; anything else as it comes.
+    fn report_failure(&mut self, error: &RefreshError, retrying: bool) {
+        let name = self.dataset.name();
+        let serving = self.dataset.acceleration.current().is_some();
+        match error {
+            RefreshError::Source(SourceError::Connect { message, .. }) if serving => {
+                let due = self
+                    .warned_unreachable
+                    .is_none_or(|at| at.elapsed() >= UNREACHABLE_WARNING_EVERY);
+                if due {
+                    self.warned_unreachable = Some(Instant::now());
+                    warn!(
+                        dataset = %name,
+                        "Failed to connect to the source for dataset {name}. Serving data from the existing acceleration for {name} while retrying the connection. {message}"
+                    );
+                }
+            }
+            RefreshError::Source(SourceError::Rejected { message, .. }) if serving => {
+                error!(
+                    dataset = %name,
+                    "Dataset '{name}' cannot connect to its source because of its configuration, so it is served from its existing acceleration and will not refresh until the configuration is fixed. {message}"
+                );
+            }
+            RefreshError::Source(SourceError::Connect { message, .. }) => {
+                let due = self
+                    .warned_unreachable
+                    .is_none_or(|at| at.elapsed() >= UNREACHABLE_WARNING_EVERY);
+                if due {
+                    self.warned_unreachable = Some(Instant::now());
+                    warn!(
+                        dataset = %name,
+                        "Failed to connect to the source for dataset {name}. It has no acceleration to serve yet and is loaded once the source answers; retrying the connection. {message}"
+                    );
+                }
+            }
+            _ if retrying => warn!(dataset = %name, "refresh failed: {error}"),
+            _ => error!(dataset = %name, "refresh failed: {error}"),
         }
     }
 
@@ -192,7 +250,10 @@ impl Refresher {
 
     async fn load(&mut self) -> Result<Published, RefreshError> {
         if self.source.is_none() {
-            self.source = Some(Source::connect(&self.dataset.config).await?);
+            let source = Source::connect(&self.dataset.config).await?;
+            self.warned_unreachable = None;
+            self.dataset.source_reached(source.federated());
+            self.source = Some(source);
         }
         let source = self.source.as_ref().expect("connected just above");
         let acceleration = &self.dataset.acceleration;

@@ -9,10 +9,12 @@
 //! not the whole folder.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use chrono::{DateTime, Utc};
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::catalog::TableProvider;
 use datafusion::common::ScalarValue;
 use datafusion::dataframe::DataFrame;
 use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionContext, lit};
@@ -30,6 +32,8 @@ pub struct FileSource {
     format: FileFormat,
     /// Whether `last_modified` was configured as a time or partition column.
     modified: bool,
+    /// The files as read at connection, for queries the source answers.
+    federated: Option<Arc<dyn TableProvider>>,
 }
 
 impl FileSource {
@@ -39,16 +43,26 @@ impl FileSource {
         format: FileFormat,
         modified: bool,
     ) -> Result<Self, SourceError> {
-        let source = FileSource {
+        let mut source = FileSource {
             dataset,
             path: path.to_owned(),
             format,
             modified,
+            federated: None,
         };
         // Opened once here so that a missing or unreadable file is reported
         // at connection, like an unreachable database.
-        source.read(&source.path, None).await?;
+        let whole = source.read(&source.path, None).await?;
+        // Files answer queries directly only when they are read as they
+        // are (no `last_modified` column made from file times).
+        if !modified {
+            source.federated = Some(whole.into_view());
+        }
         Ok(source)
+    }
+
+    pub fn federated(&self) -> Option<Arc<dyn TableProvider>> {
+        self.federated.clone()
     }
 
     /// Lists and reads the files again, with their current schema.

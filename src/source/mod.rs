@@ -14,6 +14,7 @@ mod time;
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::TableProvider;
 use datafusion::common::ScalarValue;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
@@ -173,6 +174,18 @@ impl Source {
         }
     }
 
+    /// The source's table as pgaccel presents it (same columns and types as
+    /// an acceleration of it), for queries the source answers itself while
+    /// nothing is loaded.
+    pub fn federated(&self) -> Option<Arc<dyn TableProvider>> {
+        Some(match self {
+            Source::Postgres(source) => source.federated(),
+            Source::Mysql(source) => source.federated(),
+            Source::Sqlite(source) => source.federated(),
+            Source::File(source) => source.federated()?,
+        })
+    }
+
     /// Reads the source table's rows (those `filter` selects), with the
     /// table's current schema and primary key.
     pub async fn read_all(&self, filter: &ReadFilter) -> Result<Snapshot, SourceError> {
@@ -263,6 +276,45 @@ fn restrict(
         }
         None => Ok(frame),
     }
+}
+
+/// A view of `provider` with the columns of `schema`: the same names, cast
+/// to `schema`'s types where they differ and carrying its PostgreSQL type
+/// annotations. Filters and projections on the view still reach
+/// `provider`, which pushes them to the source.
+fn federated_view(
+    dataset: &str,
+    provider: Arc<dyn TableProvider>,
+    schema: &SchemaRef,
+) -> Result<Arc<dyn TableProvider>, SourceError> {
+    let schema_error = |e: datafusion::error::DataFusionError| SourceError::Schema {
+        dataset: dataset.to_owned(),
+        message: e.to_string(),
+    };
+    let frame = datafusion::prelude::SessionContext::new()
+        .read_table(Arc::clone(&provider))
+        .map_err(schema_error)?;
+    let read = provider.schema();
+    let columns = schema
+        .fields()
+        .iter()
+        .map(|field| {
+            let column =
+                datafusion::prelude::col(datafusion::common::Column::new_unqualified(field.name()));
+            let same_type = read
+                .field_with_name(field.name())
+                .is_ok_and(|read| read.data_type() == field.data_type());
+            let value = if same_type {
+                column
+            } else {
+                datafusion::prelude::cast(column, field.data_type().clone())
+            };
+            let metadata = (!field.metadata().is_empty())
+                .then(|| datafusion::common::metadata::FieldMetadata::from(field.as_ref()));
+            value.alias_with_metadata(field.name(), metadata)
+        })
+        .collect::<Vec<_>>();
+    Ok(frame.select(columns).map_err(schema_error)?.into_view())
 }
 
 /// Re-labels every batch with `schema` (same columns, plus metadata).

@@ -41,6 +41,8 @@ pub struct MysqlSource {
     pool: Arc<MySQLConnectionPool>,
     database: Option<String>,
     table: String,
+    /// The table as resolved at connection, for queries the source answers.
+    federated: Option<Arc<dyn TableProvider>>,
 }
 
 impl MysqlSource {
@@ -54,14 +56,21 @@ impl MysqlSource {
         let pool = connect_pool(params)
             .await
             .map_err(|e| SourceError::connecting(&dataset, e))?;
-        let source = MysqlSource {
+        let mut source = MysqlSource {
             dataset,
             pool: Arc::new(pool),
             database: database.map(str::to_owned),
             table: table.to_owned(),
+            federated: None,
         };
-        source.describe().await?;
+        let (provider, columns) = source.describe().await?;
+        let schema = pg_schema(&provider.schema(), &columns.types);
+        source.federated = Some(super::federated_view(&source.dataset, provider, &schema)?);
         Ok(source)
+    }
+
+    pub fn federated(&self) -> Arc<dyn TableProvider> {
+        Arc::clone(self.federated.as_ref().expect("set at connection"))
     }
 
     fn reference(&self) -> TableReference {
@@ -175,20 +184,36 @@ fn pool_params(params: &MysqlParams, sslmode: &str) -> HashMap<String, SecretStr
         map.insert(key.to_owned(), SecretString::from(value.to_owned()));
     };
     put("sslmode", sslmode);
-    if let Some(connection_string) = &params.connection_string {
-        put("connection_string", connection_string.expose());
-        return map;
-    }
-    put("host", &params.host);
-    put("tcp_port", &params.port.to_string());
-    put("user", &params.user);
-    if let Some(db) = &params.db {
-        put("db", db);
-    }
-    if let Some(pass) = &params.pass {
-        put("pass", pass.expose());
+    match &params.connection_string {
+        Some(connection_string) => put("connection_string", connection_string.expose()),
+        None => put("connection_string", &connection_url(params)),
     }
     map
+}
+
+/// The connection URL of `params`. Written as a URL because only a URL can
+/// say `prefer_socket=false`: the MySQL driver otherwise switches a
+/// connection to 127.0.0.1 over to the server's Unix socket, which would
+/// bypass whatever listens on the configured port (a proxy, a tunnel).
+fn connection_url(params: &MysqlParams) -> String {
+    use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+    let encode = |text: &str| utf8_percent_encode(text, NON_ALPHANUMERIC).to_string();
+    let password = params
+        .pass
+        .as_ref()
+        .map(|pass| format!(":{}", encode(pass.expose())))
+        .unwrap_or_default();
+    let database = params.db.as_deref().map(encode).unwrap_or_default();
+    let host = if params.host.contains(':') {
+        format!("[{}]", params.host)
+    } else {
+        params.host.clone()
+    };
+    format!(
+        "mysql://{user}{password}@{host}:{port}/{database}?prefer_socket=false",
+        user = encode(&params.user),
+        port = params.port,
+    )
 }
 
 /// The schema pgaccel keeps: each column with the type and annotation that

@@ -38,6 +38,8 @@ pub struct PostgresSource {
     pool: Arc<PostgresConnectionPool>,
     schema: String,
     table: String,
+    /// The table as resolved at connection, for queries the source answers.
+    federated: Arc<dyn TableProvider>,
 }
 
 impl PostgresSource {
@@ -52,14 +54,20 @@ impl PostgresSource {
             .await
             .map_err(|e| SourceError::connecting(&dataset, e.to_string()))?
             .with_unsupported_type_action(UnsupportedTypeAction::String);
-        let source = PostgresSource {
+        let pool = Arc::new(pool);
+        let (provider, columns, _) = describe_table(&dataset, &pool, schema, table).await?;
+        let federated = super::federated_view(&dataset, provider, &columns)?;
+        Ok(PostgresSource {
             dataset,
-            pool: Arc::new(pool),
+            pool,
             schema: schema.to_owned(),
             table: table.to_owned(),
-        };
-        source.describe().await?;
-        Ok(source)
+            federated,
+        })
+    }
+
+    pub fn federated(&self) -> Arc<dyn TableProvider> {
+        Arc::clone(&self.federated)
     }
 
     /// The table's current columns and primary key, and a provider reading
@@ -68,30 +76,7 @@ impl PostgresSource {
     async fn describe(
         &self,
     ) -> Result<(Arc<dyn TableProvider>, SchemaRef, Vec<String>), SourceError> {
-        let (column_types, primary_key) = describe(&self.pool, &self.schema, &self.table)
-            .await
-            .map_err(|e| SourceError::connecting(&self.dataset, e.to_string()))?;
-        if column_types.is_empty() {
-            return Err(SourceError::Schema {
-                dataset: self.dataset.clone(),
-                message: format!(
-                    "table {}.{} does not exist or has no columns",
-                    self.schema, self.table
-                ),
-            });
-        }
-        let provider = PostgresTableFactory::new(Arc::clone(&self.pool))
-            .table_provider(TableReference::partial(
-                self.schema.as_str(),
-                self.table.as_str(),
-            ))
-            .await
-            .map_err(|e| SourceError::Schema {
-                dataset: self.dataset.clone(),
-                message: e.to_string(),
-            })?;
-        let schema = annotate(&provider.schema(), &column_types);
-        Ok((provider, schema, primary_key))
+        describe_table(&self.dataset, &self.pool, &self.schema, &self.table).await
     }
 
     pub async fn read_all(&self, filter: &ReadFilter) -> Result<Snapshot, SourceError> {
@@ -133,6 +118,34 @@ impl PostgresSource {
             primary_key,
         })
     }
+}
+
+/// The table's current columns (annotated) and primary key, and a provider
+/// reading exactly those columns.
+async fn describe_table(
+    dataset: &str,
+    pool: &Arc<PostgresConnectionPool>,
+    schema: &str,
+    table: &str,
+) -> Result<(Arc<dyn TableProvider>, SchemaRef, Vec<String>), SourceError> {
+    let (column_types, primary_key) = describe(pool, schema, table)
+        .await
+        .map_err(|e| SourceError::connecting(dataset, e.to_string()))?;
+    if column_types.is_empty() {
+        return Err(SourceError::Schema {
+            dataset: dataset.to_owned(),
+            message: format!("table {schema}.{table} does not exist or has no columns"),
+        });
+    }
+    let provider = PostgresTableFactory::new(Arc::clone(pool))
+        .table_provider(TableReference::partial(schema, table))
+        .await
+        .map_err(|e| SourceError::Schema {
+            dataset: dataset.to_owned(),
+            message: e.to_string(),
+        })?;
+    let annotated = annotate(&provider.schema(), &column_types);
+    Ok((provider, annotated, primary_key))
 }
 
 fn pool_params(params: &PostgresParams) -> HashMap<String, SecretString> {

@@ -24,6 +24,8 @@ pub struct SqliteSource {
     dataset: String,
     file: PathBuf,
     table: String,
+    /// The table as resolved at connection, for queries the source answers.
+    federated: Option<Arc<dyn TableProvider>>,
 }
 
 impl SqliteSource {
@@ -36,13 +38,19 @@ impl SqliteSource {
                 message: format!("the SQLite database file {} does not exist", file.display()),
             });
         }
-        let source = SqliteSource {
+        let mut source = SqliteSource {
             dataset,
             file: file.to_owned(),
             table: table.to_owned(),
+            federated: None,
         };
-        source.describe().await?;
+        let (provider, _) = source.describe().await?;
+        source.federated = Some(provider);
         Ok(source)
+    }
+
+    pub fn federated(&self) -> Arc<dyn TableProvider> {
+        Arc::clone(self.federated.as_ref().expect("set at connection"))
     }
 
     /// A provider reading the table with its current columns, and its

@@ -47,6 +47,7 @@ pub fn from_datafusion(error: DataFusionError) -> PgWireError {
         let code = match query_error {
             QueryError::OutOfRange { .. } => NUMERIC_OUT_OF_RANGE,
             QueryError::Loading { .. } => NOT_IN_PREREQUISITE_STATE,
+            QueryError::Unavailable { .. } => UNDEFINED_TABLE,
             QueryError::SchemaChanged { .. } => FEATURE_NOT_SUPPORTED,
         };
         return self::error(code, query_error.to_string());

@@ -9,6 +9,7 @@ mod end_to_end;
 mod isolation;
 mod lookups;
 mod mysql;
+mod outages;
 mod refresh_sql;
 mod schedules;
 mod sqlite;

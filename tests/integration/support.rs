@@ -238,38 +238,85 @@ pub struct Relay {
     pub connections: Arc<AtomicUsize>,
     /// Every byte the clients sent, in arrival order.
     sent: Arc<std::sync::Mutex<Vec<u8>>>,
+    /// While set, the relay closes every connection it accepts at once.
+    down: Arc<AtomicBool>,
+    /// The connections being relayed, to cut them.
+    live: Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+    /// Cleared once a connection has gone silent (with `stall_after`).
+    armed: Arc<AtomicBool>,
 }
 
 impl Relay {
+    /// A relay to the local PostgreSQL.
     pub async fn start(stall_after: Option<usize>) -> Relay {
+        Relay::start_to(5432, stall_after).await
+    }
+
+    /// A relay to the local server listening on `upstream`.
+    pub async fn start_to(upstream: u16, stall_after: Option<usize>) -> Relay {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let connections = Arc::new(AtomicUsize::new(0));
         let sent = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let down = Arc::new(AtomicBool::new(false));
+        let live = Arc::new(std::sync::Mutex::new(Vec::new()));
         let armed = Arc::new(AtomicBool::new(stall_after.is_some()));
-        let counter = Arc::clone(&connections);
-        let recorded = Arc::clone(&sent);
+        let stall_armed = Arc::clone(&armed);
+        let (counter, recorded, is_down, tasks) = (
+            Arc::clone(&connections),
+            Arc::clone(&sent),
+            Arc::clone(&down),
+            Arc::clone(&live),
+        );
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 counter.fetch_add(1, Ordering::SeqCst);
-                let Ok(server) = tokio::net::TcpStream::connect("127.0.0.1:5432").await else {
+                if is_down.load(Ordering::SeqCst) {
+                    drop(client);
+                    continue;
+                }
+                let Ok(server) = tokio::net::TcpStream::connect(("127.0.0.1", upstream)).await
+                else {
                     continue;
                 };
                 let armed = Arc::clone(&armed);
-                tokio::spawn(relay(
+                let task = tokio::spawn(relay(
                     client,
                     server,
                     stall_after.unwrap_or(usize::MAX),
                     armed,
                     Arc::clone(&recorded),
                 ));
+                tasks.lock().unwrap().push(task.abort_handle());
             }
         });
         Relay {
             port,
             connections,
             sent,
+            down,
+            live,
+            armed: stall_armed,
         }
+    }
+
+    /// Whether a connection has gone silent (only with `stall_after`).
+    pub fn has_stalled(&self) -> bool {
+        !self.armed.load(Ordering::SeqCst)
+    }
+
+    /// Cuts every relayed connection and refuses new ones until
+    /// [`Relay::restore`]: the source is unreachable.
+    pub fn cut(&self) {
+        self.down.store(true, Ordering::SeqCst);
+        for task in self.live.lock().unwrap().drain(..) {
+            task.abort();
+        }
+    }
+
+    /// Relays new connections again.
+    pub fn restore(&self) {
+        self.down.store(false, Ordering::SeqCst);
     }
 
     /// What the clients sent so far, as text (SQL is readable in it).
