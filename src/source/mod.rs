@@ -62,7 +62,7 @@ impl SourceError {
             "28P01",
             "28000",
             "access denied",
-            "username or password",
+            "authentication failed",
             "certificate",
             "tls",
             "ssl",

@@ -163,19 +163,37 @@ struct Columns {
 /// The pool, with `prefer` done as libpq does it: TLS if the server offers
 /// it, else plain (the provider's own "preferred" insists on TLS).
 async fn connect_pool(params: &MysqlParams) -> Result<MySQLConnectionPool, String> {
-    let attempt = |mode: &str| MySQLConnectionPool::new(pool_params(params, mode));
+    let attempt = |mode: &'static str| async move {
+        MySQLConnectionPool::new(pool_params(params, mode))
+            .await
+            .map_err(|e| with_causes(&e))
+    };
     match params.sslmode {
-        SslMode::Disable => attempt("disabled").await.map_err(|e| e.to_string()),
+        SslMode::Disable => attempt("disabled").await,
         SslMode::Prefer => match attempt("preferred").await {
             Ok(pool) => Ok(pool),
             Err(tls) => attempt("disabled")
                 .await
                 .map_err(|plain| format!("{plain} (with TLS: {tls})")),
         },
-        SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => {
-            attempt("required").await.map_err(|e| e.to_string())
-        }
+        SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => attempt("required").await,
     }
+}
+
+/// The error's message followed by those of its causes: the pool's own
+/// message ("MySQL connection failed") hides the server's reason.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string().trim().to_owned();
+    let mut cause = error.source();
+    while let Some(error) = cause {
+        let message = error.to_string();
+        if !text.contains(message.trim()) {
+            text.push_str(": ");
+            text.push_str(message.trim());
+        }
+        cause = error.source();
+    }
+    text
 }
 
 fn pool_params(params: &MysqlParams, sslmode: &str) -> HashMap<String, SecretString> {

@@ -236,3 +236,71 @@ async fn a_mariadb_source_outage_is_served_from_the_acceleration() {
         3
     );
 }
+
+#[tokio::test]
+async fn credentials_rejected_after_a_load_are_an_error_that_is_not_retried() {
+    let db = MysqlDatabase::create("outage_rejected").await;
+    let user = format!("pgaccel_u{}", std::process::id());
+    let hosts = ["localhost", "127.0.0.1", "%"];
+    let mut setup =
+        String::from("CREATE TABLE {db}.t (id int PRIMARY KEY); INSERT INTO {db}.t VALUES (1);");
+    for host in hosts {
+        setup.push_str(&format!(
+            "DROP USER IF EXISTS '{user}'@'{host}'; CREATE USER '{user}'@'{host}' IDENTIFIED BY 'first';
+             GRANT SELECT ON {{db}}.* TO '{user}'@'{host}';"
+        ));
+    }
+    db.execute(&setup).await;
+    let relay = Relay::start_to(3306, None).await;
+    let entry = format!(
+        "  - from: mysql:{db}.t\n    name: rejected\n    params: {{ mysql_host: 127.0.0.1, mysql_tcp_port: {port}, mysql_db: {db}, mysql_user: {user}, mysql_pass: first, mysql_sslmode: disabled }}\n",
+        db = db.name,
+        port = relay.port,
+    );
+    let server = Server::start(&entry).await;
+    server.wait_ready().await;
+    // The password changes; the connections pgaccel holds are cut, so the
+    // next refresh must log in again.
+    let mut change = String::new();
+    for host in hosts {
+        change.push_str(&format!(
+            "ALTER USER '{user}'@'{host}' IDENTIFIED BY 'second';"
+        ));
+    }
+    db.execute(&change).await;
+    relay.cut();
+    let (status, _) = server
+        .post("/v1/datasets/rejected/acceleration/refresh")
+        .await;
+    assert_eq!(status, 201);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    relay.restore();
+    let error = "Dataset 'rejected' cannot connect to its source because of its configuration, so it is served from its existing acceleration and will not refresh until the configuration is fixed.";
+    eventually("the configuration error", || async {
+        logs()
+            .iter()
+            .any(|line| line.contains(" ERROR ") && line.contains(error))
+    })
+    .await;
+    let replica = server.client().await;
+    assert_eq!(
+        count(&replica, "SELECT count(*) FROM rejected")
+            .await
+            .unwrap(),
+        1
+    );
+    let status = server.dataset_status("rejected").await;
+    assert_eq!(status["status"], "Error", "{status}");
+    // Not retried: no new connection reaches the relay.
+    let connections = relay.connections.load(std::sync::atomic::Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        relay.connections.load(std::sync::atomic::Ordering::SeqCst),
+        connections
+    );
+    let mut cleanup = String::new();
+    for host in hosts {
+        cleanup.push_str(&format!("DROP USER IF EXISTS '{user}'@'{host}';"));
+    }
+    db.execute(&cleanup).await;
+}
