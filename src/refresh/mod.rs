@@ -190,6 +190,18 @@ impl Refresher {
         }
     }
 
+    /// Whether the "cannot reach the source" warning is due (the first
+    /// failure, then at most every five minutes); records it as logged.
+    fn unreachable_warning_due(&mut self) -> bool {
+        let due = self
+            .warned_unreachable
+            .is_none_or(|at| at.elapsed() >= UNREACHABLE_WARNING_EVERY);
+        if due {
+            self.warned_unreachable = Some(Instant::now());
+        }
+        due
+    }
+
     /// Logs a failed attempt as the seeds word it: a source that cannot be
     /// reached while an acceleration is served is a warning, repeated at
     /// most every five minutes; a configuration the source rejects is an
@@ -199,11 +211,7 @@ impl Refresher {
         let serving = self.dataset.acceleration.current().is_some();
         match error {
             RefreshError::Source(SourceError::Connect { message, .. }) if serving => {
-                let due = self
-                    .warned_unreachable
-                    .is_none_or(|at| at.elapsed() >= UNREACHABLE_WARNING_EVERY);
-                if due {
-                    self.warned_unreachable = Some(Instant::now());
+                if self.unreachable_warning_due() {
                     warn!(
                         dataset = %name,
                         "Failed to connect to the source for dataset {name}. Serving data from the existing acceleration for {name} while retrying the connection. {message}"
@@ -217,11 +225,7 @@ impl Refresher {
                 );
             }
             RefreshError::Source(SourceError::Connect { message, .. }) => {
-                let due = self
-                    .warned_unreachable
-                    .is_none_or(|at| at.elapsed() >= UNREACHABLE_WARNING_EVERY);
-                if due {
-                    self.warned_unreachable = Some(Instant::now());
+                if self.unreachable_warning_due() {
                     warn!(
                         dataset = %name,
                         "Failed to connect to the source for dataset {name}. It has no acceleration to serve yet and is loaded once the source answers; retrying the connection. {message}"

@@ -317,6 +317,30 @@ fn federated_view(
     Ok(frame.select(columns).map_err(schema_error)?.into_view())
 }
 
+/// The source's primary key, if the read keeps all of its columns (a
+/// `refresh_sql` may leave one out); else none.
+fn key_within(primary_key: Vec<String>, schema: &SchemaRef) -> Vec<String> {
+    if primary_key
+        .iter()
+        .all(|column| schema.field_with_name(column).is_ok())
+    {
+        primary_key
+    } else {
+        Vec::new()
+    }
+}
+
+/// Starts the read `frame` describes.
+async fn execute(
+    dataset: &str,
+    frame: DataFrame,
+) -> Result<SendableRecordBatchStream, SourceError> {
+    frame
+        .execute_stream()
+        .await
+        .map_err(|e| SourceError::reading(dataset, e.to_string()))
+}
+
 /// Re-labels every batch with `schema` (same columns, plus metadata).
 fn with_schema(stream: SendableRecordBatchStream, schema: SchemaRef) -> SendableRecordBatchStream {
     let target = Arc::clone(&schema);

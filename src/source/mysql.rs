@@ -133,19 +133,8 @@ impl MysqlSource {
         let frame = super::restrict(&self.dataset, frame, filter)?;
         let read_schema = SchemaRef::new(frame.schema().as_arrow().clone());
         let schema = pg_schema(&read_schema, &columns.types);
-        let primary_key = if columns
-            .primary_key
-            .iter()
-            .all(|column| schema.field_with_name(column).is_ok())
-        {
-            columns.primary_key
-        } else {
-            Vec::new()
-        };
-        let stream = frame
-            .execute_stream()
-            .await
-            .map_err(|e| read_error(e.to_string()))?;
+        let primary_key = super::key_within(columns.primary_key, &schema);
+        let stream = super::execute(&self.dataset, frame).await?;
         Ok(Snapshot {
             stream: convert(stream, Arc::clone(&schema)),
             schema,

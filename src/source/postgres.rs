@@ -100,18 +100,8 @@ impl PostgresSource {
                 })
                 .collect::<Vec<_>>(),
         ));
-        let primary_key = if primary_key
-            .iter()
-            .all(|column| schema.field_with_name(column).is_ok())
-        {
-            primary_key
-        } else {
-            Vec::new()
-        };
-        let stream = frame
-            .execute_stream()
-            .await
-            .map_err(|e| read_error(e.to_string()))?;
+        let primary_key = super::key_within(primary_key, &schema);
+        let stream = super::execute(&self.dataset, frame).await?;
         Ok(Snapshot {
             stream: super::with_schema(stream, Arc::clone(&schema)),
             schema,

@@ -122,18 +122,8 @@ impl SqliteSource {
             .map_err(|e| read_error(e.to_string()))?;
         let frame = super::restrict(&self.dataset, frame, filter)?;
         let schema = SchemaRef::new(frame.schema().as_arrow().clone());
-        let primary_key = if primary_key
-            .iter()
-            .all(|column| schema.field_with_name(column).is_ok())
-        {
-            primary_key
-        } else {
-            Vec::new()
-        };
-        let stream = frame
-            .execute_stream()
-            .await
-            .map_err(|e| read_error(e.to_string()))?;
+        let primary_key = super::key_within(primary_key, &schema);
+        let stream = super::execute(&self.dataset, frame).await?;
         Ok(Snapshot {
             stream,
             schema,

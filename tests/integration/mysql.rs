@@ -2,28 +2,9 @@
 //! table commonly has, as a PostgreSQL client sees it through pgaccel, and the
 //! full and append refresh modes.
 
-use tokio_postgres::SimpleQueryMessage;
 use tokio_postgres::types::Type;
 
-use crate::support::{MysqlDatabase, Server};
-
-/// The text of every value of `sql`'s rows (NULL as `None`).
-async fn rows(client: &tokio_postgres::Client, sql: &str) -> Vec<Vec<Option<String>>> {
-    client
-        .simple_query(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-        .into_iter()
-        .filter_map(|message| match message {
-            SimpleQueryMessage::Row(row) => Some(
-                (0..row.len())
-                    .map(|i| row.get(i).map(str::to_owned))
-                    .collect(),
-            ),
-            _ => None,
-        })
-        .collect()
-}
+use crate::support::{MysqlDatabase, Server, simple_rows};
 
 #[tokio::test]
 async fn mariadb_types_arrive_as_the_postgresql_types_that_mean_the_same() {
@@ -94,7 +75,7 @@ async fn mariadb_types_arrive_as_the_postgresql_types_that_mean_the_same() {
         assert_eq!(found.1, expected, "column {name}");
     }
 
-    let values = rows(
+    let values = simple_rows(
         &replica,
         "SELECT id, ti, tiu, si, siu, i, iu, bi, biu, dec_, f, d, vc, ch, tx, dt, dtm, ts, tm, \
          js, bl, en, b1 FROM t ORDER BY id",
@@ -136,7 +117,7 @@ async fn mariadb_types_arrive_as_the_postgresql_types_that_mean_the_same() {
     );
 
     // Filters and lookups on the MySQL primary key work like any other.
-    let found = rows(&replica, "SELECT tx FROM t WHERE id = 1").await;
+    let found = simple_rows(&replica, "SELECT tx FROM t WHERE id = 1").await;
     assert_eq!(found, vec![vec![Some("some text".to_owned())]]);
 }
 
@@ -170,8 +151,11 @@ async fn mysql_tables_refresh_in_full_and_in_append_mode() {
             .map(|row| row[0].clone().unwrap())
             .collect()
     };
-    assert_eq!(texts(rows(&replica, items).await), ["1=one", "2=two"]);
-    assert_eq!(texts(rows(&replica, events).await), ["1=a", "2=b"]);
+    assert_eq!(
+        texts(simple_rows(&replica, items).await),
+        ["1=one", "2=two"]
+    );
+    assert_eq!(texts(simple_rows(&replica, events).await), ["1=a", "2=b"]);
     db.execute(
         "UPDATE {db}.items SET name = 'uno' WHERE id = 1; DELETE FROM {db}.items WHERE id = 2;
          INSERT INTO {db}.items VALUES (3, 'three');
@@ -182,9 +166,18 @@ async fn mysql_tables_refresh_in_full_and_in_append_mode() {
     .await;
     server.refresh("items").await;
     server.refresh("events").await;
-    assert_eq!(texts(rows(&replica, items).await), ["1=uno", "3=three"]);
+    assert_eq!(
+        texts(simple_rows(&replica, items).await),
+        ["1=uno", "3=three"]
+    );
     // The back-dated row 4 is older than the newest held row: not read.
-    assert_eq!(texts(rows(&replica, events).await), ["1=a2", "2=b", "3=c"]);
+    assert_eq!(
+        texts(simple_rows(&replica, events).await),
+        ["1=a2", "2=b", "3=c"]
+    );
     server.refresh("events").await;
-    assert_eq!(texts(rows(&replica, events).await), ["1=a2", "2=b", "3=c"]);
+    assert_eq!(
+        texts(simple_rows(&replica, events).await),
+        ["1=a2", "2=b", "3=c"]
+    );
 }

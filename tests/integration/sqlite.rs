@@ -3,32 +3,13 @@
 
 use std::path::Path;
 
-use tokio_postgres::SimpleQueryMessage;
-
-use crate::support::Server;
+use crate::support::{Server, simple_rows};
 
 fn execute(file: &Path, sql: &str) {
     let connection = rusqlite::Connection::open(file).unwrap();
     connection
         .execute_batch(sql)
         .unwrap_or_else(|e| panic!("{sql}: {e}"));
-}
-
-async fn texts(client: &tokio_postgres::Client, sql: &str) -> Vec<Vec<Option<String>>> {
-    client
-        .simple_query(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-        .into_iter()
-        .filter_map(|message| match message {
-            SimpleQueryMessage::Row(row) => Some(
-                (0..row.len())
-                    .map(|i| row.get(i).map(str::to_owned))
-                    .collect(),
-            ),
-            _ => None,
-        })
-        .collect()
 }
 
 #[tokio::test]
@@ -52,7 +33,7 @@ async fn a_sqlite_table_is_accelerated_and_refreshed() {
     let replica = server.client().await;
     let all = "SELECT id, name, price, data FROM items ORDER BY id";
     assert_eq!(
-        texts(&replica, all).await,
+        simple_rows(&replica, all).await,
         vec![
             vec![
                 Some("1".to_owned()),
@@ -77,9 +58,9 @@ async fn a_sqlite_table_is_accelerated_and_refreshed() {
     );
     server.refresh("items").await;
     server.refresh("events").await;
-    let names = texts(&replica, "SELECT name FROM items ORDER BY id").await;
+    let names = simple_rows(&replica, "SELECT name FROM items ORDER BY id").await;
     assert_eq!(names, vec![vec![Some("uno".to_owned())]]);
-    let events = texts(&replica, "SELECT v FROM events ORDER BY id").await;
+    let events = simple_rows(&replica, "SELECT v FROM events ORDER BY id").await;
     let events: Vec<String> = events
         .into_iter()
         .map(|row| row[0].clone().unwrap())

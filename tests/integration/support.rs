@@ -192,6 +192,31 @@ impl Server {
     }
 }
 
+/// The rows of a simple-protocol result, each value as its text (NULL as
+/// `None`).
+pub fn text_rows(messages: Vec<tokio_postgres::SimpleQueryMessage>) -> Vec<Vec<Option<String>>> {
+    messages
+        .into_iter()
+        .filter_map(|message| match message {
+            tokio_postgres::SimpleQueryMessage::Row(row) => Some(
+                (0..row.len())
+                    .map(|i| row.get(i).map(str::to_owned))
+                    .collect(),
+            ),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Runs `sql` over the simple protocol and returns its rows as text.
+pub async fn simple_rows(client: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
+    let messages = client
+        .simple_query(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    text_rows(messages)
+}
+
 /// Runs psql against `port` and returns its unaligned, tuples-only output.
 pub fn psql(port: u16, command: &str) -> (bool, String) {
     let output = Command::new("psql")

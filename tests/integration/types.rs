@@ -2,10 +2,10 @@
 //! PostgreSQL itself returns it: in binary (tokio-postgres' extended
 //! protocol) and in text (the simple protocol, as psql reads it).
 
+use tokio_postgres::Row;
 use tokio_postgres::types::Type;
-use tokio_postgres::{Row, SimpleQueryMessage};
 
-use crate::support::{SOURCE_DSN, Server, SourceSchema, connect};
+use crate::support::{SOURCE_DSN, Server, SourceSchema, connect, text_rows};
 
 const TABLE: &str = "CREATE TABLE {schema}.all_types (
     id int4 PRIMARY KEY, i2 int2, i8 int8, f4 float4, f8 float8, num numeric(14,4), t text, vc varchar(20),
@@ -93,20 +93,6 @@ fn binary_values(row: &Row) -> Vec<String> {
             Type::JSON | Type::JSONB => format!("{:?}", row.get::<_, Option<serde_json::Value>>(i)),
             Type::BYTEA => format!("{:?}", row.get::<_, Option<Vec<u8>>>(i)),
             other => panic!("unexpected type {other}"),
-        })
-        .collect()
-}
-
-fn text_rows(messages: Vec<SimpleQueryMessage>) -> Vec<Vec<Option<String>>> {
-    messages
-        .into_iter()
-        .filter_map(|message| match message {
-            SimpleQueryMessage::Row(row) => Some(
-                (0..row.len())
-                    .map(|i| row.get(i).map(str::to_owned))
-                    .collect(),
-            ),
-            _ => None,
         })
         .collect()
 }
