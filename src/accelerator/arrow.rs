@@ -136,6 +136,9 @@ impl TableData {
             }
             batches.push(batch);
         }
+        if let Some(index) = &mut index {
+            index.fold_if_due();
+        }
         Ok(TableData::spread(
             Arc::clone(&self.schema),
             batches,
@@ -224,6 +227,7 @@ impl TableDataBuilder {
             for (number, batch) in self.batches.iter().enumerate() {
                 index.insert_batch(number as u32, batch)?;
             }
+            index.fold_if_due();
         }
         Ok(TableData::spread(schema, self.batches, partitions, index))
     }
@@ -385,5 +389,58 @@ mod tests {
         assert_eq!(data.rows(), STORED_BATCH_ROWS + 2);
         assert_eq!(find(&data, 5), Some(5));
         assert_eq!(find(&data, 7_000_000), None);
+    }
+
+    #[test]
+    fn many_revisions_fold_the_index_and_keep_every_key_found() {
+        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
+        let key = ["id".to_owned()];
+        let mut builder = TableDataBuilder::new(Arc::clone(&schema));
+        builder.push(batch(&schema, (0..20_000).collect())).unwrap();
+        let mut data = builder.finish(2, &key).unwrap();
+        // Each round removes the first 1000 live ids and adds 1000 new ones:
+        // well past the point where the changes are folded into the base.
+        let mut live: Vec<i64> = (0..20_000).collect();
+        let mut next = 20_000;
+        for _ in 0..12 {
+            let mut removed: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
+            for id in live.drain(..1000) {
+                let rows = data
+                    .lookup(&[ScalarValue::Int64(Some(id))])
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(rows.len(), 1, "id {id}");
+                removed
+                    .entry(rows[0].batch)
+                    .or_default()
+                    .insert(rows[0].row);
+            }
+            let added: Vec<i64> = (next..next + 1000).collect();
+            next += 1000;
+            live.extend(&added);
+            data = data.revise(&removed, vec![batch(&schema, added)]).unwrap();
+            assert_eq!(data.rows(), 20_000);
+        }
+        for id in [0, 11_999, 12_000, 19_999, 20_000, next - 1] {
+            let found = data
+                .lookup(&[ScalarValue::Int64(Some(id))])
+                .unwrap()
+                .unwrap();
+            assert_eq!(found.len(), usize::from(live.contains(&id)), "id {id}");
+        }
+        for id in live.iter().step_by(97) {
+            let found = data
+                .lookup(&[ScalarValue::Int64(Some(*id))])
+                .unwrap()
+                .unwrap();
+            let row = data.rows_at(&found).unwrap();
+            let value = row
+                .column(0)
+                .as_any()
+                .downcast_ref::<Int64Array>()
+                .unwrap()
+                .value(0);
+            assert_eq!(value, *id);
+        }
     }
 }

@@ -6,6 +6,12 @@
 //! version: a full refresh indexes its batches, an append copies the index of
 //! the version it extends and forgets or adds the rows it changed.
 //!
+//! So that an append costs what it changes, not what the table holds, the
+//! index is a shared base table plus the rows indexed since (`delta`) and the
+//! base rows removed since (`removed`). Copying it copies only those two; they
+//! are folded into a new base once they grow past a fraction of it, which
+//! keeps the cost per changed row constant on average.
+//!
 //! Keys are hashed column by column with DataFusion's vectorized hashing,
 //! which handles every column type and composite keys alike. The table stores
 //! only each row's hash and location (16 bytes a row, no allocation per key);
@@ -18,10 +24,12 @@ use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::arrow::error::ArrowError;
 use datafusion::common::hash_utils::{RandomState, create_hashes};
 use datafusion::common::{DataFusionError, ScalarValue};
-use hashbrown::HashTable;
+use std::sync::Arc;
+
+use hashbrown::{HashSet, HashTable};
 
 /// Where a row lives: the batch's position in load order and the row in it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RowRef {
     pub batch: u32,
     pub row: u32,
@@ -39,10 +47,20 @@ pub struct PrimaryKeyIndex {
     columns: Vec<usize>,
     types: Vec<DataType>,
     hasher: RandomState,
-    /// Every row with a non-NULL key; a key the data repeats (a declared key
-    /// it does not honour) has several entries and lookups return them all.
-    entries: HashTable<Entry>,
+    /// Every row with a non-NULL key as of the last fold; a key the data
+    /// repeats (a declared key it does not honour) has several entries and
+    /// lookups return them all. Shared by the versions that extend it.
+    base: Arc<HashTable<Entry>>,
+    /// Rows indexed since the last fold.
+    delta: HashTable<Entry>,
+    /// Rows of `base` that are gone since the last fold.
+    removed: HashSet<RowRef>,
 }
+
+/// Changes are folded into the base once they number more than this
+/// fraction of it (and at least [`FOLD_AT_LEAST`]).
+const FOLD_FRACTION: usize = 8;
+const FOLD_AT_LEAST: usize = 4096;
 
 impl PrimaryKeyIndex {
     pub fn new(schema: &SchemaRef, columns: Vec<usize>, rows: usize) -> Result<Self, ArrowError> {
@@ -54,7 +72,9 @@ impl PrimaryKeyIndex {
             columns,
             types,
             hasher: RandomState::with_seed(0x7067_6163),
-            entries: HashTable::with_capacity(rows),
+            base: Arc::new(HashTable::new()),
+            delta: HashTable::with_capacity(rows),
+            removed: HashSet::new(),
         })
     }
 
@@ -86,7 +106,7 @@ impl PrimaryKeyIndex {
                 batch: batch_number,
                 row: row as u32,
             };
-            self.entries
+            self.delta
                 .insert_unique(hash, Entry { hash, at }, |entry| entry.hash);
         }
         Ok(())
@@ -106,8 +126,15 @@ impl PrimaryKeyIndex {
                 batch: batch_number,
                 row: row as u32,
             };
-            if let Ok(entry) = self.entries.find_entry(hash, |entry| entry.at == at) {
-                entry.remove();
+            // The batch's rows are all in the base (never rewritten since the
+            // last fold) or all in the delta.
+            match self.delta.find_entry(hash, |entry| entry.at == at) {
+                Ok(entry) => {
+                    entry.remove();
+                }
+                Err(_) => {
+                    self.removed.insert(at);
+                }
             }
         }
         Ok(())
@@ -127,10 +154,7 @@ impl PrimaryKeyIndex {
             let mut rows = Vec::new();
             if keys.iter().all(|key| key.is_valid(row)) {
                 let mut wanted: Option<Vec<ScalarValue>> = None;
-                for entry in self.entries.iter_hash(hash) {
-                    if entry.hash != hash {
-                        continue;
-                    }
+                for entry in self.candidates(hash) {
                     let wanted = match &wanted {
                         Some(wanted) => wanted,
                         None => wanted.insert(
@@ -169,8 +193,8 @@ impl PrimaryKeyIndex {
             .collect::<Result<Vec<_>, DataFusionError>>()
             .map_err(to_arrow)?;
         let mut found = Vec::new();
-        for entry in self.entries.iter_hash(hash) {
-            if entry.hash == hash && self.holds(batch(entry.at.batch), entry.at.row, &wanted)? {
+        for entry in self.candidates(hash) {
+            if self.holds(batch(entry.at.batch), entry.at.row, &wanted)? {
                 found.push(entry.at);
             }
         }
@@ -221,9 +245,45 @@ impl PrimaryKeyIndex {
         Ok(true)
     }
 
+    /// The live entries with this hash, in the delta and the base.
+    fn candidates(&self, hash: u64) -> impl Iterator<Item = &Entry> {
+        self.delta
+            .iter_hash(hash)
+            .chain(
+                self.base
+                    .iter_hash(hash)
+                    .filter(|entry| !self.removed.contains(&entry.at)),
+            )
+            .filter(move |entry| entry.hash == hash)
+    }
+
+    /// Folds the changes into a new base when they have grown large enough
+    /// (a first build becomes the base as it is, without copying).
+    pub fn fold_if_due(&mut self) {
+        let changes = self.delta.len() + self.removed.len();
+        if self.base.is_empty() && self.removed.is_empty() {
+            self.base = Arc::new(std::mem::take(&mut self.delta));
+            return;
+        }
+        if changes <= FOLD_AT_LEAST.max(self.base.len() / FOLD_FRACTION) {
+            return;
+        }
+        let mut base = HashTable::with_capacity(self.base.len() + self.delta.len());
+        let kept = self
+            .base
+            .iter()
+            .filter(|entry| !self.removed.contains(&entry.at));
+        for entry in kept.chain(self.delta.iter()) {
+            base.insert_unique(entry.hash, *entry, |entry| entry.hash);
+        }
+        self.base = Arc::new(base);
+        self.delta = HashTable::new();
+        self.removed = HashSet::new();
+    }
+
     /// Heap memory of the index (reported with the acceleration's size).
     pub fn bytes(&self) -> usize {
-        self.entries.allocation_size()
+        self.base.allocation_size() + self.delta.allocation_size() + self.removed.allocation_size()
     }
 }
 
