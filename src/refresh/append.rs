@@ -69,12 +69,16 @@ impl Plan {
     }
 }
 
-/// The newest instant of the version this loop published last, so that the
-/// next append need not scan the acceleration for it.
+/// The newest instant of each batch of the version this loop published
+/// last, so that the next append need not scan the acceleration for the
+/// high-water mark or for the batches its re-read window reaches.
 #[derive(Debug, Default)]
 pub struct Watermark {
     version: Weak<TableData>,
-    newest: Option<i64>,
+    /// By batch number. A batch's figure only overstates it after rows were
+    /// removed, and an append removes a row only for a newer version of it,
+    /// so their maximum is the newest instant held.
+    batches: Vec<Option<i64>>,
 }
 
 /// Appends to `held`. `Ok(None)` when the source's columns no longer match
@@ -98,10 +102,11 @@ pub async fn run(
         })
     })?;
     let build = |e: ArrowError| RefreshError::build(dataset, e);
-    let newest = match watermark.version.upgrade() {
-        Some(version) if Arc::ptr_eq(&version, &held) => watermark.newest,
-        _ => newest_of(&held, order, format).map_err(build)?,
+    let batch_newest = match watermark.version.upgrade() {
+        Some(version) if Arc::ptr_eq(&version, &held) => std::mem::take(&mut watermark.batches),
+        _ => newest_by_batch(&held, 0, Vec::new(), order, format).map_err(build)?,
     };
+    let newest = batch_newest.iter().copied().max().flatten();
     let (filter, lower) = read_filter(&held, plan, order, newest, base).map_err(build)?;
     let snapshot = source.read_all(&filter).await?;
     if !same_columns(held.schema(), &snapshot.schema) {
@@ -131,15 +136,17 @@ pub async fn run(
         order,
         format,
         lower,
+        batch_newest: &batch_newest,
     };
     let (removed, added) = merge.apply(incoming).map_err(build)?;
     let replaced: usize = removed.values().map(BTreeSet::len).sum();
     let added_rows: usize = added.iter().map(RecordBatch::num_rows).sum();
-    let mut newest = newest;
-    for batch in &added {
-        newest = newest.max(max_instant(batch.column(order), format).map_err(build)?);
-    }
     let data = held.revise(&removed, added).map_err(build)?;
+    // Batches before the old last one are the old ones (maybe with rows
+    // removed); the rest are new, or the old last one merged with new rows.
+    let unchanged = held.batch_count().saturating_sub(1);
+    let batch_newest =
+        newest_by_batch(&data, unchanged, batch_newest, order, format).map_err(build)?;
     info!(
         dataset,
         read,
@@ -150,7 +157,7 @@ pub async fn run(
     let (published, version) = full::publish(acceleration, data);
     *watermark = Watermark {
         version: Arc::downgrade(&version),
-        newest,
+        batches: batch_newest,
     };
     Ok(Some((published, version)))
 }
@@ -260,17 +267,23 @@ fn partition_floor(
     }))
 }
 
-/// The newest instant of the `order` column in `data`.
-fn newest_of(
+/// The newest instant of the `order` column in each batch of `data`: the
+/// first `keep` figures are taken from `known`, the others computed.
+fn newest_by_batch(
     data: &TableData,
+    keep: usize,
+    mut known: Vec<Option<i64>>,
     order: usize,
     format: Option<TimeFormat>,
-) -> Result<Option<i64>, ArrowError> {
-    let mut newest = None;
-    for number in 0..data.batch_count() as u32 {
-        newest = newest.max(max_instant(data.batch(number).column(order), format)?);
+) -> Result<Vec<Option<i64>>, ArrowError> {
+    known.truncate(keep);
+    for number in known.len()..data.batch_count() {
+        known.push(max_instant(
+            data.batch(number as u32).column(order),
+            format,
+        )?);
     }
-    Ok(newest)
+    Ok(known)
 }
 
 fn max_instant(column: &ArrayRef, format: Option<TimeFormat>) -> Result<Option<i64>, ArrowError> {
@@ -299,6 +312,8 @@ struct Merge<'a> {
     format: Option<TimeFormat>,
     /// The lowest instant the read can return (none: it read everything).
     lower: Option<i64>,
+    /// The newest instant of each held batch, or more.
+    batch_newest: &'a [Option<i64>],
 }
 
 /// Held rows to drop, by batch number then row.
@@ -447,6 +462,15 @@ impl Merge<'_> {
             let batch = self.held.batch(number);
             let window = match self.lower {
                 None => batch.clone(),
+                // A batch all older than the window has no row in it.
+                Some(lower)
+                    if self
+                        .batch_newest
+                        .get(number as usize)
+                        .is_some_and(|newest| newest.is_none_or(|newest| newest < lower)) =>
+                {
+                    continue;
+                }
                 Some(lower) => {
                     let times = instants(batch.column(self.order), self.format)?;
                     let inside: BooleanArray = times
