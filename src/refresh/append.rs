@@ -103,7 +103,7 @@ pub async fn run(
     })?;
     let build = |e: ArrowError| RefreshError::build(dataset, e);
     let batch_newest = match watermark.version.upgrade() {
-        Some(version) if Arc::ptr_eq(&version, &held) => std::mem::take(&mut watermark.batches),
+        Some(version) if Arc::ptr_eq(&version, &held) => watermark.batches.clone(),
         _ => newest_by_batch(&held, 0, Vec::new(), order, format).map_err(build)?,
     };
     let newest = batch_newest.iter().copied().max().flatten();
