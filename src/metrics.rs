@@ -105,6 +105,16 @@ pub fn refresh_succeeded(
     gauge!(INDEX_BYTES, "dataset" => label).set(index_bytes as f64);
 }
 
+/// An acceleration served from its file at startup: its last refresh time
+/// (from the checkpoint) and its size.
+pub fn restored(dataset: &str, unix_ms: i64, rows: usize, bytes: usize, index_bytes: usize) {
+    let label = dataset.to_owned();
+    gauge!(LAST_REFRESH_TIME, "dataset" => label.clone()).set(unix_ms as f64);
+    gauge!(ROWS, "dataset" => label.clone()).set(rows as f64);
+    gauge!(BYTES, "dataset" => label.clone()).set(bytes as f64);
+    gauge!(INDEX_BYTES, "dataset" => label).set(index_bytes as f64);
+}
+
 pub fn load_state(dataset: &str, state: u8) {
     gauge!(LOAD_STATE, "dataset" => dataset.to_owned()).set(f64::from(state));
 }

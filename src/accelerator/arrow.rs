@@ -6,7 +6,7 @@
 //! read; the old version is freed when its last reader finishes.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwapOption;
 use datafusion::arrow::array::BooleanArray;
@@ -17,6 +17,7 @@ use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::ScalarValue;
 
 use super::index::{PrimaryKeyIndex, RowRef};
+use super::store::Store;
 
 /// Rows per stored batch. Small source batches are coalesced up to this size
 /// so scans do not pay per-batch overhead, and so buffers are allocated to
@@ -81,6 +82,24 @@ impl TableData {
             [one] => Ok(one.clone()),
             _ => concat_batches(&self.schema, &slices),
         }
+    }
+
+    /// The names of the primary-key columns this version is indexed by.
+    pub fn key_names(&self) -> Vec<String> {
+        self.primary_key.as_ref().map_or_else(Vec::new, |index| {
+            index
+                .columns()
+                .iter()
+                .map(|c| self.schema.field(*c).name().clone())
+                .collect()
+        })
+    }
+
+    /// Every batch, in load order.
+    pub fn batches(&self) -> Vec<RecordBatch> {
+        (0..self.batch_count() as u32)
+            .map(|number| self.batch(number).clone())
+            .collect()
     }
 
     /// How many batches this version holds.
@@ -259,6 +278,9 @@ fn key_index(
 pub struct ArrowAcceleration {
     dataset: String,
     current: ArcSwapOption<TableData>,
+    /// The file that keeps every published version (file engines only),
+    /// attached when the refresh loop opens it.
+    store: OnceLock<Arc<Store>>,
 }
 
 impl ArrowAcceleration {
@@ -266,7 +288,18 @@ impl ArrowAcceleration {
         ArrowAcceleration {
             dataset,
             current: ArcSwapOption::empty(),
+            store: OnceLock::new(),
         }
+    }
+
+    /// Makes `store` the durable copy of every version published from now.
+    pub fn attach_store(&self, store: Arc<Store>) {
+        let _ = self.store.set(store);
+    }
+
+    /// The acceleration file, for file engines once opened.
+    pub fn store(&self) -> Option<&Arc<Store>> {
+        self.store.get()
     }
 
     pub fn dataset(&self) -> &str {

@@ -4,13 +4,19 @@
 //! Invariant kept by every engine: a published acceleration is immutable. A
 //! refresh builds the complete next version aside and publishes it in one
 //! atomic step, so a query sees the old data or the new, never a mix, and is
-//! never blocked by a refresh. Only the Arrow (in-memory) engine exists so far.
+//! never blocked by a refresh. Queries read the in-memory version; the file
+//! engines (`duckdb`, `sqlite` with a file mode) also keep it durably in a
+//! file, with a checkpoint, so a restart serves it again (see [`store`]).
 
 mod arrow;
+mod duckdb_file;
 mod index;
+mod sqlite_file;
+pub mod store;
 
 pub use arrow::{ArrowAcceleration, TableData, TableDataBuilder};
 pub use index::{PrimaryKeyIndex, RowRef};
+pub use store::{Change, Checkpoint, Persisted, Store, StoreError};
 
 /// Field metadata key recording the source column's PostgreSQL type where
 /// Arrow alone cannot tell it (`uuid`, `json`, `jsonb`, `varchar` are all

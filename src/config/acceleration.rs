@@ -105,6 +105,23 @@ yaml_enum! {
     }
 }
 
+/// Where file accelerations go when `params.duckdb_file`/`sqlite_file` is not
+/// given: `<folder>/<dataset>.<engine>.db`, relative to the working directory.
+pub const DEFAULT_FILE_FOLDER: &str = ".pgaccel/data";
+
+impl Acceleration {
+    /// The acceleration file of dataset `name`: `None` unless the engine is
+    /// duckdb or sqlite with a file mode.
+    pub fn file_path(&self, name: &str) -> Option<PathBuf> {
+        if !self.enabled || self.engine == Engine::Arrow || self.mode == Mode::Memory {
+            return None;
+        }
+        Some(self.engine_file.clone().unwrap_or_else(|| {
+            PathBuf::from(DEFAULT_FILE_FOLDER).join(format!("{name}.{}.db", self.engine.as_str()))
+        }))
+    }
+}
+
 /// Dataset-level facts the acceleration rules depend on.
 pub(crate) struct Context {
     pub time_column: bool,

@@ -113,6 +113,22 @@ fn datasets(
             report.error("name", message);
             continue;
         }
+        if let Some(file) = dataset.acceleration.file_path(&dataset.name.to_string())
+            && let Some((other, _)) = datasets.iter().find(|(_, d)| {
+                d.acceleration.file_path(&d.name.to_string()).as_ref() == Some(&file)
+            })
+        {
+            let message = format!(
+                "the acceleration file {} is already used by dataset '{other}'; each dataset needs a file of its own",
+                file.display()
+            );
+            let key = match dataset.acceleration.engine {
+                super::Engine::Duckdb => "acceleration.params.duckdb_file",
+                _ => "acceleration.params.sqlite_file",
+            };
+            report.error(key, message);
+            continue;
+        }
         datasets.push((label, dataset));
     }
     datasets.into_iter().map(|(_, d)| d).collect()

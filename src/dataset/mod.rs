@@ -192,6 +192,28 @@ impl Dataset {
         self.ever_ready.store(true, Ordering::Release);
     }
 
+    /// The acceleration was served from its file at startup: Ready (queries
+    /// answer from it), with the checkpoint's last refresh time.
+    pub fn restored(&self, last_refresh: DateTime<Utc>) {
+        let mut state = self.state();
+        state.last_refresh = Some(last_refresh);
+        self.set_status(&mut state, DatasetStatus::Ready);
+        // `on_schema_resolved` stays not ready until the source is reached.
+        if self.config.ready_state != ReadyState::OnSchemaResolved {
+            self.ever_ready.store(true, Ordering::Release);
+        }
+    }
+
+    /// The source answers again: a dataset serving its acceleration while
+    /// in Error is Ready again (the next refresh follows its schedule).
+    pub fn source_recovered(&self) {
+        let mut state = self.state();
+        if state.status == DatasetStatus::Error && self.acceleration.current().is_some() {
+            state.error_message = None;
+            self.set_status(&mut state, DatasetStatus::Ready);
+        }
+    }
+
     pub fn refresh_failed(&self, message: String) {
         let mut state = self.state();
         state.error_message = Some(message);

@@ -13,8 +13,8 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, Int64Array};
-use datafusion::arrow::compute::filter_record_batch;
+use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, Int64Array, UInt32Array};
+use datafusion::arrow::compute::{concat_batches, filter_record_batch, take};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::record_batch::RecordBatch;
@@ -26,7 +26,7 @@ use tracing::info;
 
 use super::RefreshError;
 use super::full::{self, Published};
-use crate::accelerator::{ArrowAcceleration, RowRef, TableData};
+use crate::accelerator::{ArrowAcceleration, Change, RowRef, TableData};
 use crate::config::{DatasetConfig, TimeFormat};
 use crate::source::{Floor, ReadFilter, Source, SourceError, TimeBound, instant, instants};
 
@@ -102,6 +102,7 @@ pub async fn run(
         })
     })?;
     let build = |e: ArrowError| RefreshError::build(dataset, e);
+    let refresh_sql = full::refresh_sql_text(&base);
     let batch_newest = match watermark.version.upgrade() {
         Some(version) if Arc::ptr_eq(&version, &held) => watermark.batches.clone(),
         _ => newest_by_batch(&held, 0, Vec::new(), order, format).map_err(build)?,
@@ -141,6 +142,13 @@ pub async fn run(
     let (removed, added) = merge.apply(incoming).map_err(build)?;
     let replaced: usize = removed.values().map(BTreeSet::len).sum();
     let added_rows: usize = added.iter().map(RecordBatch::num_rows).sum();
+    let change = Change::Upsert {
+        removed: match acceleration.store() {
+            Some(_) => removed_keys(&held, &removed).map_err(build)?,
+            None => None,
+        },
+        added: added.clone(),
+    };
     let data = held.revise(&removed, added).map_err(build)?;
     // Batches before the old last one are the old ones (maybe with rows
     // removed); the rest are new, or the old last one merged with new rows.
@@ -154,12 +162,34 @@ pub async fn run(
         replaced,
         "append refresh merged the new rows"
     );
-    let (published, version) = full::publish(acceleration, data);
+    let (published, version) = full::publish(acceleration, data, change, refresh_sql).await?;
     *watermark = Watermark {
         version: Arc::downgrade(&version),
         batches: batch_newest,
     };
     Ok(Some((published, version)))
+}
+
+/// The key columns of the `removed` rows of `held`, which a file
+/// acceleration deletes by key (an append removes a held row only for a
+/// read row with the same key); `None` when nothing is removed.
+fn removed_keys(held: &TableData, removed: &Removed) -> Result<Option<RecordBatch>, ArrowError> {
+    let Some(index) = held.primary_key().filter(|_| !removed.is_empty()) else {
+        return Ok(None);
+    };
+    let mut parts = Vec::new();
+    for (&number, rows) in removed {
+        let rows = UInt32Array::from_iter_values(rows.iter().copied());
+        let keys = held.batch(number).project(index.columns())?;
+        let columns = keys
+            .columns()
+            .iter()
+            .map(|column| take(column, &rows, None))
+            .collect::<Result<Vec<_>, _>>()?;
+        parts.push(RecordBatch::try_new(keys.schema(), columns)?);
+    }
+    let schema = parts[0].schema();
+    concat_batches(&schema, &parts).map(Some)
 }
 
 /// The read of an append: `base` (refresh_sql and the data window) with the

@@ -5,13 +5,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use chrono::{DateTime, SubsecRound, Utc};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::execution::SendableRecordBatchStream;
 use futures::StreamExt;
 use tokio::time::Instant;
 
 use super::RefreshError;
-use crate::accelerator::{ArrowAcceleration, TableData, TableDataBuilder};
+use crate::accelerator::{ArrowAcceleration, Change, Checkpoint, TableData, TableDataBuilder};
 use crate::source::{ReadFilter, Source};
 
 /// How long a refresh waits for each batch after the first one. The seeds
@@ -43,6 +44,8 @@ pub struct Published {
     pub rows: usize,
     pub bytes: usize,
     pub index_bytes: usize,
+    /// When it completed; a file acceleration's checkpoint records it.
+    pub completed: DateTime<Utc>,
 }
 
 pub async fn run(
@@ -72,20 +75,50 @@ pub async fn run(
     // Invariant: the data, and its primary-key index, are complete before
     // they become visible; a refresh that fails or is cancelled above
     // publishes nothing.
-    Ok(publish(acceleration, data))
+    let change = Change::Replace(data.batches());
+    publish(acceleration, data, change, refresh_sql_text(filter)).await
 }
 
-/// Publishes `data` and says what was published.
-pub(super) fn publish(
+/// Publishes `data`. With a file engine, `change` (what makes the file's
+/// rows `data`'s) and the checkpoint are committed to the file first: a
+/// version queries see is always one a restart finds again.
+pub(super) async fn publish(
     acceleration: &ArrowAcceleration,
     data: TableData,
-) -> (Published, Arc<TableData>) {
+    change: Change,
+    refresh_sql: Option<String>,
+) -> Result<(Published, Arc<TableData>), RefreshError> {
+    // Microseconds: what the checkpoint keeps, so a restart reports the same.
+    let completed = Utc::now().trunc_subsecs(6);
+    if let Some(store) = acceleration.store() {
+        let checkpoint = Checkpoint {
+            last_refresh: completed,
+            schema: Arc::clone(data.schema()),
+            primary_key: data.key_names(),
+            refresh_sql,
+        };
+        let store = Arc::clone(store);
+        let dataset = acceleration.dataset().to_owned();
+        tokio::task::spawn_blocking(move || store.write(&change, &checkpoint))
+            .await
+            .map_err(|e| RefreshError::build(&dataset, e))?
+            .map_err(|e| RefreshError::build(&dataset, e))?;
+    }
     let published = Published {
         rows: data.rows(),
         bytes: data.bytes(),
         index_bytes: data.index_bytes(),
+        completed,
     };
-    (published, acceleration.publish(data))
+    Ok((published, acceleration.publish(data)))
+}
+
+/// The text of the `refresh_sql` a read applied, as a checkpoint records it.
+pub(super) fn refresh_sql_text(filter: &ReadFilter) -> Option<String> {
+    filter
+        .refresh_sql
+        .as_ref()
+        .map(|sql| sql.as_str().to_owned())
 }
 
 /// Reads `stream` to its end, handing each batch to `each`. The first batch

@@ -8,6 +8,7 @@
 
 mod append;
 mod full;
+mod persisted;
 pub mod retry;
 pub mod schedule;
 
@@ -75,6 +76,7 @@ pub async fn run(dataset: Arc<Dataset>, partitions: usize, shutdown: Cancellatio
         RefreshMode::Append => append::Plan::of(&dataset.config),
         _ => None,
     };
+    let startup = persisted::open(&dataset, partitions).await;
     let mut refresher = Refresher {
         dataset,
         partitions,
@@ -82,11 +84,41 @@ pub async fn run(dataset: Arc<Dataset>, partitions: usize, shutdown: Cancellatio
         append,
         watermark: append::Watermark::default(),
         warned_unreachable: None,
+        waits: None,
+        waits_reported: false,
     };
     // The initial load starts at once, or after a random part of the jitter.
     let delay = schedule::initial_delay(jitter, &mut rand::rng());
     let mut wake = Some(tokio::time::Instant::now() + delay);
     let mut initial = true;
+    match startup {
+        persisted::Startup::Load { waits } => refresher.waits = waits,
+        persisted::Startup::RefreshNow => {}
+        persisted::Startup::At(due) => {
+            refresher.dataset.set_next_refresh(due);
+            wake = due.map(schedule::instant_of);
+            initial = false;
+            // Served from the file with no refresh due: connect to the
+            // source meanwhile, so that its health shows in the status and
+            // `on_schema_resolved` can turn ready. A due or requested
+            // refresh takes over (and connects itself).
+            let dataset = Arc::clone(&refresher.dataset);
+            tokio::select! {
+                _ = shutdown.cancelled() => {
+                    dataset.shutting_down();
+                    return;
+                }
+                _ = refresher.connect_with_retries() => {}
+                _ = dataset.refresh_requested() => wake = Some(tokio::time::Instant::now()),
+                _ = sleep_until(wake) => wake = Some(tokio::time::Instant::now()),
+            }
+        }
+        persisted::Startup::Broken => {
+            shutdown.cancelled().await;
+            refresher.dataset.shutting_down();
+            return;
+        }
+    }
     loop {
         let on_demand = tokio::select! {
             _ = shutdown.cancelled() => break,
@@ -133,6 +165,11 @@ struct Refresher {
     watermark: append::Watermark,
     /// When the last "cannot reach the source" warning was logged.
     warned_unreachable: Option<Instant>,
+    /// The configuration that keeps the rows of the acceleration file from
+    /// being served before the source answers (`uses ...`); taken when the
+    /// first failed load reports it.
+    waits: Option<String>,
+    waits_reported: bool,
 }
 
 /// How often the warning that a source cannot be reached is repeated while
@@ -159,6 +196,44 @@ impl Refresher {
             // stalled): start again on new connections.
             self.source = None;
         }
+    }
+
+    /// Connects to the source, retrying an unreachable one with backoff
+    /// and without limit; returns once connected, or when the source
+    /// rejects the configuration (not retried).
+    async fn connect_with_retries(&mut self) {
+        let mut retries = 0;
+        loop {
+            match self.connect().await {
+                Ok(()) => {
+                    self.dataset.source_recovered();
+                    return;
+                }
+                Err(error) => {
+                    let unreachable =
+                        matches!(error, RefreshError::Source(SourceError::Connect { .. }));
+                    metrics::refresh_failed(&self.dataset.name(), error.reason());
+                    self.dataset.refresh_failed(error.to_string());
+                    self.report_failure(&error, unreachable);
+                    if !unreachable {
+                        return;
+                    }
+                    retries += 1;
+                    tokio::time::sleep(retry::delay(retries)).await;
+                }
+            }
+        }
+    }
+
+    /// Connects to the source unless connected.
+    async fn connect(&mut self) -> Result<(), RefreshError> {
+        if self.source.is_none() {
+            let source = Source::connect(&self.dataset.config).await?;
+            self.warned_unreachable = None;
+            self.dataset.source_reached(source.federated());
+            self.source = Some(source);
+        }
+        Ok(())
     }
 
     async fn refresh_with_retries(&mut self) -> Result<Published, RefreshError> {
@@ -209,6 +284,16 @@ impl Refresher {
     fn report_failure(&mut self, error: &RefreshError, retrying: bool) {
         let name = self.dataset.name();
         let serving = self.dataset.acceleration.current().is_some();
+        if !serving
+            && !self.waits_reported
+            && let Some(reason) = &self.waits
+        {
+            self.waits_reported = true;
+            info!(
+                dataset = %name,
+                "Dataset '{name}' waits for its source before serving because it uses {reason}. See: the README's \"Serving through source outages\""
+            );
+        }
         match error {
             RefreshError::Source(SourceError::Connect { message, .. }) if serving => {
                 if self.unreachable_warning_due() {
@@ -245,20 +330,24 @@ impl Refresher {
             Ok(published) => self.succeeded(*published, started.elapsed()),
             Err(error) => {
                 self.source = None;
-                metrics::refresh_failed(&self.dataset.name(), error.reason());
-                self.dataset.refresh_failed(error.to_string());
+                let name = self.dataset.name();
+                metrics::refresh_failed(&name, error.reason());
+                let message = match &self.waits {
+                    Some(reason) if self.dataset.acceleration.current().is_none() => {
+                        format!(
+                            "Not served: waits for its source because it uses {reason}. Cause: {error}"
+                        )
+                    }
+                    _ => error.to_string(),
+                };
+                self.dataset.refresh_failed(message);
             }
         }
         outcome
     }
 
     async fn load(&mut self) -> Result<Published, RefreshError> {
-        if self.source.is_none() {
-            let source = Source::connect(&self.dataset.config).await?;
-            self.warned_unreachable = None;
-            self.dataset.source_reached(source.federated());
-            self.source = Some(source);
-        }
+        self.connect().await?;
         let source = self.source.as_ref().expect("connected just above");
         let acceleration = &self.dataset.acceleration;
         let filter = self.read_filter();
@@ -306,7 +395,7 @@ impl Refresher {
     }
 
     fn succeeded(&self, published: Published, took: Duration) {
-        let now = Utc::now();
+        let now = published.completed;
         let name = self.dataset.name();
         metrics::refresh_succeeded(
             &name,

@@ -5,6 +5,7 @@
 //! it for a stream and decides what to do with it. Errors are classified here,
 //! once, as transient (worth retrying) or permanent.
 
+mod duckdb;
 mod file;
 mod mysql;
 mod postgres;
@@ -13,7 +14,9 @@ mod time;
 
 use std::sync::Arc;
 
+use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::TableProvider;
 use datafusion::common::ScalarValue;
 use datafusion::execution::SendableRecordBatchStream;
@@ -24,6 +27,7 @@ use datafusion::prelude::DataFrame;
 
 use crate::config::{DatasetConfig, RefreshSql, SourceParams, SourceRef};
 
+pub use self::duckdb::DuckdbSource;
 pub use file::FileSource;
 pub use mysql::MysqlSource;
 pub use postgres::PostgresSource;
@@ -133,6 +137,7 @@ pub enum Source {
     Postgres(PostgresSource),
     Mysql(MysqlSource),
     Sqlite(SqliteSource),
+    Duckdb(DuckdbSource),
     File(FileSource),
 }
 
@@ -156,6 +161,11 @@ impl Source {
                 SqliteSource::connect(dataset, file, table)
                     .await
                     .map(Source::Sqlite)
+            }
+            (SourceRef::Duckdb { table }, SourceParams::Duckdb { open }) => {
+                DuckdbSource::connect(dataset, open, table)
+                    .await
+                    .map(Source::Duckdb)
             }
             (SourceRef::File { path }, SourceParams::File { format }) => {
                 let modified = [&config.time_column, &config.time_partition_column]
@@ -182,6 +192,7 @@ impl Source {
             Source::Postgres(source) => source.federated(),
             Source::Mysql(source) => source.federated(),
             Source::Sqlite(source) => source.federated(),
+            Source::Duckdb(_) => return None,
             Source::File(source) => source.federated()?,
         })
     }
@@ -193,6 +204,7 @@ impl Source {
             Source::Postgres(source) => source.read_all(filter).await,
             Source::Mysql(source) => source.read_all(filter).await,
             Source::Sqlite(source) => source.read_all(filter).await,
+            Source::Duckdb(source) => source.read_all(filter).await,
             Source::File(source) => source.read_all(filter).await,
         }
     }
@@ -339,6 +351,31 @@ async fn execute(
         .execute_stream()
         .await
         .map_err(|e| SourceError::reading(dataset, e.to_string()))
+}
+
+/// Casts every batch to `schema` (same columns, PostgreSQL-facing types).
+pub(super) fn convert(
+    stream: SendableRecordBatchStream,
+    schema: SchemaRef,
+) -> SendableRecordBatchStream {
+    let target = Arc::clone(&schema);
+    let converted = stream.map(move |batch| {
+        let batch = batch?;
+        let columns = batch
+            .columns()
+            .iter()
+            .zip(target.fields())
+            .map(|(column, field)| {
+                if column.data_type() == field.data_type() {
+                    Ok(Arc::clone(column))
+                } else {
+                    cast(column, field.data_type())
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(RecordBatch::try_new(Arc::clone(&target), columns)?)
+    });
+    Box::pin(RecordBatchStreamAdapter::new(schema, converted))
 }
 
 /// Re-labels every batch with `schema` (same columns, plus metadata).

@@ -10,17 +10,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::TableProvider;
 use datafusion::common::TableReference;
-use datafusion::execution::SendableRecordBatchStream;
-use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::prelude::SessionContext;
 use datafusion_table_providers::mysql::MySQLTableFactory;
 use datafusion_table_providers::sql::db_connection_pool::mysqlpool::MySQLConnectionPool;
-use futures::StreamExt;
 use mysql_async::prelude::Queryable;
 use secrecy::SecretString;
 
@@ -136,7 +131,7 @@ impl MysqlSource {
         let primary_key = super::key_within(columns.primary_key, &schema);
         let stream = super::execute(&self.dataset, frame).await?;
         Ok(Snapshot {
-            stream: convert(stream, Arc::clone(&schema)),
+            stream: super::convert(stream, Arc::clone(&schema)),
             schema,
             primary_key,
         })
@@ -257,26 +252,4 @@ fn pg_schema(read: &SchemaRef, types: &HashMap<String, String>) -> SchemaRef {
         })
         .collect();
     Arc::new(Schema::new(fields))
-}
-
-/// Casts every batch to `schema` (same columns, PostgreSQL-facing types).
-fn convert(stream: SendableRecordBatchStream, schema: SchemaRef) -> SendableRecordBatchStream {
-    let target = Arc::clone(&schema);
-    let converted = stream.map(move |batch| {
-        let batch = batch?;
-        let columns = batch
-            .columns()
-            .iter()
-            .zip(target.fields())
-            .map(|(column, field)| {
-                if column.data_type() == field.data_type() {
-                    Ok(Arc::clone(column))
-                } else {
-                    cast(column, field.data_type())
-                }
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(RecordBatch::try_new(Arc::clone(&target), columns)?)
-    });
-    Box::pin(RecordBatchStreamAdapter::new(schema, converted))
 }

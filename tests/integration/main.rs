@@ -5,11 +5,13 @@
 mod append;
 mod cli;
 mod data_window;
+mod duckdb_source;
 mod end_to_end;
 mod isolation;
 mod lookups;
 mod mysql;
 mod outages;
+mod persistence;
 mod refresh_sql;
 mod schedules;
 mod sqlite;

@@ -1,0 +1,283 @@
+//! `engine: duckdb` files. Columns keep their own DuckDB types (integers,
+//! floats, DECIMAL, DATE, TIME, TIMESTAMP, TIMESTAMPTZ, VARCHAR,
+//! BLOB), written with DuckDB's Arrow appender; a type DuckDB has no match
+//! for is kept as its text form. The checkpoint holds the exact Arrow
+//! schema the rows are read back into.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use chrono::DateTime;
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::{DataType, SchemaRef, TimeUnit};
+use datafusion_table_providers_common::arrow_bridge;
+use duckdb::{Connection, OptionalExt, Transaction, params};
+
+use super::store::{
+    CHECKPOINT_TABLE, Change, Checkpoint, FORMAT, Persisted, decode_key, decode_schema, encode_key,
+    encode_schema, from_storage, quote, storage_schema, to_storage,
+};
+
+/// The table that holds the keys an upsert removes, inside its transaction.
+const REMOVED_TABLE: &str = "pgaccel_removed_keys";
+
+#[derive(Debug)]
+pub struct DuckdbFile {
+    path: PathBuf,
+    table: String,
+    connection: Mutex<Connection>,
+}
+
+/// How DuckDB keeps a column of type `data_type`; `None` for its text form.
+fn storage_type(data_type: &DataType) -> Option<DataType> {
+    use DataType::*;
+    match data_type {
+        Boolean | Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32 | UInt64 | Float32
+        | Float64 | Date32 => Some(data_type.clone()),
+        Float16 => Some(Float32),
+        Utf8 | LargeUtf8 | Utf8View => Some(Utf8),
+        Binary | LargeBinary | BinaryView | FixedSizeBinary(_) => Some(Binary),
+        Timestamp(_, None) => Some(data_type.clone()),
+        // TIMESTAMPTZ has microseconds; nanoseconds would be cut.
+        Timestamp(TimeUnit::Nanosecond, Some(_)) => None,
+        Timestamp(_, Some(zone)) => Some(Timestamp(TimeUnit::Microsecond, Some(zone.clone()))),
+        Time32(_) | Time64(TimeUnit::Microsecond) => Some(Time64(TimeUnit::Microsecond)),
+        Decimal128(precision, _) if *precision <= 38 => Some(data_type.clone()),
+        // Intervals go as text: DuckDB's Arrow appender writes a NULL
+        // interval as a zero one.
+        _ => None,
+    }
+}
+
+fn sql_type(storage: &DataType) -> String {
+    use DataType::*;
+    match storage {
+        Boolean => "BOOLEAN".into(),
+        Int8 => "TINYINT".into(),
+        Int16 => "SMALLINT".into(),
+        Int32 => "INTEGER".into(),
+        Int64 => "BIGINT".into(),
+        UInt8 => "UTINYINT".into(),
+        UInt16 => "USMALLINT".into(),
+        UInt32 => "UINTEGER".into(),
+        UInt64 => "UBIGINT".into(),
+        Float32 => "FLOAT".into(),
+        Float64 => "DOUBLE".into(),
+        Date32 => "DATE".into(),
+        Binary => "BLOB".into(),
+        Timestamp(_, Some(_)) => "TIMESTAMPTZ".into(),
+        Timestamp(TimeUnit::Second, None) => "TIMESTAMP_S".into(),
+        Timestamp(TimeUnit::Millisecond, None) => "TIMESTAMP_MS".into(),
+        Timestamp(TimeUnit::Microsecond, None) => "TIMESTAMP".into(),
+        Timestamp(TimeUnit::Nanosecond, None) => "TIMESTAMP_NS".into(),
+        Time64(_) => "TIME".into(),
+        Decimal128(precision, scale) => format!("DECIMAL({precision}, {scale})"),
+        _ => "VARCHAR".into(),
+    }
+}
+
+fn storage(schema: &SchemaRef) -> Result<SchemaRef, String> {
+    storage_schema(schema, "duckdb", storage_type)
+}
+
+fn text(error: impl std::fmt::Display) -> String {
+    error.to_string()
+}
+
+impl DuckdbFile {
+    pub fn open(path: &Path, table: String) -> Result<DuckdbFile, String> {
+        let connection = Connection::open(path).map_err(text)?;
+        connection
+            .execute_batch(&format!(
+                "CREATE TABLE IF NOT EXISTS {CHECKPOINT_TABLE} (
+                     dataset VARCHAR PRIMARY KEY, format BIGINT NOT NULL,
+                     last_refresh_us BIGINT NOT NULL, schema BLOB NOT NULL,
+                     primary_key VARCHAR NOT NULL, refresh_sql VARCHAR)"
+            ))
+            .map_err(text)?;
+        Ok(DuckdbFile {
+            path: path.to_owned(),
+            table,
+            connection: Mutex::new(connection),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    fn connection(&self) -> std::sync::MutexGuard<'_, Connection> {
+        // A panic mid-write drops its transaction, which rolls it back; the
+        // connection itself stays usable.
+        self.connection.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn load(&self) -> Result<Option<Persisted>, String> {
+        let connection = self.connection();
+        let row = connection
+            .query_row(
+                &format!(
+                    "SELECT format, last_refresh_us, schema, primary_key, refresh_sql
+                     FROM {CHECKPOINT_TABLE} WHERE dataset = ?"
+                ),
+                [&self.table],
+                |row| {
+                    Ok((
+                        row.get::<_, i64>(0)?,
+                        row.get::<_, i64>(1)?,
+                        row.get::<_, Vec<u8>>(2)?,
+                        row.get::<_, String>(3)?,
+                        row.get::<_, Option<String>>(4)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(text)?;
+        let Some((format, last_refresh_us, schema, primary_key, refresh_sql)) = row else {
+            return Ok(None);
+        };
+        if format != FORMAT {
+            return Ok(None);
+        }
+        let checkpoint = Checkpoint {
+            last_refresh: DateTime::from_timestamp_micros(last_refresh_us)
+                .ok_or("the checkpoint's refresh time is out of range")?,
+            schema: decode_schema(&schema).map_err(text)?,
+            primary_key: decode_key(&primary_key)?,
+            refresh_sql,
+        };
+        let columns: Vec<String> = checkpoint
+            .schema
+            .fields()
+            .iter()
+            .map(|f| quote(f.name()))
+            .collect();
+        let mut statement = connection
+            .prepare(&format!(
+                "SELECT {} FROM {}",
+                columns.join(", "),
+                quote(&self.table)
+            ))
+            .map_err(text)?;
+        let mut batches = Vec::new();
+        for batch in statement.query_arrow([]).map_err(text)? {
+            let batch = arrow_bridge::record_batch_from_60(&batch).map_err(text)?;
+            batches.push(from_storage(batch.columns().to_vec(), &checkpoint.schema).map_err(text)?);
+        }
+        Ok(Some(Persisted {
+            checkpoint,
+            batches,
+        }))
+    }
+
+    pub fn write(&self, change: &Change, checkpoint: &Checkpoint) -> Result<(), String> {
+        let storage = storage(&checkpoint.schema)?;
+        let mut connection = self.connection();
+        let transaction = connection.transaction().map_err(text)?;
+        let table = quote(&self.table);
+        match change {
+            Change::Replace(batches) => {
+                let columns: Vec<String> = storage
+                    .fields()
+                    .iter()
+                    .map(|f| format!("{} {}", quote(f.name()), sql_type(f.data_type())))
+                    .collect();
+                transaction
+                    .execute_batch(&format!(
+                        "DROP TABLE IF EXISTS {table}; CREATE TABLE {table} ({});",
+                        columns.join(", ")
+                    ))
+                    .map_err(text)?;
+                append(&transaction, &self.table, &storage, batches)?;
+            }
+            Change::Upsert { removed, added } => {
+                if let Some(removed) = removed {
+                    delete_keys(&transaction, &table, removed)?;
+                }
+                append(&transaction, &self.table, &storage, added)?;
+            }
+            Change::Nothing => {}
+        }
+        transaction
+            .execute(
+                &format!(
+                    "INSERT OR REPLACE INTO {CHECKPOINT_TABLE}
+                     (dataset, format, last_refresh_us, schema, primary_key, refresh_sql)
+                     VALUES (?, ?, ?, ?, ?, ?)"
+                ),
+                params![
+                    self.table,
+                    FORMAT,
+                    checkpoint.last_refresh.timestamp_micros(),
+                    encode_schema(&checkpoint.schema).map_err(text)?,
+                    encode_key(&checkpoint.primary_key),
+                    checkpoint.refresh_sql,
+                ],
+            )
+            .map_err(text)?;
+        transaction.commit().map_err(text)
+    }
+}
+
+/// Appends `batches`, cast to `storage`, to the table `table` (unquoted).
+fn append(
+    transaction: &Transaction<'_>,
+    table: &str,
+    storage: &SchemaRef,
+    batches: &[RecordBatch],
+) -> Result<(), String> {
+    let mut appender = transaction.appender(table).map_err(text)?;
+    for batch in batches {
+        if batch.num_rows() == 0 {
+            continue;
+        }
+        let batch = to_storage(batch, storage).map_err(text)?;
+        let batch = arrow_bridge::record_batch_to_60(&batch).map_err(text)?;
+        appender.append_record_batch(batch).map_err(text)?;
+    }
+    appender.flush().map_err(text)
+}
+
+/// Deletes the rows whose key columns equal a row of `keys`.
+fn delete_keys(
+    transaction: &Transaction<'_>,
+    table: &str,
+    keys: &RecordBatch,
+) -> Result<(), String> {
+    let storage = storage(&keys.schema())?;
+    let columns: Vec<String> = storage
+        .fields()
+        .iter()
+        .map(|f| format!("{} {}", quote(f.name()), sql_type(f.data_type())))
+        .collect();
+    transaction
+        .execute_batch(&format!(
+            "CREATE TABLE {REMOVED_TABLE} ({});",
+            columns.join(", ")
+        ))
+        .map_err(text)?;
+    append(
+        transaction,
+        REMOVED_TABLE,
+        &storage,
+        std::slice::from_ref(keys),
+    )?;
+    let condition: Vec<String> = storage
+        .fields()
+        .iter()
+        .map(|f| {
+            let column = quote(f.name());
+            format!("{table}.{column} = k.{column}")
+        })
+        .collect();
+    transaction
+        .execute_batch(&format!(
+            "DELETE FROM {table} USING {REMOVED_TABLE} k WHERE {}; DROP TABLE {REMOVED_TABLE};",
+            condition.join(" AND ")
+        ))
+        .map_err(text)
+}

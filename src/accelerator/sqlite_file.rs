@@ -1,0 +1,374 @@
+//! `engine: sqlite` files. Integers and booleans are kept as INTEGER,
+//! floats as REAL, strings as TEXT, bytes as BLOB; every other type (dates,
+//! times, timestamps, numerics, intervals) as its text form, which reads back
+//! to the same value. The checkpoint holds the exact Arrow schema the rows
+//! are read back into.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::DateTime;
+use datafusion::arrow::array::{
+    Array, ArrayRef, BinaryArray, BinaryBuilder, Float64Array, Float64Builder, Int64Array,
+    Int64Builder, RecordBatch, StringArray, StringBuilder,
+};
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
+
+use super::store::{
+    CHECKPOINT_TABLE, Change, Checkpoint, FORMAT, Persisted, decode_key, decode_schema, encode_key,
+    encode_schema, from_storage, quote, storage_schema, to_storage,
+};
+
+/// Rows per batch read back from the file.
+const READ_BATCH_ROWS: usize = 8192;
+
+#[derive(Debug)]
+pub struct SqliteFile {
+    path: PathBuf,
+    table: String,
+    connection: Mutex<Connection>,
+}
+
+/// How SQLite keeps a column of type `data_type`; `None` for its text form.
+fn storage_type(data_type: &DataType) -> Option<DataType> {
+    use DataType::*;
+    match data_type {
+        Boolean | Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32 => Some(Int64),
+        Float16 | Float32 | Float64 => Some(Float64),
+        Utf8 | LargeUtf8 | Utf8View => Some(Utf8),
+        Binary | LargeBinary | BinaryView | FixedSizeBinary(_) => Some(Binary),
+        _ => None,
+    }
+}
+
+fn sql_type(storage: &DataType) -> &'static str {
+    match storage {
+        DataType::Int64 => "INTEGER",
+        DataType::Float64 => "REAL",
+        DataType::Binary => "BLOB",
+        _ => "TEXT",
+    }
+}
+
+fn storage(schema: &SchemaRef) -> Result<SchemaRef, String> {
+    storage_schema(schema, "sqlite", storage_type)
+}
+
+fn text(error: impl std::fmt::Display) -> String {
+    error.to_string()
+}
+
+impl SqliteFile {
+    pub fn open(path: &Path, table: String) -> Result<SqliteFile, String> {
+        let connection = Connection::open(path).map_err(text)?;
+        connection
+            .busy_timeout(Duration::from_secs(5))
+            .map_err(text)?;
+        // A rollback journal with full syncs: a transaction is either in
+        // the file or rolled back when the file is next opened.
+        connection
+            .execute_batch(&format!(
+                "PRAGMA journal_mode = DELETE; PRAGMA synchronous = FULL;
+                 CREATE TABLE IF NOT EXISTS {CHECKPOINT_TABLE} (
+                     dataset TEXT PRIMARY KEY, format INTEGER NOT NULL,
+                     last_refresh_us INTEGER NOT NULL, schema BLOB NOT NULL,
+                     primary_key TEXT NOT NULL, refresh_sql TEXT)"
+            ))
+            .map_err(text)?;
+        Ok(SqliteFile {
+            path: path.to_owned(),
+            table,
+            connection: Mutex::new(connection),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    fn connection(&self) -> std::sync::MutexGuard<'_, Connection> {
+        // A panic mid-write leaves an open transaction that rusqlite rolls
+        // back on drop; the connection itself stays usable.
+        self.connection.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn load(&self) -> Result<Option<Persisted>, String> {
+        let connection = self.connection();
+        let row = connection
+            .query_row(
+                &format!(
+                    "SELECT format, last_refresh_us, schema, primary_key, refresh_sql
+                     FROM {CHECKPOINT_TABLE} WHERE dataset = ?1"
+                ),
+                [&self.table],
+                |row| {
+                    Ok((
+                        row.get::<_, i64>(0)?,
+                        row.get::<_, i64>(1)?,
+                        row.get::<_, Vec<u8>>(2)?,
+                        row.get::<_, String>(3)?,
+                        row.get::<_, Option<String>>(4)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(text)?;
+        let Some((format, last_refresh_us, schema, primary_key, refresh_sql)) = row else {
+            return Ok(None);
+        };
+        if format != FORMAT {
+            return Ok(None);
+        }
+        let checkpoint = Checkpoint {
+            last_refresh: DateTime::from_timestamp_micros(last_refresh_us)
+                .ok_or("the checkpoint's refresh time is out of range")?,
+            schema: decode_schema(&schema).map_err(text)?,
+            primary_key: decode_key(&primary_key)?,
+            refresh_sql,
+        };
+        let batches = read_rows(&connection, &self.table, &checkpoint.schema)?;
+        Ok(Some(Persisted {
+            checkpoint,
+            batches,
+        }))
+    }
+
+    pub fn write(&self, change: &Change, checkpoint: &Checkpoint) -> Result<(), String> {
+        let storage = storage(&checkpoint.schema)?;
+        let mut connection = self.connection();
+        let transaction = connection.transaction().map_err(text)?;
+        let table = quote(&self.table);
+        match change {
+            Change::Replace(batches) => {
+                let columns: Vec<String> = storage
+                    .fields()
+                    .iter()
+                    .map(|f| format!("{} {}", quote(f.name()), sql_type(f.data_type())))
+                    .collect();
+                transaction
+                    .execute_batch(&format!(
+                        "DROP TABLE IF EXISTS {table}; CREATE TABLE {table} ({});",
+                        columns.join(", ")
+                    ))
+                    .map_err(text)?;
+                if !checkpoint.primary_key.is_empty() {
+                    let key: Vec<String> =
+                        checkpoint.primary_key.iter().map(|c| quote(c)).collect();
+                    let index = quote(&format!("{}_pgaccel_key", self.table));
+                    transaction
+                        .execute_batch(&format!(
+                            "CREATE INDEX {index} ON {table} ({})",
+                            key.join(", ")
+                        ))
+                        .map_err(text)?;
+                }
+                insert(&transaction, &table, &storage, batches)?;
+            }
+            Change::Upsert { removed, added } => {
+                if let Some(removed) = removed {
+                    delete_keys(&transaction, &table, removed)?;
+                }
+                insert(&transaction, &table, &storage, added)?;
+            }
+            Change::Nothing => {}
+        }
+        transaction
+            .execute(
+                &format!(
+                    "INSERT OR REPLACE INTO {CHECKPOINT_TABLE}
+                     (dataset, format, last_refresh_us, schema, primary_key, refresh_sql)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+                ),
+                params![
+                    self.table,
+                    FORMAT,
+                    checkpoint.last_refresh.timestamp_micros(),
+                    encode_schema(&checkpoint.schema).map_err(text)?,
+                    encode_key(&checkpoint.primary_key),
+                    checkpoint.refresh_sql,
+                ],
+            )
+            .map_err(text)?;
+        transaction.commit().map_err(text)
+    }
+}
+
+/// Inserts every row of `batches`, cast to `storage`, with one prepared
+/// statement.
+fn insert(
+    transaction: &Transaction<'_>,
+    table: &str,
+    storage: &SchemaRef,
+    batches: &[RecordBatch],
+) -> Result<(), String> {
+    let count = storage.fields().len();
+    let placeholders: Vec<String> = (1..=count).map(|i| format!("?{i}")).collect();
+    let mut statement = transaction
+        .prepare(&format!(
+            "INSERT INTO {table} VALUES ({})",
+            placeholders.join(", ")
+        ))
+        .map_err(text)?;
+    for batch in batches {
+        let batch = to_storage(batch, storage).map_err(text)?;
+        for row in 0..batch.num_rows() {
+            for (i, column) in batch.columns().iter().enumerate() {
+                statement
+                    .raw_bind_parameter(i + 1, ToSqlOutput::Borrowed(cell(column, row)))
+                    .map_err(text)?;
+            }
+            statement.raw_execute().map_err(text)?;
+        }
+    }
+    Ok(())
+}
+
+/// Deletes the rows whose key columns equal a row of `keys` (named as the
+/// table's columns; NULL keys match nothing).
+fn delete_keys(
+    transaction: &Transaction<'_>,
+    table: &str,
+    keys: &RecordBatch,
+) -> Result<(), String> {
+    let schema = keys.schema();
+    let storage = storage(&schema)?;
+    let condition: Vec<String> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| format!("{} = ?{}", quote(f.name()), i + 1))
+        .collect();
+    let mut statement = transaction
+        .prepare(&format!(
+            "DELETE FROM {table} WHERE {}",
+            condition.join(" AND ")
+        ))
+        .map_err(text)?;
+    let keys = to_storage(keys, &storage).map_err(text)?;
+    for row in 0..keys.num_rows() {
+        for (i, column) in keys.columns().iter().enumerate() {
+            statement
+                .raw_bind_parameter(i + 1, ToSqlOutput::Borrowed(cell(column, row)))
+                .map_err(text)?;
+        }
+        statement.raw_execute().map_err(text)?;
+    }
+    Ok(())
+}
+
+/// One stored value (of a storage-typed column).
+fn cell(column: &ArrayRef, row: usize) -> ValueRef<'_> {
+    if column.is_null(row) {
+        return ValueRef::Null;
+    }
+    let any = column.as_any();
+    if let Some(values) = any.downcast_ref::<Int64Array>() {
+        ValueRef::Integer(values.value(row))
+    } else if let Some(values) = any.downcast_ref::<Float64Array>() {
+        ValueRef::Real(values.value(row))
+    } else if let Some(values) = any.downcast_ref::<StringArray>() {
+        ValueRef::Text(values.value(row).as_bytes())
+    } else if let Some(values) = any.downcast_ref::<BinaryArray>() {
+        ValueRef::Blob(values.value(row))
+    } else {
+        unreachable!("storage types are Int64, Float64, Utf8 and Binary")
+    }
+}
+
+enum ColumnBuilder {
+    Integer(Int64Builder),
+    Real(Float64Builder),
+    Text(StringBuilder),
+    Blob(BinaryBuilder),
+}
+
+impl ColumnBuilder {
+    fn new(storage: &DataType) -> Self {
+        match storage {
+            DataType::Int64 => ColumnBuilder::Integer(Int64Builder::new()),
+            DataType::Float64 => ColumnBuilder::Real(Float64Builder::new()),
+            DataType::Binary => ColumnBuilder::Blob(BinaryBuilder::new()),
+            _ => ColumnBuilder::Text(StringBuilder::new()),
+        }
+    }
+
+    fn push(&mut self, value: ValueRef<'_>) -> Result<(), String> {
+        match (self, value) {
+            (ColumnBuilder::Integer(b), ValueRef::Null) => b.append_null(),
+            (ColumnBuilder::Real(b), ValueRef::Null) => b.append_null(),
+            (ColumnBuilder::Text(b), ValueRef::Null) => b.append_null(),
+            (ColumnBuilder::Blob(b), ValueRef::Null) => b.append_null(),
+            (ColumnBuilder::Integer(b), ValueRef::Integer(v)) => b.append_value(v),
+            (ColumnBuilder::Real(b), ValueRef::Real(v)) => b.append_value(v),
+            (ColumnBuilder::Real(b), ValueRef::Integer(v)) => b.append_value(v as f64),
+            (ColumnBuilder::Text(b), ValueRef::Text(v)) => {
+                b.append_value(std::str::from_utf8(v).map_err(text)?)
+            }
+            (ColumnBuilder::Blob(b), ValueRef::Blob(v)) => b.append_value(v),
+            (_, other) => {
+                return Err(format!(
+                    "a stored value of type {} does not match its column",
+                    other.data_type()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        match self {
+            ColumnBuilder::Integer(b) => Arc::new(b.finish()),
+            ColumnBuilder::Real(b) => Arc::new(b.finish()),
+            ColumnBuilder::Text(b) => Arc::new(b.finish()),
+            ColumnBuilder::Blob(b) => Arc::new(b.finish()),
+        }
+    }
+}
+
+fn read_rows(
+    connection: &Connection,
+    table: &str,
+    schema: &SchemaRef,
+) -> Result<Vec<RecordBatch>, String> {
+    let storage = storage(schema)?;
+    let columns: Vec<String> = schema.fields().iter().map(|f| quote(f.name())).collect();
+    let mut statement = connection
+        .prepare(&format!(
+            "SELECT {} FROM {}",
+            columns.join(", "),
+            quote(table)
+        ))
+        .map_err(text)?;
+    let mut builders: Vec<ColumnBuilder> = storage
+        .fields()
+        .iter()
+        .map(|f| ColumnBuilder::new(f.data_type()))
+        .collect();
+    let mut rows = statement.query([]).map_err(text)?;
+    let (mut batches, mut pending) = (Vec::new(), 0);
+    let flush = |builders: &mut Vec<ColumnBuilder>| {
+        let arrays = builders.iter_mut().map(ColumnBuilder::finish).collect();
+        from_storage(arrays, schema).map_err(text)
+    };
+    while let Some(row) = rows.next().map_err(text)? {
+        for (i, builder) in builders.iter_mut().enumerate() {
+            builder.push(row.get_ref(i).map_err(text)?)?;
+        }
+        pending += 1;
+        if pending == READ_BATCH_ROWS {
+            batches.push(flush(&mut builders)?);
+            pending = 0;
+        }
+    }
+    if pending > 0 || batches.is_empty() {
+        batches.push(flush(&mut builders)?);
+    }
+    Ok(batches)
+}

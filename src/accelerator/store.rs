@@ -1,0 +1,420 @@
+//! File accelerations (`engine: duckdb | sqlite`, `mode: file | file_create |
+//! file_update`): the dataset's rows and its checkpoint, kept in one database
+//! file so that a restart finds them again.
+//!
+//! Queries are answered from the in-memory version ([`super::TableData`]);
+//! the file is its durable copy. Every write is one transaction of the file's
+//! database, holding the rows and the checkpoint together, so a crash at any
+//! point (even `kill -9`) leaves the file with the complete old version or
+//! the complete new one; a refresh publishes its version to queries only
+//! after that transaction commits.
+//!
+//! The providers of datafusion-table-providers write through their own
+//! transactions and keep no checkpoint, so the two writers here drive the
+//! `duckdb` and `rusqlite` crates directly.
+
+use std::io::Cursor;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use datafusion::arrow::array::{ArrayRef, RecordBatch};
+use datafusion::arrow::compute::{CastOptions, can_cast_types, cast_with_options};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::error::ArrowError;
+use datafusion::arrow::ipc::reader::StreamReader;
+use datafusion::arrow::ipc::writer::StreamWriter;
+
+use super::{duckdb_file::DuckdbFile, sqlite_file::SqliteFile};
+use crate::config::Engine;
+
+/// Bumped when the layout of the checkpoint or of the data changes; a file
+/// of another version is not read (the dataset loads from its source).
+pub(super) const FORMAT: i64 = 1;
+
+/// The name of the table that holds the checkpoint, beside the data table.
+pub(super) const CHECKPOINT_TABLE: &str = "pgaccel_checkpoint";
+
+#[derive(Debug, thiserror::Error)]
+#[error("the {engine} acceleration file {} of dataset '{dataset}': {message}", file.display())]
+pub struct StoreError {
+    pub dataset: String,
+    pub engine: &'static str,
+    pub file: PathBuf,
+    pub message: String,
+}
+
+/// What a completed refresh records beside its rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checkpoint {
+    pub last_refresh: DateTime<Utc>,
+    /// The acceleration's columns, with the field metadata the wire layer
+    /// reads (PostgreSQL type names).
+    pub schema: SchemaRef,
+    /// The key the acceleration was indexed by; empty for none.
+    pub primary_key: Vec<String>,
+    /// The `refresh_sql` the rows were read with.
+    pub refresh_sql: Option<String>,
+}
+
+/// The rows and checkpoint found in a file.
+#[derive(Debug)]
+pub struct Persisted {
+    pub checkpoint: Checkpoint,
+    pub batches: Vec<RecordBatch>,
+}
+
+/// What a write changes in the file's rows.
+#[derive(Debug)]
+pub enum Change {
+    /// The rows become exactly `batches`.
+    Replace(Vec<RecordBatch>),
+    /// The rows whose key equals a row of `removed` (key columns only) go,
+    /// then `added` is inserted.
+    Upsert {
+        removed: Option<RecordBatch>,
+        added: Vec<RecordBatch>,
+    },
+    /// Only the checkpoint is rewritten (a refresh that found nothing new).
+    Nothing,
+}
+
+/// One dataset's acceleration file.
+#[derive(Debug)]
+pub enum Store {
+    Duckdb(DuckdbFile),
+    Sqlite(SqliteFile),
+}
+
+impl Store {
+    /// Opens (creating it and its folder if needed) the file of `dataset`;
+    /// `recreate` (`mode: file_create`) first removes what a previous run left.
+    pub fn open(
+        dataset: &str,
+        engine: Engine,
+        file: &Path,
+        recreate: bool,
+    ) -> Result<Store, StoreError> {
+        let engine_name = engine.as_str();
+        let fail = |message: String| StoreError {
+            dataset: dataset.to_owned(),
+            engine: engine_name,
+            file: file.to_owned(),
+            message,
+        };
+        if let Some(folder) = file.parent().filter(|f| !f.as_os_str().is_empty()) {
+            std::fs::create_dir_all(folder)
+                .map_err(|e| fail(format!("cannot create its folder: {e}")))?;
+        }
+        if recreate {
+            for suffix in ["", ".wal", "-wal", "-journal", "-shm"] {
+                let mut path = file.as_os_str().to_owned();
+                path.push(suffix);
+                match std::fs::remove_file(&path) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => {
+                        return Err(fail(format!("cannot remove it (mode: file_create): {e}")));
+                    }
+                }
+            }
+        }
+        let table = dataset.to_owned();
+        match engine {
+            Engine::Duckdb => DuckdbFile::open(file, table).map(Store::Duckdb),
+            Engine::Sqlite => SqliteFile::open(file, table).map(Store::Sqlite),
+            Engine::Arrow => Err("the arrow engine keeps no file".to_owned()),
+        }
+        .map_err(fail)
+    }
+
+    /// The rows and checkpoint of the last completed write; `None` when the
+    /// file holds none (new, or written by another format version).
+    pub fn load(&self) -> Result<Option<Persisted>, StoreError> {
+        match self {
+            Store::Duckdb(file) => file.load(),
+            Store::Sqlite(file) => file.load(),
+        }
+        .map_err(|message| self.error(message))
+    }
+
+    /// Writes `change` and `checkpoint` in one transaction.
+    pub fn write(&self, change: &Change, checkpoint: &Checkpoint) -> Result<(), StoreError> {
+        match self {
+            Store::Duckdb(file) => file.write(change, checkpoint),
+            Store::Sqlite(file) => file.write(change, checkpoint),
+        }
+        .map_err(|message| self.error(message))
+    }
+
+    fn error(&self, message: String) -> StoreError {
+        let (engine, file, dataset) = match self {
+            Store::Duckdb(f) => ("duckdb", f.path(), f.table()),
+            Store::Sqlite(f) => ("sqlite", f.path(), f.table()),
+        };
+        StoreError {
+            dataset: dataset.to_owned(),
+            engine,
+            file: file.to_owned(),
+            message,
+        }
+    }
+}
+
+/// `"name"`, with embedded quotes doubled: an SQL identifier in both DuckDB
+/// and SQLite.
+pub(super) fn quote(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// The schema as an Arrow IPC stream with no rows: keeps every type and
+/// every field's metadata.
+pub(super) fn encode_schema(schema: &SchemaRef) -> Result<Vec<u8>, ArrowError> {
+    let mut bytes = Vec::new();
+    let mut writer = StreamWriter::try_new(&mut bytes, schema)?;
+    writer.finish()?;
+    drop(writer);
+    Ok(bytes)
+}
+
+pub(super) fn decode_schema(bytes: &[u8]) -> Result<SchemaRef, ArrowError> {
+    StreamReader::try_new(Cursor::new(bytes), None).map(|reader| reader.schema())
+}
+
+/// Casts `batch`'s columns to `storage` (see the engines' `storage_type`).
+pub(super) fn to_storage(
+    batch: &RecordBatch,
+    storage: &SchemaRef,
+) -> Result<RecordBatch, ArrowError> {
+    let columns = batch
+        .columns()
+        .iter()
+        .zip(storage.fields())
+        .map(|(column, field)| cast_exact(column, field.data_type()))
+        .collect::<Result<Vec<_>, _>>()?;
+    RecordBatch::try_new(Arc::clone(storage), columns)
+}
+
+/// Casts columns read back from a file to the checkpoint's schema.
+pub(super) fn from_storage(
+    columns: Vec<ArrayRef>,
+    schema: &SchemaRef,
+) -> Result<RecordBatch, ArrowError> {
+    let columns = columns
+        .iter()
+        .zip(schema.fields())
+        .map(|(column, field)| cast_exact(column, field.data_type()))
+        .collect::<Result<Vec<_>, _>>()?;
+    RecordBatch::try_new(Arc::clone(schema), columns)
+}
+
+/// A cast that fails rather than turn a value it cannot represent into NULL.
+fn cast_exact(column: &ArrayRef, to: &DataType) -> Result<ArrayRef, ArrowError> {
+    if column.data_type() == to {
+        return Ok(Arc::clone(column));
+    }
+    let options = CastOptions {
+        safe: false,
+        ..CastOptions::default()
+    };
+    cast_with_options(column, to, &options)
+}
+
+/// The storage schema of `schema`, each field's type given by `storage`, or
+/// an error naming the first column the engine cannot keep.
+pub(super) fn storage_schema(
+    schema: &SchemaRef,
+    engine: &str,
+    storage: impl Fn(&DataType) -> Option<DataType>,
+) -> Result<SchemaRef, String> {
+    let fields = schema
+        .fields()
+        .iter()
+        .map(|field| {
+            let kept = storage(field.data_type())
+                .or_else(|| {
+                    (can_cast_types(field.data_type(), &DataType::Utf8)
+                        && can_cast_types(&DataType::Utf8, field.data_type()))
+                    .then_some(DataType::Utf8)
+                })
+                .ok_or_else(|| {
+                    format!(
+                        "column '{}' has type {}, which engine {engine} cannot store; use engine: arrow",
+                        field.name(),
+                        field.data_type()
+                    )
+                })?;
+            Ok(Field::new(field.name(), kept, true))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(Arc::new(Schema::new(fields)))
+}
+
+/// `[a, b]` as the JSON text kept in the checkpoint.
+pub(super) fn encode_key(key: &[String]) -> String {
+    serde_json::to_string(key).expect("a list of strings serializes")
+}
+
+pub(super) fn decode_key(text: &str) -> Result<Vec<String>, String> {
+    serde_json::from_str(text).map_err(|e| format!("unreadable primary key in the checkpoint: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{
+        BinaryArray, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int16Array,
+        Int64Array, IntervalMonthDayNanoArray, StringArray, Time64MicrosecondArray,
+        TimestampMicrosecondArray, UInt64Array,
+    };
+    use datafusion::arrow::datatypes::IntervalMonthDayNano;
+    use std::collections::HashMap;
+
+    /// One row of every type a source produces, and a row of NULLs.
+    pub(crate) fn every_type() -> RecordBatch {
+        let pg = |name: &str| HashMap::from([("pgaccel.pg_type".to_owned(), name.to_owned())]);
+        let fields = vec![
+            Field::new("i2", DataType::Int16, true),
+            Field::new("i8", DataType::Int64, false),
+            Field::new("u8", DataType::UInt64, true),
+            Field::new("f8", DataType::Float64, true),
+            Field::new("b", DataType::Boolean, true),
+            Field::new("t", DataType::Utf8, true).with_metadata(pg("varchar")),
+            Field::new("bytes", DataType::Binary, true),
+            Field::new("d", DataType::Date32, true),
+            Field::new(
+                "ts",
+                DataType::Timestamp(datafusion::arrow::datatypes::TimeUnit::Microsecond, None),
+                true,
+            ),
+            Field::new(
+                "tstz",
+                DataType::Timestamp(
+                    datafusion::arrow::datatypes::TimeUnit::Microsecond,
+                    Some("+00:00".into()),
+                ),
+                true,
+            ),
+            Field::new(
+                "tm",
+                DataType::Time64(datafusion::arrow::datatypes::TimeUnit::Microsecond),
+                true,
+            ),
+            Field::new("n", DataType::Decimal128(20, 4), true),
+            Field::new(
+                "iv",
+                DataType::Interval(datafusion::arrow::datatypes::IntervalUnit::MonthDayNano),
+                true,
+            ),
+        ];
+        let schema = Arc::new(Schema::new(fields));
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int16Array::from(vec![Some(-7), None])),
+            Arc::new(Int64Array::from(vec![i64::MIN, i64::MAX])),
+            Arc::new(UInt64Array::from(vec![Some(u64::MAX), None])),
+            Arc::new(Float64Array::from(vec![Some(0.1), None])),
+            Arc::new(BooleanArray::from(vec![Some(true), None])),
+            Arc::new(StringArray::from(vec![Some("it's \"x\" é"), None])),
+            Arc::new(BinaryArray::from(vec![Some(&b"\x00\xff"[..]), None])),
+            Arc::new(Date32Array::from(vec![Some(19_723), None])),
+            Arc::new(TimestampMicrosecondArray::from(vec![
+                Some(1_700_000_000_123_456),
+                None,
+            ])),
+            Arc::new(
+                TimestampMicrosecondArray::from(vec![Some(-1_000_001), None])
+                    .with_timezone("+00:00"),
+            ),
+            Arc::new(Time64MicrosecondArray::from(vec![
+                Some(45_296_000_001),
+                None,
+            ])),
+            Arc::new(
+                Decimal128Array::from(vec![Some(-1_234_567_890_123), None])
+                    .with_precision_and_scale(20, 4)
+                    .unwrap(),
+            ),
+            Arc::new(IntervalMonthDayNanoArray::from(vec![
+                Some(IntervalMonthDayNano::new(14, 3, 4_000_000_000)),
+                None,
+            ])),
+        ];
+        RecordBatch::try_new(schema, columns).unwrap()
+    }
+
+    fn checkpoint(schema: SchemaRef, refresh_sql: Option<&str>) -> Checkpoint {
+        Checkpoint {
+            last_refresh: DateTime::from_timestamp_millis(1_750_000_000_123).unwrap(),
+            schema,
+            primary_key: vec!["i8".to_owned()],
+            refresh_sql: refresh_sql.map(str::to_owned),
+        }
+    }
+
+    fn round_trip(engine: Engine) {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("nested/orders.db");
+        let batch = every_type();
+        let first = checkpoint(batch.schema(), None);
+        {
+            let store = Store::open("orders", engine, &path, false).unwrap();
+            assert!(store.load().unwrap().is_none());
+            store
+                .write(&Change::Replace(vec![batch.clone()]), &first)
+                .unwrap();
+        }
+        let store = Store::open("orders", engine, &path, false).unwrap();
+        let found = store.load().unwrap().unwrap();
+        assert_eq!(found.checkpoint, first);
+        assert_eq!(found.batches.len(), 1);
+        for (i, field) in batch.schema().fields().iter().enumerate() {
+            assert_eq!(
+                found.batches[0].column(i).as_ref(),
+                batch.column(i).as_ref(),
+                "{engine:?}: column {}",
+                field.name()
+            );
+        }
+        assert_eq!(found.batches[0], batch);
+        // An upsert removes the key of row 0 and adds it back changed.
+        let key = batch.project(&[1]).unwrap().slice(0, 1);
+        let mut changed = batch.slice(0, 1);
+        let i2: ArrayRef = Arc::new(Int16Array::from(vec![Some(99)]));
+        let mut columns = changed.columns().to_vec();
+        columns[0] = i2;
+        changed = RecordBatch::try_new(batch.schema(), columns).unwrap();
+        let second = checkpoint(batch.schema(), Some("SELECT * FROM orders"));
+        store
+            .write(
+                &Change::Upsert {
+                    removed: Some(key),
+                    added: vec![changed.clone()],
+                },
+                &second,
+            )
+            .unwrap();
+        let found = store.load().unwrap().unwrap();
+        assert_eq!(found.checkpoint, second);
+        let rows: usize = found.batches.iter().map(RecordBatch::num_rows).sum();
+        assert_eq!(rows, 2);
+        let all =
+            datafusion::arrow::compute::concat_batches(&batch.schema(), &found.batches).unwrap();
+        let i2 = all.column(0).as_any().downcast_ref::<Int16Array>().unwrap();
+        assert!(i2.iter().any(|v| v == Some(99)));
+        assert!(!i2.iter().any(|v| v == Some(-7)));
+        drop(store);
+        // mode: file_create starts from an empty file.
+        let store = Store::open("orders", engine, &path, true).unwrap();
+        assert!(store.load().unwrap().is_none());
+    }
+
+    #[test]
+    fn sqlite_keeps_every_type_and_the_checkpoint() {
+        round_trip(Engine::Sqlite);
+    }
+
+    #[test]
+    fn duckdb_keeps_every_type_and_the_checkpoint() {
+        round_trip(Engine::Duckdb);
+    }
+}

@@ -1,0 +1,179 @@
+//! Startup of a file acceleration: open its file, and serve the rows a
+//! previous run left there when the dataset's configuration allows it (the
+//! seeds' conditions for serving an existing acceleration while the source is
+//! unavailable). Decides when the first refresh runs.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::error::ArrowError;
+use datafusion::arrow::record_batch::RecordBatch;
+use tracing::{debug, error, info};
+
+use crate::accelerator::{Persisted, Store, TableData, TableDataBuilder};
+use crate::config::{DatasetConfig, Mode, RefreshMode, RefreshOnStartup, SourceRef};
+use crate::dataset::Dataset;
+use crate::metrics;
+
+use super::schedule;
+
+/// What the refresh loop does first.
+#[derive(Debug)]
+pub enum Startup {
+    /// Nothing is served from the file: load from the source at once.
+    /// `waits` names the configuration that kept persisted rows from being
+    /// served, for the messages of a failed first load.
+    Load { waits: Option<String> },
+    /// The file's rows are served; refresh from the source at once.
+    RefreshNow,
+    /// The file's rows are served; the next refresh is due at this time
+    /// (`None`: only on demand).
+    At(Option<DateTime<Utc>>),
+    /// The file cannot be used; the dataset reports the error and does not
+    /// refresh.
+    Broken,
+}
+
+/// Why a dataset whose file holds rows does not serve them until its source
+/// answers, as the seeds word it (`uses ...`); `None` when it serves them.
+fn waits_for_source(config: &DatasetConfig) -> Option<String> {
+    let acceleration = &config.acceleration;
+    if acceleration.mode == Mode::FileUpdate {
+        // Only with `refresh_mode: disabled`, which pgaccel does not have.
+        return Some("`mode: file_update`".to_owned());
+    }
+    if matches!(
+        acceleration.refresh_mode,
+        RefreshMode::Changes | RefreshMode::Caching
+    ) {
+        return Some(format!(
+            "`refresh_mode: {}`",
+            acceleration.refresh_mode.as_str()
+        ));
+    }
+    if matches!(config.from, SourceRef::File { .. }) {
+        return Some("the `file` connector".to_owned());
+    }
+    None
+}
+
+/// Opens the file of a file acceleration (a no-op for memory ones) and
+/// serves what it holds where allowed.
+pub async fn open(dataset: &Dataset, partitions: usize) -> Startup {
+    let name = dataset.name();
+    let config = &dataset.config;
+    let Some(path) = config.acceleration.file_path(&name) else {
+        return Startup::Load { waits: None };
+    };
+    let (engine, recreate) = (
+        config.acceleration.engine,
+        config.acceleration.mode == Mode::FileCreate,
+    );
+    let opened = {
+        let name = name.clone();
+        tokio::task::spawn_blocking(move || {
+            let store = Store::open(&name, engine, &path, recreate)?;
+            let persisted = store.load()?;
+            Ok::<_, crate::accelerator::StoreError>((store, persisted))
+        })
+        .await
+    };
+    let (store, persisted) = match opened {
+        Ok(Ok(found)) => found,
+        Ok(Err(e)) => return broken(dataset, e.to_string()),
+        Err(e) => {
+            return broken(
+                dataset,
+                format!("opening the acceleration file failed: {e}"),
+            );
+        }
+    };
+    dataset.acceleration.attach_store(Arc::new(store));
+    let Some(persisted) = persisted else {
+        return Startup::Load { waits: None };
+    };
+    if let Some(reason) = waits_for_source(config) {
+        debug!(dataset = %name, "the acceleration file holds rows, but the dataset uses {reason}: they are not served before the source answers");
+        return Startup::Load {
+            waits: Some(reason),
+        };
+    }
+    let Persisted {
+        checkpoint,
+        batches,
+    } = persisted;
+    let data = match build(
+        &checkpoint.schema,
+        batches,
+        &checkpoint.primary_key,
+        partitions,
+    ) {
+        Ok(data) => data,
+        Err(e) => {
+            return broken(
+                dataset,
+                format!("reading the acceleration file failed: {e}"),
+            );
+        }
+    };
+    metrics::restored(
+        &name,
+        checkpoint.last_refresh.timestamp_millis(),
+        data.rows(),
+        data.bytes(),
+        data.index_bytes(),
+    );
+    info!(
+        dataset = %name,
+        rows = data.rows(),
+        last_refresh = %checkpoint.last_refresh,
+        "serving the acceleration file from the last run"
+    );
+    dataset.acceleration.publish(data);
+    dataset.restored(checkpoint.last_refresh);
+    let acceleration = &config.acceleration;
+    let configured_sql = dataset.refresh_sql().map(|sql| sql.as_str().to_owned());
+    if configured_sql != checkpoint.refresh_sql {
+        info!(dataset = %name, "refresh_sql differs from the one the acceleration file was loaded with: refreshing at startup");
+        return Startup::RefreshNow;
+    }
+    if !acceleration.primary_key.is_empty() && acceleration.primary_key != checkpoint.primary_key {
+        info!(dataset = %name, "primary_key differs from the one the acceleration file was indexed by: refreshing at startup");
+        return Startup::RefreshNow;
+    }
+    match (acceleration.refresh_mode, acceleration.refresh_on_startup) {
+        // Append adds what is new since the file's rows once the source answers.
+        (RefreshMode::Append, _) | (_, RefreshOnStartup::Always) => Startup::RefreshNow,
+        _ => {
+            // `auto`: keep the schedule across the restart; an overdue
+            // refresh runs at once.
+            let due = schedule::next_due(
+                acceleration.schedule.as_ref(),
+                acceleration.jitter,
+                checkpoint.last_refresh,
+                &mut rand::rng(),
+            );
+            Startup::At(due)
+        }
+    }
+}
+
+fn build(
+    schema: &SchemaRef,
+    batches: Vec<RecordBatch>,
+    primary_key: &[String],
+    partitions: usize,
+) -> Result<TableData, ArrowError> {
+    let mut builder = TableDataBuilder::new(Arc::clone(schema));
+    for batch in batches {
+        builder.push(batch)?;
+    }
+    builder.finish(partitions, primary_key)
+}
+
+fn broken(dataset: &Dataset, message: String) -> Startup {
+    error!(dataset = %dataset.name(), "{message}; the dataset is not loaded until this is fixed");
+    dataset.refresh_failed(message);
+    Startup::Broken
+}

@@ -1,0 +1,461 @@
+//! File accelerations (`engine: duckdb | sqlite`, file modes): the rows and
+//! checkpoint survive a restart, are served while the source is down, and a
+//! `kill -9` at any point of a refresh leaves the complete old or new data.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+
+use crate::support::{Relay, Server, SourceSchema, connect, logs, simple_rows, sqlstate};
+
+const ENGINES: [&str; 2] = ["sqlite", "duckdb"];
+
+/// A dataset entry reading `{schema}.{table}` through `port`, accelerated
+/// by `engine` in `file` with `mode`, plus `extra` acceleration keys.
+fn entry(
+    port: u16,
+    source: &SourceSchema,
+    name: &str,
+    engine: &str,
+    mode: &str,
+    file: &Path,
+    extra: &str,
+) -> String {
+    format!(
+        "  - from: postgres:{schema}.t\n    name: {name}\n    params: {{ pg_host: 127.0.0.1, pg_port: {port}, pg_db: test, pg_user: postgres, pg_sslmode: disable }}\n    acceleration:\n      engine: {engine}\n      mode: {mode}\n      params: {{ {engine}_file: '{file}' }}\n{extra}",
+        schema = source.name,
+        file = file.display(),
+    )
+}
+
+/// Every row of `sql` (over `{schema}.t`), as text, from the source and
+/// from pgaccel's dataset `name`.
+async fn same_rows(
+    server: &Server,
+    source: &SourceSchema,
+    name: &str,
+    sql: &str,
+) -> Vec<Vec<Option<String>>> {
+    let replica = simple_rows(&server.client().await, &sql.replace("{schema}.t", name)).await;
+    let primary = simple_rows(&source.client, &sql.replace("{schema}", &source.name)).await;
+    assert_eq!(replica, primary, "{sql}");
+    replica
+}
+
+/// Columns of several types, so the file's round trip of each is checked
+/// against PostgreSQL's own text.
+const TABLE: &str = "CREATE TABLE {schema}.t (
+        id int PRIMARY KEY, name varchar(20), amount numeric(12, 2), ratio float8,
+        at timestamptz, day date, local timestamp, flag bool, tags text, raw bytea);
+    INSERT INTO {schema}.t
+    SELECT i, 'name ' || i, i * 1.25, i / 3.0, timestamptz '2024-05-01 10:00:00+00' + i * interval '1 hour',
+           date '2024-01-01' + i, timestamp '2024-01-01 00:00:00.123456' + i * interval '1 minute',
+           i % 2 = 0, CASE WHEN i % 3 = 0 THEN NULL ELSE 'x' END, decode('00ff', 'hex')
+    FROM generate_series(1, 500) AS i";
+
+const DUMP: &str =
+    "SELECT id, name, amount, ratio, at, day, local, flag, tags, raw FROM {schema}.t ORDER BY id";
+
+#[tokio::test]
+async fn a_file_acceleration_is_served_after_a_restart_while_its_source_is_down() {
+    for engine in ENGINES {
+        let source = SourceSchema::create(&format!("persist_{engine}")).await;
+        source.execute(TABLE).await;
+        let folder = tempfile::tempdir().unwrap();
+        let file = folder.path().join(format!("accel/t.{engine}"));
+        let relay = Relay::start(None).await;
+        let name = format!("persisted_{engine}");
+        let config = entry(
+            relay.port,
+            &source,
+            &name,
+            engine,
+            "file",
+            &file,
+            "      refresh_check_interval: 1h\n",
+        );
+        let server = Server::start(&config).await;
+        server.wait_ready().await;
+        same_rows(&server, &source, &name, DUMP).await;
+        let loaded = server.dataset_status(&name).await["last_refresh"].clone();
+        server.runtime.shutdown().await;
+        assert!(file.is_file(), "{engine}: no file at {}", file.display());
+
+        // The source goes away and changes meanwhile; pgaccel restarts.
+        relay.cut();
+        let server = Server::start(&config).await;
+        server.wait_ready().await;
+        let replica = server.client().await;
+        // The persisted rows, exactly as the source had them.
+        same_rows(&server, &source, &name, DUMP).await;
+        source
+            .execute("INSERT INTO {schema}.t (id) VALUES (1000)")
+            .await;
+        let status = server
+            .wait_for_status(&name, |s| s["status"] == "Error")
+            .await;
+        assert_eq!(status["last_refresh"], loaded, "{engine}: {status}");
+        assert!(
+            status["error_message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "{status}"
+        );
+        assert_eq!(server.get("/v1/ready").await.0, 200);
+        let count = replica
+            .query_one(&format!("SELECT count(*) FROM {name}"), &[])
+            .await
+            .unwrap();
+        assert_eq!(count.get::<_, i64>(0), 500);
+        // Primary-key lookups use the index rebuilt from the checkpoint's key.
+        let row = replica
+            .query_one(&format!("SELECT name FROM {name} WHERE id = $1"), &[&42i32])
+            .await
+            .unwrap();
+        assert_eq!(row.get::<_, String>(0), "name 42");
+        let warning = format!(
+            "Failed to connect to the source for dataset {name}. Serving data from the existing acceleration for {name} while retrying the connection."
+        );
+        assert!(
+            logs()
+                .iter()
+                .any(|l| l.contains(" WARN ") && l.contains(&warning)),
+            "no warning '{warning}'"
+        );
+        // The source answers again: the status recovers and refreshes resume.
+        relay.restore();
+        server
+            .wait_for_status(&name, |s| s["status"] == "Ready")
+            .await;
+        server.refresh(&name).await;
+        same_rows(&server, &source, &name, DUMP).await;
+        server.runtime.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn a_checkpoint_keeps_the_schedule_and_a_changed_refresh_sql_reloads() {
+    for engine in ENGINES {
+        let source = SourceSchema::create(&format!("checkpoint_{engine}")).await;
+        source.execute(TABLE).await;
+        let folder = tempfile::tempdir().unwrap();
+        let file = folder.path().join(format!("t.{engine}"));
+        let name = format!("checkpointed_{engine}");
+        let with_sql = |sql: &str| {
+            entry(
+                5432,
+                &source,
+                &name,
+                engine,
+                "file",
+                &file,
+                &format!("      refresh_check_interval: 1h\n      refresh_sql: \"{sql}\"\n"),
+            )
+        };
+        let first = with_sql(&format!("SELECT * FROM {name} WHERE id <= 10"));
+        let server = Server::start(&first).await;
+        server.wait_ready().await;
+        let loaded = server.dataset_status(&name).await;
+        server.runtime.shutdown().await;
+        source.execute("DELETE FROM {schema}.t WHERE id = 1").await;
+
+        // Same configuration: no refresh at startup (the next one is an
+        // hour after the restored last refresh); the source's change is
+        // not seen.
+        let server = Server::start(&first).await;
+        server.wait_ready().await;
+        let status = server.dataset_status(&name).await;
+        assert_eq!(status["last_refresh"], loaded["last_refresh"], "{engine}");
+        let due =
+            chrono::DateTime::parse_from_rfc3339(status["next_refresh"].as_str().unwrap()).unwrap();
+        let last =
+            chrono::DateTime::parse_from_rfc3339(status["last_refresh"].as_str().unwrap()).unwrap();
+        assert_eq!((due - last).num_minutes(), 60, "{status}");
+        let replica = server.client().await;
+        let rows = simple_rows(&replica, &format!("SELECT count(*), min(id) FROM {name}")).await;
+        assert_eq!(rows[0], [Some("10".into()), Some("1".into())], "{engine}");
+        server.runtime.shutdown().await;
+
+        // A changed refresh_sql reloads at startup.
+        let second = with_sql(&format!("SELECT * FROM {name} WHERE id <= 20"));
+        let server = Server::start(&second).await;
+        server
+            .wait_for_status(&name, |s| {
+                s["last_refresh"] != loaded["last_refresh"] && s["status"] == "Ready"
+            })
+            .await;
+        let replica = server.client().await;
+        let rows = simple_rows(&replica, &format!("SELECT count(*), min(id) FROM {name}")).await;
+        assert_eq!(rows[0], [Some("19".into()), Some("2".into())], "{engine}");
+        server.runtime.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn append_resumes_from_the_persisted_rows() {
+    for engine in ENGINES {
+        let source = SourceSchema::create(&format!("persist_append_{engine}")).await;
+        source
+            .execute(
+                "CREATE TABLE {schema}.t (id int PRIMARY KEY, v text, at timestamptz NOT NULL);
+                 INSERT INTO {schema}.t SELECT i, 'a', timestamptz '2024-01-01 00:00:00+00' + i * interval '1 second'
+                 FROM generate_series(1, 100) AS i",
+            )
+            .await;
+        let folder = tempfile::tempdir().unwrap();
+        let file = folder.path().join(format!("t.{engine}"));
+        let relay = Relay::start(None).await;
+        let name = format!("appended_{engine}");
+        let config = entry(
+            relay.port,
+            &source,
+            &name,
+            engine,
+            "file",
+            &file,
+            "      refresh_mode: append\n",
+        )
+        .replace(
+            "    acceleration:",
+            "    time_column: at\n    acceleration:",
+        );
+        let server = Server::start(&config).await;
+        server.wait_ready().await;
+        // An append that replaces a row by key, and one that adds rows.
+        source
+            .execute(
+                "UPDATE {schema}.t SET v = 'b', at = at + interval '1 day' WHERE id = 5;
+                 INSERT INTO {schema}.t VALUES (101, 'a', '2024-02-01 00:00:00+00')",
+            )
+            .await;
+        server.refresh(&name).await;
+        same_rows(
+            &server,
+            &source,
+            &name,
+            "SELECT id, v, at FROM {schema}.t ORDER BY id",
+        )
+        .await;
+        server.runtime.shutdown().await;
+
+        relay.cut();
+        source
+            .execute("INSERT INTO {schema}.t VALUES (102, 'a', '2024-03-01 00:00:00+00')")
+            .await;
+        let server = Server::start(&config).await;
+        server.wait_ready().await;
+        let replica = server.client().await;
+        let rows = simple_rows(&replica, &format!("SELECT count(*), max(id) FROM {name}")).await;
+        assert_eq!(
+            rows[0],
+            [Some("101".into()), Some("101".into())],
+            "{engine}"
+        );
+        // Once the source answers, the startup append adds what is new.
+        relay.restore();
+        server
+            .wait_for_status(&name, |s| s["status"] == "Ready" && s["rows"] == 102)
+            .await;
+        same_rows(
+            &server,
+            &source,
+            &name,
+            "SELECT id, v, at FROM {schema}.t ORDER BY id",
+        )
+        .await;
+        server.runtime.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn a_dataset_that_cannot_serve_its_file_says_why_and_waits_for_its_source() {
+    let source = SourceSchema::create("waits").await;
+    source.execute(TABLE).await;
+    let folder = tempfile::tempdir().unwrap();
+    let file = folder.path().join("t.sqlite");
+    let relay = Relay::start(None).await;
+    let name = "waits_update";
+    let server = Server::start(&entry(
+        relay.port, &source, name, "sqlite", "file", &file, "",
+    ))
+    .await;
+    server.wait_ready().await;
+    server.runtime.shutdown().await;
+    relay.cut();
+    for (mode, waits) in [("file_update", true), ("file_create", false)] {
+        let server =
+            Server::start(&entry(relay.port, &source, name, "sqlite", mode, &file, "")).await;
+        let status = server
+            .wait_for_status(name, |s| s["status"] == "Error")
+            .await;
+        let message = status["error_message"].as_str().unwrap();
+        let expected =
+            "Not served: waits for its source because it uses `mode: file_update`. Cause: ";
+        assert_eq!(message.starts_with(expected), waits, "{mode}: {message}");
+        let error = server
+            .client()
+            .await
+            .query_one(&format!("SELECT count(*) FROM {name}"), &[])
+            .await
+            .unwrap_err();
+        assert_eq!(sqlstate(&error), "42P01", "{mode}: {error}");
+        assert_eq!(server.get("/v1/ready").await.0, 503);
+        server.runtime.shutdown().await;
+    }
+    let info = format!(
+        "Dataset '{name}' waits for its source before serving because it uses `mode: file_update`."
+    );
+    assert_eq!(
+        logs()
+            .iter()
+            .filter(|l| l.contains(" INFO ") && l.contains(&info))
+            .count(),
+        1,
+        "one INFO '{info}'"
+    );
+}
+
+/// A free TCP port on 127.0.0.1 (free when this returns).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// pgaccel as a process of its own, so that it can be killed.
+struct Process {
+    child: Child,
+    pg: u16,
+    http: u16,
+}
+
+impl Process {
+    fn start(folder: &Path, datasets: &str) -> Process {
+        let (pg, http) = (free_port(), free_port());
+        let config = folder.join("pgaccel.yaml");
+        std::fs::write(
+            &config,
+            format!(
+                "runtime:\n  pg: {{ listen: 127.0.0.1:{pg} }}\n  http: {{ listen: 127.0.0.1:{http} }}\ndatasets:\n{datasets}"
+            ),
+        )
+        .unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_pgaccel"))
+            .args(["run", "--config"])
+            .arg(&config)
+            .current_dir(folder)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start pgaccel");
+        Process { child, pg, http }
+    }
+
+    async fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let url = format!("http://127.0.0.1:{}/v1/ready", self.http);
+        loop {
+            if let Ok(response) = reqwest::get(&url).await
+                && response.status() == 200
+            {
+                return;
+            }
+            assert!(Instant::now() < deadline, "pgaccel not ready within 60s");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn kill(mut self) {
+        // SIGKILL: no shutdown code runs.
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn kill_9_during_a_refresh_leaves_the_complete_old_or_new_data() {
+    const ROWS: i64 = 30_000;
+    const ROUNDS: usize = 10;
+    for engine in ENGINES {
+        let source = SourceSchema::create(&format!("kill_{engine}")).await;
+        source
+            .execute(&format!(
+                "CREATE TABLE {{schema}}.t (id int PRIMARY KEY, version int NOT NULL, pad text);
+                 INSERT INTO {{schema}}.t SELECT i, 0, repeat('p', 50) FROM generate_series(1, {ROWS}) AS i"
+            ))
+            .await;
+        let folder = tempfile::tempdir().unwrap();
+        let file: PathBuf = folder.path().join(format!("t.{engine}"));
+        let datasets = entry(
+            5432,
+            &source,
+            "killed",
+            engine,
+            "file",
+            &file,
+            "      refresh_check_interval: 1h\n",
+        );
+        let mut committed = 0;
+        let (mut old, mut new) = (0, 0);
+        let mut rng = rand::rng();
+        for round in 1..=ROUNDS {
+            let process = Process::start(folder.path(), &datasets);
+            process.wait_ready().await;
+            let replica = connect(&format!(
+                "host=127.0.0.1 port={} user=tester dbname=test",
+                process.pg
+            ))
+            .await;
+            let rows = simple_rows(
+                &replica,
+                "SELECT count(*), min(version), max(version) FROM killed",
+            )
+            .await;
+            let (count, low, high): (i64, i64, i64) = (
+                rows[0][0].as_deref().unwrap().parse().unwrap(),
+                rows[0][1].as_deref().unwrap().parse().unwrap(),
+                rows[0][2].as_deref().unwrap().parse().unwrap(),
+            );
+            assert_eq!(count, ROWS, "{engine} round {round}: rows torn");
+            assert_eq!(low, high, "{engine} round {round}: versions mixed");
+            // The version before the killed refresh, or the one it wrote.
+            assert!(
+                low == committed || low == round as i64 - 1,
+                "{engine} round {round}: version {low}, expected {committed} or {}",
+                round - 1
+            );
+            if round > 1 {
+                if low == committed { old += 1 } else { new += 1 }
+            }
+            committed = low;
+            source
+                .execute(&format!("UPDATE {{schema}}.t SET version = {round}"))
+                .await;
+            let client = reqwest::Client::new();
+            let response = client
+                .post(format!(
+                    "http://127.0.0.1:{}/v1/datasets/killed/acceleration/refresh",
+                    process.http
+                ))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 201);
+            let wait = rng.random_range(0..1000);
+            tokio::time::sleep(Duration::from_millis(wait)).await;
+            process.kill();
+        }
+        eprintln!("{engine}: after a kill, {old} restarts found the old data and {new} the new");
+    }
+}
