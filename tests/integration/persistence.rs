@@ -459,3 +459,42 @@ async fn kill_9_during_a_refresh_leaves_the_complete_old_or_new_data() {
         eprintln!("{engine}: after a kill, {old} restarts found the old data and {new} the new");
     }
 }
+
+#[tokio::test]
+async fn ready_state_with_a_persisted_acceleration_while_the_source_is_down() {
+    let source = SourceSchema::create("persist_ready").await;
+    source.execute(TABLE).await;
+    let folder = tempfile::tempdir().unwrap();
+    let relay = Relay::start(None).await;
+    // on_load and on_registration are ready from the file; on_schema_resolved
+    // waits for the source, but its queries are answered from the file.
+    for (ready_state, ready_while_down) in [
+        ("on_load", true),
+        ("on_registration", true),
+        ("on_schema_resolved", false),
+    ] {
+        relay.restore();
+        let name = format!("ready_{ready_state}");
+        let file = folder.path().join(format!("{name}.db"));
+        let config = entry(relay.port, &source, &name, "sqlite", "file", &file, "").replace(
+            "    acceleration:",
+            &format!("    ready_state: {ready_state}\n    acceleration:"),
+        );
+        let server = Server::start(&config).await;
+        server
+            .wait_for_status(&name, |s| s["status"] == "Ready")
+            .await;
+        server.runtime.shutdown().await;
+        relay.cut();
+        let server = Server::start(&config).await;
+        server
+            .wait_for_status(&name, |s| s["status"] == "Error")
+            .await;
+        let ready = server.get("/v1/ready").await.0 == 200;
+        assert_eq!(ready, ready_while_down, "{ready_state}");
+        same_rows(&server, &source, &name, DUMP).await;
+        relay.restore();
+        server.wait_ready().await;
+        server.runtime.shutdown().await;
+    }
+}
