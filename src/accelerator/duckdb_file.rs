@@ -7,15 +7,15 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use chrono::DateTime;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{DataType, SchemaRef, TimeUnit};
 use datafusion_table_providers_common::arrow_bridge;
 use duckdb::{Connection, OptionalExt, Transaction, params};
 
 use super::store::{
-    CHECKPOINT_TABLE, Change, Checkpoint, FORMAT, Persisted, decode_key, decode_schema, encode_key,
-    encode_schema, from_storage, quote, storage_schema, to_storage,
+    Change, Checkpoint, CheckpointRow, Persisted, SELECT_CHECKPOINT, UPSERT_CHECKPOINT,
+    column_definitions, create_checkpoint_sql, from_storage, quote, recreate_table_sql,
+    storage_schema, to_storage,
 };
 
 /// The table that holds the keys an upsert removes, inside its transaction.
@@ -88,12 +88,7 @@ impl DuckdbFile {
     pub fn open(path: &Path, table: String) -> Result<DuckdbFile, String> {
         let connection = Connection::open(path).map_err(text)?;
         connection
-            .execute_batch(&format!(
-                "CREATE TABLE IF NOT EXISTS {CHECKPOINT_TABLE} (
-                     dataset VARCHAR PRIMARY KEY, format BIGINT NOT NULL,
-                     last_refresh_us BIGINT NOT NULL, schema BLOB NOT NULL,
-                     primary_key VARCHAR NOT NULL, refresh_sql VARCHAR)"
-            ))
+            .execute_batch(&create_checkpoint_sql("VARCHAR", "BIGINT"))
             .map_err(text)?;
         Ok(DuckdbFile {
             path: path.to_owned(),
@@ -119,36 +114,19 @@ impl DuckdbFile {
     pub fn load(&self) -> Result<Option<Persisted>, String> {
         let connection = self.connection();
         let row = connection
-            .query_row(
-                &format!(
-                    "SELECT format, last_refresh_us, schema, primary_key, refresh_sql
-                     FROM {CHECKPOINT_TABLE} WHERE dataset = ?"
-                ),
-                [&self.table],
-                |row| {
-                    Ok((
-                        row.get::<_, i64>(0)?,
-                        row.get::<_, i64>(1)?,
-                        row.get::<_, Vec<u8>>(2)?,
-                        row.get::<_, String>(3)?,
-                        row.get::<_, Option<String>>(4)?,
-                    ))
-                },
-            )
+            .query_row(SELECT_CHECKPOINT, [&self.table], |row| {
+                Ok(CheckpointRow {
+                    format: row.get(0)?,
+                    last_refresh_us: row.get(1)?,
+                    schema: row.get(2)?,
+                    primary_key: row.get(3)?,
+                    refresh_sql: row.get(4)?,
+                })
+            })
             .optional()
             .map_err(text)?;
-        let Some((format, last_refresh_us, schema, primary_key, refresh_sql)) = row else {
+        let Some(checkpoint) = row.map(CheckpointRow::decode).transpose()?.flatten() else {
             return Ok(None);
-        };
-        if format != FORMAT {
-            return Ok(None);
-        }
-        let checkpoint = Checkpoint {
-            last_refresh: DateTime::from_timestamp_micros(last_refresh_us)
-                .ok_or("the checkpoint's refresh time is out of range")?,
-            schema: decode_schema(&schema).map_err(text)?,
-            primary_key: decode_key(&primary_key)?,
-            refresh_sql,
         };
         let columns: Vec<String> = checkpoint
             .schema
@@ -181,16 +159,8 @@ impl DuckdbFile {
         let table = quote(&self.table);
         match change {
             Change::Replace(batches) => {
-                let columns: Vec<String> = storage
-                    .fields()
-                    .iter()
-                    .map(|f| format!("{} {}", quote(f.name()), sql_type(f.data_type())))
-                    .collect();
                 transaction
-                    .execute_batch(&format!(
-                        "DROP TABLE IF EXISTS {table}; CREATE TABLE {table} ({});",
-                        columns.join(", ")
-                    ))
+                    .execute_batch(&recreate_table_sql(&self.table, &storage, sql_type))
                     .map_err(text)?;
                 append(&transaction, &self.table, &storage, batches)?;
             }
@@ -202,20 +172,17 @@ impl DuckdbFile {
             }
             Change::Nothing => {}
         }
+        let row = CheckpointRow::of(checkpoint)?;
         transaction
             .execute(
-                &format!(
-                    "INSERT OR REPLACE INTO {CHECKPOINT_TABLE}
-                     (dataset, format, last_refresh_us, schema, primary_key, refresh_sql)
-                     VALUES (?, ?, ?, ?, ?, ?)"
-                ),
+                UPSERT_CHECKPOINT,
                 params![
                     self.table,
-                    FORMAT,
-                    checkpoint.last_refresh.timestamp_micros(),
-                    encode_schema(&checkpoint.schema).map_err(text)?,
-                    encode_key(&checkpoint.primary_key),
-                    checkpoint.refresh_sql,
+                    row.format,
+                    row.last_refresh_us,
+                    row.schema,
+                    row.primary_key,
+                    row.refresh_sql,
                 ],
             )
             .map_err(text)?;
@@ -249,15 +216,10 @@ fn delete_keys(
     keys: &RecordBatch,
 ) -> Result<(), String> {
     let storage = storage(&keys.schema())?;
-    let columns: Vec<String> = storage
-        .fields()
-        .iter()
-        .map(|f| format!("{} {}", quote(f.name()), sql_type(f.data_type())))
-        .collect();
     transaction
         .execute_batch(&format!(
             "CREATE TABLE {REMOVED_TABLE} ({});",
-            columns.join(", ")
+            column_definitions(&storage, sql_type)
         ))
         .map_err(text)?;
     append(

@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use chrono::DateTime;
 use datafusion::arrow::array::{
     Array, ArrayRef, BinaryArray, BinaryBuilder, Float64Array, Float64Builder, Int64Array,
     Int64Builder, RecordBatch, StringArray, StringBuilder,
@@ -18,8 +17,8 @@ use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::store::{
-    CHECKPOINT_TABLE, Change, Checkpoint, FORMAT, Persisted, decode_key, decode_schema, encode_key,
-    encode_schema, from_storage, quote, storage_schema, to_storage,
+    Change, Checkpoint, CheckpointRow, Persisted, SELECT_CHECKPOINT, UPSERT_CHECKPOINT,
+    create_checkpoint_sql, from_storage, quote, recreate_table_sql, storage_schema, to_storage,
 };
 
 /// Rows per batch read back from the file.
@@ -44,13 +43,14 @@ fn storage_type(data_type: &DataType) -> Option<DataType> {
     }
 }
 
-fn sql_type(storage: &DataType) -> &'static str {
+fn sql_type(storage: &DataType) -> String {
     match storage {
         DataType::Int64 => "INTEGER",
         DataType::Float64 => "REAL",
         DataType::Binary => "BLOB",
         _ => "TEXT",
     }
+    .to_owned()
 }
 
 fn storage(schema: &SchemaRef) -> Result<SchemaRef, String> {
@@ -71,11 +71,8 @@ impl SqliteFile {
         // the file or rolled back when the file is next opened.
         connection
             .execute_batch(&format!(
-                "PRAGMA journal_mode = DELETE; PRAGMA synchronous = FULL;
-                 CREATE TABLE IF NOT EXISTS {CHECKPOINT_TABLE} (
-                     dataset TEXT PRIMARY KEY, format INTEGER NOT NULL,
-                     last_refresh_us INTEGER NOT NULL, schema BLOB NOT NULL,
-                     primary_key TEXT NOT NULL, refresh_sql TEXT)"
+                "PRAGMA journal_mode = DELETE; PRAGMA synchronous = FULL; {}",
+                create_checkpoint_sql("TEXT", "INTEGER")
             ))
             .map_err(text)?;
         Ok(SqliteFile {
@@ -102,36 +99,19 @@ impl SqliteFile {
     pub fn load(&self) -> Result<Option<Persisted>, String> {
         let connection = self.connection();
         let row = connection
-            .query_row(
-                &format!(
-                    "SELECT format, last_refresh_us, schema, primary_key, refresh_sql
-                     FROM {CHECKPOINT_TABLE} WHERE dataset = ?1"
-                ),
-                [&self.table],
-                |row| {
-                    Ok((
-                        row.get::<_, i64>(0)?,
-                        row.get::<_, i64>(1)?,
-                        row.get::<_, Vec<u8>>(2)?,
-                        row.get::<_, String>(3)?,
-                        row.get::<_, Option<String>>(4)?,
-                    ))
-                },
-            )
+            .query_row(SELECT_CHECKPOINT, [&self.table], |row| {
+                Ok(CheckpointRow {
+                    format: row.get(0)?,
+                    last_refresh_us: row.get(1)?,
+                    schema: row.get(2)?,
+                    primary_key: row.get(3)?,
+                    refresh_sql: row.get(4)?,
+                })
+            })
             .optional()
             .map_err(text)?;
-        let Some((format, last_refresh_us, schema, primary_key, refresh_sql)) = row else {
+        let Some(checkpoint) = row.map(CheckpointRow::decode).transpose()?.flatten() else {
             return Ok(None);
-        };
-        if format != FORMAT {
-            return Ok(None);
-        }
-        let checkpoint = Checkpoint {
-            last_refresh: DateTime::from_timestamp_micros(last_refresh_us)
-                .ok_or("the checkpoint's refresh time is out of range")?,
-            schema: decode_schema(&schema).map_err(text)?,
-            primary_key: decode_key(&primary_key)?,
-            refresh_sql,
         };
         let batches = read_rows(&connection, &self.table, &checkpoint.schema)?;
         Ok(Some(Persisted {
@@ -147,16 +127,8 @@ impl SqliteFile {
         let table = quote(&self.table);
         match change {
             Change::Replace(batches) => {
-                let columns: Vec<String> = storage
-                    .fields()
-                    .iter()
-                    .map(|f| format!("{} {}", quote(f.name()), sql_type(f.data_type())))
-                    .collect();
                 transaction
-                    .execute_batch(&format!(
-                        "DROP TABLE IF EXISTS {table}; CREATE TABLE {table} ({});",
-                        columns.join(", ")
-                    ))
+                    .execute_batch(&recreate_table_sql(&self.table, &storage, sql_type))
                     .map_err(text)?;
                 if !checkpoint.primary_key.is_empty() {
                     let key: Vec<String> =
@@ -179,20 +151,17 @@ impl SqliteFile {
             }
             Change::Nothing => {}
         }
+        let row = CheckpointRow::of(checkpoint)?;
         transaction
             .execute(
-                &format!(
-                    "INSERT OR REPLACE INTO {CHECKPOINT_TABLE}
-                     (dataset, format, last_refresh_us, schema, primary_key, refresh_sql)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
-                ),
+                UPSERT_CHECKPOINT,
                 params![
                     self.table,
-                    FORMAT,
-                    checkpoint.last_refresh.timestamp_micros(),
-                    encode_schema(&checkpoint.schema).map_err(text)?,
-                    encode_key(&checkpoint.primary_key),
-                    checkpoint.refresh_sql,
+                    row.format,
+                    row.last_refresh_us,
+                    row.schema,
+                    row.primary_key,
+                    row.refresh_sql,
                 ],
             )
             .map_err(text)?;

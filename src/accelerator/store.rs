@@ -30,10 +30,10 @@ use crate::config::Engine;
 
 /// Bumped when the layout of the checkpoint or of the data changes; a file
 /// of another version is not read (the dataset loads from its source).
-pub(super) const FORMAT: i64 = 1;
+const FORMAT: i64 = 1;
 
 /// The name of the table that holds the checkpoint, beside the data table.
-pub(super) const CHECKPOINT_TABLE: &str = "pgaccel_checkpoint";
+const CHECKPOINT_TABLE: &str = "pgaccel_checkpoint";
 
 #[derive(Debug, thiserror::Error)]
 #[error("the {engine} acceleration file {} of dataset '{dataset}': {message}", file.display())]
@@ -161,6 +161,88 @@ impl Store {
     }
 }
 
+/// The checkpoint table; `text` and `integer` are the engine's names for
+/// those types.
+pub(super) fn create_checkpoint_sql(text: &str, integer: &str) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {CHECKPOINT_TABLE} (
+             dataset {text} PRIMARY KEY, format {integer} NOT NULL,
+             last_refresh_us {integer} NOT NULL, schema BLOB NOT NULL,
+             primary_key {text} NOT NULL, refresh_sql {text})"
+    )
+}
+
+/// Reads the checkpoint of one dataset (bound as the only parameter) in
+/// [`CheckpointRow`]'s column order.
+pub(super) const SELECT_CHECKPOINT: &str = "SELECT format, last_refresh_us, schema, primary_key, refresh_sql \
+     FROM pgaccel_checkpoint WHERE dataset = ?";
+
+/// Writes a checkpoint: the dataset, then [`CheckpointRow`]'s columns.
+pub(super) const UPSERT_CHECKPOINT: &str = "INSERT OR REPLACE INTO pgaccel_checkpoint \
+     (dataset, format, last_refresh_us, schema, primary_key, refresh_sql) VALUES (?, ?, ?, ?, ?, ?)";
+
+/// A checkpoint as its table keeps it.
+pub(super) struct CheckpointRow {
+    pub format: i64,
+    pub last_refresh_us: i64,
+    pub schema: Vec<u8>,
+    pub primary_key: String,
+    pub refresh_sql: Option<String>,
+}
+
+impl CheckpointRow {
+    pub fn of(checkpoint: &Checkpoint) -> Result<CheckpointRow, String> {
+        Ok(CheckpointRow {
+            format: FORMAT,
+            last_refresh_us: checkpoint.last_refresh.timestamp_micros(),
+            schema: encode_schema(&checkpoint.schema).map_err(|e| e.to_string())?,
+            primary_key: encode_key(&checkpoint.primary_key),
+            refresh_sql: checkpoint.refresh_sql.clone(),
+        })
+    }
+
+    /// `None` for a checkpoint of another format version.
+    pub fn decode(self) -> Result<Option<Checkpoint>, String> {
+        if self.format != FORMAT {
+            return Ok(None);
+        }
+        Ok(Some(Checkpoint {
+            last_refresh: DateTime::from_timestamp_micros(self.last_refresh_us)
+                .ok_or("the checkpoint's refresh time is out of range")?,
+            schema: decode_schema(&self.schema).map_err(|e| e.to_string())?,
+            primary_key: decode_key(&self.primary_key)?,
+            refresh_sql: self.refresh_sql,
+        }))
+    }
+}
+
+/// Drops the data table and creates it with `storage`'s columns, each of
+/// the SQL type `sql_type` gives.
+pub(super) fn recreate_table_sql(
+    table: &str,
+    storage: &SchemaRef,
+    sql_type: impl Fn(&DataType) -> String,
+) -> String {
+    let table = quote(table);
+    format!(
+        "DROP TABLE IF EXISTS {table}; CREATE TABLE {table} ({});",
+        column_definitions(storage, sql_type)
+    )
+}
+
+/// `"a" TYPE, "b" TYPE` for `storage`'s columns.
+pub(super) fn column_definitions(
+    storage: &SchemaRef,
+    sql_type: impl Fn(&DataType) -> String,
+) -> String {
+    storage
+        .fields()
+        .iter()
+        .map(|f| format!("{} {}", quote(f.name()), sql_type(f.data_type())))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// `"name"`, with embedded quotes doubled: an SQL identifier in both DuckDB
 /// and SQLite.
 pub(super) fn quote(name: &str) -> String {
@@ -169,7 +251,7 @@ pub(super) fn quote(name: &str) -> String {
 
 /// The schema as an Arrow IPC stream with no rows: keeps every type and
 /// every field's metadata.
-pub(super) fn encode_schema(schema: &SchemaRef) -> Result<Vec<u8>, ArrowError> {
+fn encode_schema(schema: &SchemaRef) -> Result<Vec<u8>, ArrowError> {
     let mut bytes = Vec::new();
     let mut writer = StreamWriter::try_new(&mut bytes, schema)?;
     writer.finish()?;
@@ -177,7 +259,7 @@ pub(super) fn encode_schema(schema: &SchemaRef) -> Result<Vec<u8>, ArrowError> {
     Ok(bytes)
 }
 
-pub(super) fn decode_schema(bytes: &[u8]) -> Result<SchemaRef, ArrowError> {
+fn decode_schema(bytes: &[u8]) -> Result<SchemaRef, ArrowError> {
     StreamReader::try_new(Cursor::new(bytes), None).map(|reader| reader.schema())
 }
 
@@ -251,11 +333,11 @@ pub(super) fn storage_schema(
 }
 
 /// `[a, b]` as the JSON text kept in the checkpoint.
-pub(super) fn encode_key(key: &[String]) -> String {
+fn encode_key(key: &[String]) -> String {
     serde_json::to_string(key).expect("a list of strings serializes")
 }
 
-pub(super) fn decode_key(text: &str) -> Result<Vec<String>, String> {
+fn decode_key(text: &str) -> Result<Vec<String>, String> {
     serde_json::from_str(text).map_err(|e| format!("unreadable primary key in the checkpoint: {e}"))
 }
 
