@@ -154,11 +154,12 @@ async fn connect_pool(params: &MysqlParams) -> Result<MySQLConnectionPool, Strin
     };
     match params.sslmode {
         SslMode::Disable => attempt("disabled").await,
+        // When the plain attempt fails too, its error is the one to report
+        // and classify: the encrypted attempt's (often "the server does not
+        // support SSL") would read as a TLS configuration error.
         SslMode::Prefer => match attempt("preferred").await {
             Ok(pool) => Ok(pool),
-            Err(tls) => attempt("disabled")
-                .await
-                .map_err(|plain| format!("{plain} (with TLS: {tls})")),
+            Err(_) => attempt("disabled").await,
         },
         SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => attempt("required").await,
     }

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use rand::Rng;
 
-use crate::support::{Relay, Server, SourceSchema, connect, logs, simple_rows, sqlstate};
+use crate::support::{
+    MysqlDatabase, Relay, Server, SourceSchema, connect, logs, simple_rows, sqlstate,
+};
 
 const ENGINES: [&str; 2] = ["sqlite", "duckdb"];
 
@@ -496,5 +498,65 @@ async fn ready_state_with_a_persisted_acceleration_while_the_source_is_down() {
         relay.restore();
         server.wait_ready().await;
         server.runtime.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn a_mariadb_dataset_is_served_from_its_file_while_mariadb_is_down() {
+    let mariadb = MysqlDatabase::create("persist").await;
+    mariadb
+        .execute(
+            "CREATE TABLE {db}.t (id INT PRIMARY KEY, name VARCHAR(20), amount DECIMAL(10, 2), at DATETIME);
+             INSERT INTO {db}.t VALUES (1, 'one', 1.50, '2024-01-01 10:00:00'), (2, NULL, NULL, NULL)",
+        )
+        .await;
+    let relay = Relay::start_to(3306, None).await;
+    let folder = tempfile::tempdir().unwrap();
+    for engine in ENGINES {
+        relay.restore();
+        let name = format!("maria_{engine}");
+        let file = folder.path().join(format!("{name}.db"));
+        let config = mariadb.dataset_via(
+            relay.port,
+            "t",
+            &name,
+            &format!(
+                "    acceleration:\n      engine: {engine}\n      mode: file\n      params: {{ {engine}_file: '{}' }}\n",
+                file.display()
+            ),
+        );
+        let server = Server::start(&config).await;
+        server.wait_ready().await;
+        server.runtime.shutdown().await;
+        relay.cut();
+        let server = Server::start(&config).await;
+        server.wait_ready().await;
+        let replica = server.client().await;
+        let all = format!("SELECT id, name, amount, at FROM {name} ORDER BY id");
+        let expected = vec![
+            vec![
+                Some("1".to_owned()),
+                Some("one".to_owned()),
+                Some("1.50".to_owned()),
+                Some("2024-01-01 10:00:00".to_owned()),
+            ],
+            vec![Some("2".to_owned()), None, None, None],
+        ];
+        assert_eq!(simple_rows(&replica, &all).await, expected, "{engine}");
+        server
+            .wait_for_status(&name, |s| s["status"] == "Error")
+            .await;
+        mariadb
+            .execute("INSERT INTO {db}.t VALUES (3, 'three', 3.00, '2024-01-03 10:00:00')")
+            .await;
+        relay.restore();
+        server
+            .wait_for_status(&name, |s| s["status"] == "Ready")
+            .await;
+        server.refresh(&name).await;
+        let count = simple_rows(&replica, &format!("SELECT count(*) FROM {name}")).await;
+        assert_eq!(count[0][0].as_deref(), Some("3"), "{engine}");
+        server.runtime.shutdown().await;
+        mariadb.execute("DELETE FROM {db}.t WHERE id = 3").await;
     }
 }
