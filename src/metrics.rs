@@ -23,6 +23,7 @@ pub const QUERY_DURATION: &str = "query_duration_ms";
 pub const INDEX_LOOKUPS: &str = "query_index_lookups";
 pub const STATEMENTS_PLANNED: &str = "query_statements_planned";
 pub const READY_STATE_FALLBACK: &str = "accelerated_ready_state_federated_fallback";
+pub const RETENTION_EVICTED: &str = "dataset_acceleration_retention_evicted_rows";
 
 /// The process-wide Prometheus recorder. The `metrics` facade has one global
 /// recorder, so every runtime in the process (tests start several) shares it.
@@ -64,6 +65,10 @@ fn describe() {
     describe_gauge!(
         LOAD_STATE,
         "Dataset status: 0 initializing, 1 ready, 2 refreshing, 3 error, 4 shutting down"
+    );
+    describe_counter!(
+        RETENTION_EVICTED,
+        "Rows evicted from the acceleration by retention checks"
     );
     describe_counter!(QUERIES, "Statements executed over the wire");
     describe_counter!(
@@ -115,6 +120,11 @@ pub fn restored(dataset: &str, unix_ms: i64, rows: usize, bytes: usize, index_by
     gauge!(INDEX_BYTES, "dataset" => label).set(index_bytes as f64);
 }
 
+/// Rows a retention check evicted.
+pub fn retention_evicted(dataset: &str, rows: usize) {
+    counter!(RETENTION_EVICTED, "dataset" => dataset.to_owned()).increment(rows as u64);
+}
+
 pub fn load_state(dataset: &str, state: u8) {
     gauge!(LOAD_STATE, "dataset" => dataset.to_owned()).set(f64::from(state));
 }
@@ -124,6 +134,7 @@ pub fn load_state(dataset: &str, state: u8) {
 pub fn register_dataset(dataset: &str) {
     counter!(REFRESH_ERRORS, "dataset" => dataset.to_owned(), "reason" => "source").absolute(0);
     counter!(READY_STATE_FALLBACK, "dataset" => dataset.to_owned()).absolute(0);
+    counter!(RETENTION_EVICTED, "dataset" => dataset.to_owned()).absolute(0);
 }
 
 /// A query on `dataset` went to its source (nothing loaded yet).

@@ -150,6 +150,15 @@ pub(crate) fn parse(
         );
         values.error("acceleration.refresh_sql", message);
     }
+    if let (Some(name), Some(sql)) = (&name, &acceleration.retention.sql)
+        && !sql.deletes_from(name)
+    {
+        let message = format!(
+            "must delete from the dataset itself (DELETE FROM {} WHERE ...), not another table",
+            name.table
+        );
+        values.error("acceleration.retention_sql", message);
+    }
     // An append compares its time column, so the acceleration must hold it.
     if acceleration.refresh_mode == acceleration::RefreshMode::Append
         && let Some(columns) = acceleration

@@ -20,6 +20,7 @@ mod params;
 mod policy;
 mod raw;
 mod refresh_sql;
+mod retention_sql;
 mod runtime;
 mod schedule;
 mod secret;
@@ -42,6 +43,7 @@ pub use params::{FileFormat, MysqlParams, PostgresParams, SourceParams, SslMode}
 pub use policy::{Retention, RetryPolicy};
 pub use refresh_sql::RefreshSql;
 pub(crate) use refresh_sql::normalized as normalized_identifier;
+pub use retention_sql::RetentionSql;
 pub use runtime::{
     AuthConfig, AuthMethod, BootstrapOnFailure, HttpConfig, PgConfig, RuntimeConfig,
     RuntimeReadyState, SnapshotStore, TlsConfig, UserConfig,

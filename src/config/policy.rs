@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::acceleration::{Context, key};
 use super::raw::{RawAcceleration, Scalar};
+use super::retention_sql::RetentionSql;
 use super::schedule::Schedule;
 use super::values::Values;
 
@@ -26,7 +27,7 @@ pub struct Retention {
     pub check_enabled: bool,
     pub check_interval: Option<Duration>,
     pub period: Option<Duration>,
-    pub sql: Option<String>,
+    pub sql: Option<RetentionSql>,
 }
 
 /// A SQL text that must start with the given keywords (checked loosely; the planner
@@ -164,6 +165,11 @@ pub(super) fn parse_retention(
             "retention_sql",
             &raw.retention_sql,
             &["DELETE", "FROM"],
-        ),
+        )
+        .and_then(|text| {
+            RetentionSql::parse(&text)
+                .map_err(|message| values.error(&key("retention_sql"), message))
+                .ok()
+        }),
     }
 }

@@ -27,9 +27,6 @@ pub(crate) fn unsupported(config: &Config) -> Vec<ConfigError> {
         refuse(&mut out, n, matches!(d.params, SourceParams::File { format: FileFormat::Json | FileFormat::Snapshot }), "params.file_format", describe_file_format(&d.params));
         refuse(&mut out, n, !matches!(a.refresh_mode, RefreshMode::Full | RefreshMode::Append), "acceleration.refresh_mode", format!("refresh_mode: {}", a.refresh_mode.as_str()));
         refuse(&mut out, n, a.on_zero_results == ZeroResults::UseSource, "acceleration.on_zero_results", "on_zero_results: use_source");
-        refuse(&mut out, n, a.retention.check_enabled, "acceleration.retention_check_enabled", "retention_check_enabled: true");
-        refuse(&mut out, n, a.retention.period.is_some(), "acceleration.retention_period", "retention_period");
-        refuse(&mut out, n, a.retention.sql.is_some(), "acceleration.retention_sql", "retention_sql");
         refuse(&mut out, n, a.snapshots != SnapshotMode::Disabled, "acceleration.snapshots", format!("snapshots: {}", a.snapshots.as_str()));
     }
     out

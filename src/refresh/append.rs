@@ -162,7 +162,8 @@ pub async fn run(
         replaced,
         "append refresh merged the new rows"
     );
-    let (published, version) = full::publish(acceleration, data, change, refresh_sql).await?;
+    let (published, version) =
+        full::publish(acceleration, data, change, refresh_sql, full::now()).await?;
     *watermark = Watermark {
         version: Arc::downgrade(&version),
         batches: batch_newest,
@@ -173,7 +174,10 @@ pub async fn run(
 /// The key columns of the `removed` rows of `held`, which a file
 /// acceleration deletes by key (an append removes a held row only for a
 /// read row with the same key); `None` when nothing is removed.
-fn removed_keys(held: &TableData, removed: &Removed) -> Result<Option<RecordBatch>, ArrowError> {
+pub(super) fn removed_keys(
+    held: &TableData,
+    removed: &Removed,
+) -> Result<Option<RecordBatch>, ArrowError> {
     let Some(index) = held.primary_key().filter(|_| !removed.is_empty()) else {
         return Ok(None);
     };

@@ -76,10 +76,11 @@ pub async fn run(
     // they become visible; a refresh that fails or is cancelled above
     // publishes nothing.
     let change = Change::Replace(data.batches());
-    publish(acceleration, data, change, refresh_sql_text(filter)).await
+    publish(acceleration, data, change, refresh_sql_text(filter), now()).await
 }
 
-/// Publishes `data`. With a file engine, `change` (what makes the file's
+/// Publishes `data` as of `completed` (the last refresh time the checkpoint
+/// records). With a file engine, `change` (what makes the file's
 /// rows `data`'s) and the checkpoint are committed to the file first: a
 /// version queries see is always one a restart finds again.
 pub(super) async fn publish(
@@ -87,9 +88,8 @@ pub(super) async fn publish(
     data: TableData,
     change: Change,
     refresh_sql: Option<String>,
+    completed: DateTime<Utc>,
 ) -> Result<(Published, Arc<TableData>), RefreshError> {
-    // Microseconds: what the checkpoint keeps, so a restart reports the same.
-    let completed = Utc::now().trunc_subsecs(6);
     if let Some(store) = acceleration.store() {
         let checkpoint = Checkpoint {
             last_refresh: completed,
@@ -111,6 +111,12 @@ pub(super) async fn publish(
         completed,
     };
     Ok((published, acceleration.publish(data)))
+}
+
+/// The time a refresh completes, in microseconds: what the checkpoint keeps,
+/// so a restart reports the same.
+pub(super) fn now() -> DateTime<Utc> {
+    Utc::now().trunc_subsecs(6)
 }
 
 /// The text of the `refresh_sql` a read applied, as a checkpoint records it.

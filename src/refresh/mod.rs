@@ -9,6 +9,7 @@
 mod append;
 mod full;
 mod persisted;
+mod retention;
 pub mod retry;
 pub mod schedule;
 
@@ -77,6 +78,10 @@ pub async fn run(dataset: Arc<Dataset>, partitions: usize, shutdown: Cancellatio
         _ => None,
     };
     let startup = persisted::open(&dataset, partitions).await;
+    let retention = retention::policy(&dataset.config);
+    // The first retention check runs at startup, or once data is loaded.
+    let mut retention_wake = retention.as_ref().map(|_| tokio::time::Instant::now());
+    let mut retention_pending = retention.is_some();
     let mut refresher = Refresher {
         dataset,
         partitions,
@@ -98,6 +103,11 @@ pub async fn run(dataset: Arc<Dataset>, partitions: usize, shutdown: Cancellatio
             refresher.dataset.set_next_refresh(due);
             wake = due.map(schedule::instant_of);
             initial = false;
+            if let Some(policy) = &retention {
+                retention::run(&refresher.dataset, policy).await;
+                retention_pending = false;
+                retention_wake = Some(tokio::time::Instant::now() + policy.interval);
+            }
             // Served from the file with no refresh due: connect to the
             // source meanwhile, so that its health shows in the status and
             // `on_schema_resolved` can turn ready. A due or requested
@@ -124,6 +134,15 @@ pub async fn run(dataset: Arc<Dataset>, partitions: usize, shutdown: Cancellatio
             _ = shutdown.cancelled() => break,
             _ = refresher.dataset.refresh_requested() => true,
             _ = sleep_until(wake) => false,
+            _ = sleep_until(retention_wake) => {
+                let policy = retention.as_ref().expect("scheduled only with a policy");
+                if refresher.dataset.acceleration.current().is_some() {
+                    retention::run(&refresher.dataset, policy).await;
+                    retention_pending = false;
+                }
+                retention_wake = Some(tokio::time::Instant::now() + policy.interval);
+                continue;
+            }
         };
         if !on_demand && !initial {
             // A cron refresh starts a random part of the jitter after its
@@ -141,6 +160,13 @@ pub async fn run(dataset: Arc<Dataset>, partitions: usize, shutdown: Cancellatio
         let Some(outcome) = refresher.refresh_until_done(&shutdown).await else {
             break;
         };
+        if retention_pending
+            && outcome.is_ok()
+            && let Some(policy) = &retention
+        {
+            retention::run(&refresher.dataset, policy).await;
+            retention_pending = false;
+        }
         wake = refresher.schedule_next(outcome.is_ok());
         initial = false;
     }

@@ -13,6 +13,7 @@ mod mysql;
 mod outages;
 mod persistence;
 mod refresh_sql;
+mod retention;
 mod schedules;
 mod sqlite;
 mod stalls;
