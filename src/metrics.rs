@@ -23,6 +23,7 @@ pub const QUERY_DURATION: &str = "query_duration_ms";
 pub const INDEX_LOOKUPS: &str = "query_index_lookups";
 pub const STATEMENTS_PLANNED: &str = "query_statements_planned";
 pub const READY_STATE_FALLBACK: &str = "accelerated_ready_state_federated_fallback";
+pub const ZERO_RESULTS_FALLBACK: &str = "accelerated_zero_results_federated_fallback";
 pub const RETENTION_EVICTED: &str = "dataset_acceleration_retention_evicted_rows";
 
 /// The process-wide Prometheus recorder. The `metrics` facade has one global
@@ -65,6 +66,10 @@ fn describe() {
     describe_gauge!(
         LOAD_STATE,
         "Dataset status: 0 initializing, 1 ready, 2 refreshing, 3 error, 4 shutting down"
+    );
+    describe_counter!(
+        ZERO_RESULTS_FALLBACK,
+        "Queries answered by the source because the acceleration had no matching row (on_zero_results: use_source)"
     );
     describe_counter!(
         RETENTION_EVICTED,
@@ -120,6 +125,11 @@ pub fn restored(dataset: &str, unix_ms: i64, rows: usize, bytes: usize, index_by
     gauge!(INDEX_BYTES, "dataset" => label).set(index_bytes as f64);
 }
 
+/// A query whose accelerated result was empty, answered by the source.
+pub fn zero_results_fallback(dataset: &str) {
+    counter!(ZERO_RESULTS_FALLBACK, "dataset" => dataset.to_owned()).increment(1);
+}
+
 /// Rows a retention check evicted.
 pub fn retention_evicted(dataset: &str, rows: usize) {
     counter!(RETENTION_EVICTED, "dataset" => dataset.to_owned()).increment(rows as u64);
@@ -135,6 +145,7 @@ pub fn register_dataset(dataset: &str) {
     counter!(REFRESH_ERRORS, "dataset" => dataset.to_owned(), "reason" => "source").absolute(0);
     counter!(READY_STATE_FALLBACK, "dataset" => dataset.to_owned()).absolute(0);
     counter!(RETENTION_EVICTED, "dataset" => dataset.to_owned()).absolute(0);
+    counter!(ZERO_RESULTS_FALLBACK, "dataset" => dataset.to_owned()).absolute(0);
 }
 
 /// A query on `dataset` went to its source (nothing loaded yet).

@@ -5,7 +5,7 @@
 use std::fmt::Display;
 
 use super::Config;
-use super::acceleration::{RefreshMode, SnapshotMode, ZeroResults};
+use super::acceleration::{RefreshMode, SnapshotMode};
 use super::dataset::DatasetConfig;
 use super::error::ConfigError;
 use super::params::{FileFormat, SourceParams};
@@ -26,7 +26,6 @@ pub(crate) fn unsupported(config: &Config) -> Vec<ConfigError> {
         refuse(&mut out, n, !matches!(d.from, SourceRef::Postgres { .. } | SourceRef::Mysql { .. } | SourceRef::Sqlite { .. } | SourceRef::Duckdb { .. } | SourceRef::File { .. }), "from", format!("the {} source", d.from.kind()));
         refuse(&mut out, n, matches!(d.params, SourceParams::File { format: FileFormat::Json | FileFormat::Snapshot }), "params.file_format", describe_file_format(&d.params));
         refuse(&mut out, n, !matches!(a.refresh_mode, RefreshMode::Full | RefreshMode::Append), "acceleration.refresh_mode", format!("refresh_mode: {}", a.refresh_mode.as_str()));
-        refuse(&mut out, n, a.on_zero_results == ZeroResults::UseSource, "acceleration.on_zero_results", "on_zero_results: use_source");
         refuse(&mut out, n, a.snapshots != SnapshotMode::Disabled, "acceleration.snapshots", format!("snapshots: {}", a.snapshots.as_str()));
     }
     out

@@ -13,7 +13,8 @@ use datafusion::catalog::{SchemaProvider, TableProvider};
 use datafusion::error::{DataFusionError, Result};
 
 use super::table::{AcceleratedTable, FederatedTable, QueryError};
-use crate::config::ReadyState;
+use super::zero_results::ZeroResultsTable;
+use crate::config::{ReadyState, ZeroResults};
 use crate::dataset::{Dataset, DatasetStatus, Registry};
 use crate::metrics;
 
@@ -54,6 +55,13 @@ impl SchemaProvider for DatasetSchema {
             return Ok(None);
         };
         if let Some(table) = AcceleratedTable::try_new(Arc::clone(&dataset.acceleration)) {
+            if dataset.config.acceleration.on_zero_results == ZeroResults::UseSource
+                && let Some(source) = dataset.federated()
+            {
+                let table = ZeroResultsTable::new(table, source, &dataset.config)
+                    .map_err(DataFusionError::Plan)?;
+                return Ok(Some(Arc::new(table)));
+            }
             return Ok(Some(Arc::new(table)));
         }
         if dataset.config.ready_state != ReadyState::OnLoad

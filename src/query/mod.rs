@@ -13,6 +13,7 @@ mod names;
 mod overflow;
 pub mod parameterize;
 mod table;
+mod zero_results;
 
 use std::sync::Arc;
 
@@ -33,6 +34,7 @@ pub use literals::apply_postgres_literal_types;
 pub use lookup::LookupPlan;
 pub use names::{apply_postgres_names, display_name};
 pub use table::{AcceleratedTable, QueryError};
+pub use zero_results::inverse_retention;
 
 /// The catalog (database) name clients see in `current_database()`.
 pub const CATALOG: &str = "pgaccel";
@@ -70,13 +72,14 @@ pub fn plan_is_current(plan: &LogicalPlan) -> bool {
         if let LogicalPlan::TableScan(scan) = node
             && let Ok(provider) = source_as_provider(&scan.source)
         {
-            let stands = match (
-                provider.downcast_ref::<AcceleratedTable>(),
-                provider.downcast_ref::<table::FederatedTable>(),
-            ) {
-                (Some(table), _) => table.is_current(),
-                (_, Some(table)) => table.is_current(),
-                _ => true,
+            let stands = if let Some(table) = provider.downcast_ref::<AcceleratedTable>() {
+                table.is_current()
+            } else if let Some(table) = provider.downcast_ref::<table::FederatedTable>() {
+                table.is_current()
+            } else if let Some(table) = provider.downcast_ref::<zero_results::ZeroResultsTable>() {
+                table.accelerated().is_current()
+            } else {
+                true
             };
             if !stands {
                 current = false;

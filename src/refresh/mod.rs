@@ -21,7 +21,7 @@ use chrono::Utc;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
-use crate::config::RefreshMode;
+use crate::config::{RefreshMode, ZeroResults};
 use crate::dataset::Dataset;
 use crate::metrics;
 use crate::source::{ReadFilter, Source, SourceError, TimeBound};
@@ -38,6 +38,10 @@ pub enum RefreshError {
         "The source of dataset '{dataset}' stopped sending data mid-refresh: no data for {seconds}s after it started sending, so the connection is treated as lost and the refresh is retried"
     )]
     Stalled { dataset: String, seconds: u64 },
+    /// The dataset cannot be served as configured (found once its source
+    /// answered); it is not loaded.
+    #[error("{0}")]
+    Register(String),
 }
 
 impl RefreshError {
@@ -55,7 +59,7 @@ impl RefreshError {
     pub fn is_transient(&self) -> bool {
         match self {
             RefreshError::Source(source) => source.is_transient(),
-            RefreshError::Build { .. } => false,
+            RefreshError::Build { .. } | RefreshError::Register(_) => false,
             RefreshError::Stalled { .. } => true,
         }
     }
@@ -65,6 +69,7 @@ impl RefreshError {
             RefreshError::Source(source) => source.reason(),
             RefreshError::Build { .. } => "build",
             RefreshError::Stalled { .. } => "stalled",
+            RefreshError::Register(_) => "config",
         }
     }
 }
@@ -251,11 +256,37 @@ impl Refresher {
         }
     }
 
+    /// With `on_zero_results: use_source` and a retention policy, the
+    /// inverse of the policy must be a filter on the source's columns, or
+    /// the fallback could return evicted rows: the dataset is not loaded.
+    fn check_fallback(&self, source: &Source) -> Result<(), RefreshError> {
+        let config = &self.dataset.config;
+        let retention = &config.acceleration.retention;
+        if config.acceleration.on_zero_results != ZeroResults::UseSource
+            || (retention.sql.is_none() && retention.period.is_none())
+        {
+            return Ok(());
+        }
+        let Some(federated) = source.federated() else {
+            return Ok(());
+        };
+        crate::query::inverse_retention(config, &federated.schema())
+            .map(|_| ())
+            .map_err(|cause| {
+                RefreshError::Register(format!(
+                    "Failed to register dataset '{}' ({}): `on_zero_results: use_source` cannot be combined with this retention configuration, so the dataset was not loaded. {cause}",
+                    config.name,
+                    config.from.kind()
+                ))
+            })
+    }
+
     /// Connects to the source unless connected.
     async fn connect(&mut self) -> Result<(), RefreshError> {
         if self.source.is_none() {
             let source = Source::connect(&self.dataset.config).await?;
             self.warned_unreachable = None;
+            self.check_fallback(&source)?;
             self.dataset.source_reached(source.federated());
             self.source = Some(source);
         }

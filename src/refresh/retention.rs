@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use datafusion::arrow::array::{Array, AsArray};
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::common::DFSchema;
 use datafusion::logical_expr::simplify::SimplifyContext;
 use datafusion::optimizer::simplify_expressions::ExprSimplifier;
@@ -27,6 +27,8 @@ use crate::config::{DatasetConfig, Engine, RetentionSql, TimeFormat};
 use crate::dataset::Dataset;
 use crate::metrics;
 use crate::source::instants;
+
+const MICROS_PER_DAY: i64 = 86_400_000_000;
 
 /// A complete retention policy: what a check evicts, and how often.
 #[derive(Debug, Clone)]
@@ -110,10 +112,18 @@ pub async fn check(dataset: &Dataset, policy: &Policy) -> Result<usize, String> 
         let batch = held.batch(number);
         let mut evict = vec![false; batch.num_rows()];
         if let Some(period) = &policy.period {
-            let cutoff = cutoff(period.period);
             let older = |(name, format): &(String, Option<TimeFormat>)| {
-                let times =
-                    instants(batch.column(column(name)?), *format).map_err(|e| e.to_string())?;
+                let values = batch.column(column(name)?);
+                // A date holds its whole day: one is evicted only when the
+                // cutoff's day is later, as the zero-results fallback's
+                // inverse (`date >= the cutoff's day`) keeps it.
+                let date = *format == Some(TimeFormat::Date)
+                    || matches!(values.data_type(), DataType::Date32 | DataType::Date64);
+                let mut cutoff = cutoff(period.period);
+                if date {
+                    cutoff = cutoff.div_euclid(MICROS_PER_DAY) * MICROS_PER_DAY;
+                }
+                let times = instants(values, *format).map_err(|e| e.to_string())?;
                 Ok::<_, String>(
                     (0..times.len())
                         .map(|row| times.is_valid(row) && times.value(row) < cutoff)

@@ -21,3 +21,4 @@ mod support;
 mod torn_reads;
 mod types;
 mod wire;
+mod zero_results;

@@ -1,0 +1,182 @@
+//! `on_zero_results: use_source`: an empty accelerated result is answered by
+//! the source, with the inverse of the retention policy, so an evicted row
+//! is never read back.
+
+use std::time::{Duration, Instant};
+
+use crate::support::{MysqlDatabase, Server, SourceSchema, simple_rows};
+
+const USER_EVENTS: &str = "CREATE TABLE {schema}.user_events (
+        id int PRIMARY KEY, user_id int, status text, updated_at timestamptz);
+    INSERT INTO {schema}.user_events VALUES
+        (100, 1, 'active', now()),
+        (420, 42, 'archived', now()),
+        (700, 7, 'active', now()),
+        (701, 7, 'archived', now()),
+        (702, 7, 'active', now() - interval '400 days'),
+        (703, 7, NULL, NULL)";
+
+/// The `id`s `sql` returns, in order.
+async fn ids(server: &Server, sql: &str) -> Vec<String> {
+    simple_rows(&server.client().await, sql)
+        .await
+        .into_iter()
+        .map(|row| row[0].clone().unwrap_or_default())
+        .collect()
+}
+
+async fn fallbacks(server: &Server, name: &str) -> f64 {
+    let (_, metrics) = server.get("/metrics").await;
+    let series = format!("accelerated_zero_results_federated_fallback{{dataset=\"{name}\"}} ");
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(&series))
+        .map_or(0.0, |value| value.trim().parse().unwrap())
+}
+
+#[tokio::test]
+async fn an_empty_result_falls_back_to_the_source_without_evicted_rows() {
+    let source = SourceSchema::create("zero_results").await;
+    source.execute(USER_EVENTS).await;
+    // User 7 is never loaded (refresh_sql); user 42's only row is archived
+    // and evicted by retention.
+    let name = "user_events";
+    let config = source.dataset(
+        "user_events",
+        name,
+        "    time_column: updated_at\n    acceleration:\n      refresh_sql: SELECT * FROM user_events WHERE user_id <> 7\n      on_zero_results: use_source\n      retention_check_enabled: true\n      retention_check_interval: 1s\n      retention_period: 365d\n      retention_sql: DELETE FROM user_events WHERE status = 'archived'\n",
+    );
+    let server = Server::start(&config).await;
+    server.wait_ready().await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while ids(
+        &server,
+        "SELECT id FROM user_events WHERE user_id = 1 OR user_id = 42 ORDER BY id",
+    )
+    .await
+        != ["100"]
+    {
+        assert!(Instant::now() < deadline, "retention did not evict row 420");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let before = fallbacks(&server, name).await;
+    // 1. The archived row of user 42 is not read back from the source.
+    assert!(
+        ids(&server, "SELECT * FROM user_events WHERE user_id = 42")
+            .await
+            .is_empty()
+    );
+    // 2. A user never loaded falls back; the source's archived and expired
+    //    rows are left out, a NULL status or time is kept.
+    assert_eq!(
+        ids(
+            &server,
+            "SELECT id FROM user_events WHERE user_id = 7 ORDER BY id"
+        )
+        .await,
+        ["700", "703"]
+    );
+    // 3. A projection without the retention columns still hides them.
+    assert_eq!(
+        ids(
+            &server,
+            "SELECT id FROM user_events WHERE user_id = 7 AND id >= 701 ORDER BY id"
+        )
+        .await,
+        ["703"]
+    );
+    // 4. The limit goes to the source too.
+    assert_eq!(
+        ids(
+            &server,
+            "SELECT id FROM user_events WHERE user_id = 7 ORDER BY id LIMIT 1"
+        )
+        .await
+        .len(),
+        1
+    );
+    assert!(fallbacks(&server, name).await >= before + 3.0);
+    // 5. A partial result is returned as it is: user 1 is loaded, so user
+    //    7's rows are not fetched.
+    let counted = fallbacks(&server, name).await;
+    assert_eq!(
+        ids(
+            &server,
+            "SELECT id FROM user_events WHERE user_id IN (1, 7) ORDER BY id"
+        )
+        .await,
+        ["100"]
+    );
+    assert_eq!(fallbacks(&server, name).await, counted);
+    // 6. A predicate only in a subquery takes no part in the decision: the
+    //    outer scan finds rows, so nothing falls back and row 700 (never
+    //    loaded) is not found.
+    assert_eq!(
+        ids(
+            &server,
+            "SELECT count(*) FROM user_events WHERE id IN (SELECT 700)"
+        )
+        .await,
+        ["0"]
+    );
+}
+
+#[tokio::test]
+async fn a_retention_the_source_cannot_filter_on_refuses_the_dataset() {
+    let source = SourceSchema::create("zero_results_refused").await;
+    source.execute(USER_EVENTS).await;
+    let config = source.dataset(
+        "user_events",
+        "refused_events",
+        "    acceleration:\n      on_zero_results: use_source\n      retention_check_enabled: true\n      retention_check_interval: 1h\n      retention_sql: DELETE FROM refused_events WHERE archived_at IS NOT NULL\n",
+    );
+    let server = Server::start(&config).await;
+    let status = server
+        .wait_for_status("refused_events", |s| s["status"] == "Error")
+        .await;
+    let message = status["error_message"].as_str().unwrap();
+    let expected = "Failed to register dataset 'refused_events' (postgres): `on_zero_results: use_source` cannot be combined with this retention configuration, so the dataset was not loaded.";
+    assert!(message.starts_with(expected), "{message}");
+    let error = server
+        .client()
+        .await
+        .query("SELECT * FROM refused_events", &[])
+        .await
+        .unwrap_err();
+    assert_eq!(crate::support::sqlstate(&error), "42P01", "{error}");
+}
+
+#[tokio::test]
+async fn a_mariadb_dataset_falls_back_without_archived_rows() {
+    let mariadb = MysqlDatabase::create("zero_results").await;
+    mariadb
+        .execute(
+            "CREATE TABLE {db}.user_events (id INT PRIMARY KEY, user_id INT, status VARCHAR(20));
+             INSERT INTO {db}.user_events VALUES (100, 1, 'active'), (420, 42, 'archived'),
+                 (700, 7, 'active'), (701, 7, 'archived')",
+        )
+        .await;
+    let config = mariadb.dataset(
+        "user_events",
+        "maria_events",
+        "    acceleration:\n      refresh_sql: SELECT * FROM maria_events WHERE user_id <> 7\n      on_zero_results: use_source\n      retention_check_enabled: true\n      retention_check_interval: 1s\n      retention_sql: DELETE FROM maria_events WHERE status = 'archived'\n",
+    );
+    let server = Server::start(&config).await;
+    server.wait_ready().await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ids(&server, "SELECT id FROM maria_events WHERE user_id = 42")
+        .await
+        .is_empty()
+    {
+        assert!(Instant::now() < deadline, "retention did not evict row 420");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        ids(
+            &server,
+            "SELECT id FROM maria_events WHERE user_id = 7 ORDER BY id"
+        )
+        .await,
+        ["700"]
+    );
+}
