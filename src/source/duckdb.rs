@@ -5,8 +5,8 @@
 //!
 //! The file is open only while it is read: DuckDB lets one process write a
 //! file only while no other process has it open, so holding it would block
-//! whatever keeps the source up to date. For the same reason the source
-//! offers no federated table for queries before the first load.
+//! whatever keeps the source up to date. Queries the source answers (before
+//! the first load, or on zero results) open it for their scan only.
 //!
 //! Columns keep DuckDB's types where PostgreSQL has the same one; DuckDB's
 //! view and dictionary encodings of strings and bytes are read as plain
@@ -16,8 +16,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use datafusion::catalog::TableProvider;
+use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::TableReference;
+use datafusion::datasource::TableType;
+use datafusion::error::DataFusionError;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 use datafusion_table_providers::duckdb::DuckDBTableFactory;
 use datafusion_table_providers::sql::db_connection_pool::duckdbpool::DuckDbConnectionPool;
@@ -31,6 +35,8 @@ pub struct DuckdbSource {
     file: PathBuf,
     table: String,
     primary_key: Vec<String>,
+    /// The table as pgaccel presents it, for queries the source answers.
+    federated: Arc<dyn TableProvider>,
 }
 
 impl DuckdbSource {
@@ -44,21 +50,31 @@ impl DuckdbSource {
             });
         }
         let primary_key = primary_key(&dataset, file, table).await?;
+        let read = open(&dataset, file, table).await?.schema();
+        let per_scan = Arc::new(OpenPerScan {
+            dataset: dataset.clone(),
+            file: file.to_owned(),
+            table: table.to_owned(),
+            schema: Arc::clone(&read),
+        });
+        let federated = super::federated_view(&dataset, per_scan, &pg_schema(&read))?;
         Ok(DuckdbSource {
             dataset,
             file: file.to_owned(),
             table: table.to_owned(),
             primary_key,
+            federated,
         })
+    }
+
+    pub fn federated(&self) -> Arc<dyn TableProvider> {
+        Arc::clone(&self.federated)
     }
 
     pub async fn read_all(&self, filter: &ReadFilter) -> Result<Snapshot, SourceError> {
         // Opened for this read (the stream holds the pool until it ends),
         // and resolved again, so a changed table is read as it is.
-        let pool =
-            DuckDbConnectionPool::new_file(&self.file.to_string_lossy(), &AccessMode::ReadOnly)
-                .map_err(|e| SourceError::connecting(&self.dataset, e.to_string()))?;
-        let provider = provider(&self.dataset, &Arc::new(pool), &self.table).await?;
+        let provider = open(&self.dataset, &self.file, &self.table).await?;
         let read_error = |message: String| SourceError::reading(&self.dataset, message);
         let frame = SessionContext::new()
             .read_table(provider)
@@ -89,12 +105,16 @@ impl DuckdbSource {
     }
 }
 
-async fn provider(
+/// A provider over a new read-only pool of `file`: the file stays open for
+/// as long as the provider (or a plan of it) lives.
+async fn open(
     dataset: &str,
-    pool: &Arc<DuckDbConnectionPool>,
+    file: &Path,
     table: &str,
 ) -> Result<Arc<dyn TableProvider>, SourceError> {
-    DuckDBTableFactory::new(Arc::clone(pool))
+    let pool = DuckDbConnectionPool::new_file(&file.to_string_lossy(), &AccessMode::ReadOnly)
+        .map_err(|e| SourceError::connecting(dataset, e.to_string()))?;
+    DuckDBTableFactory::new(Arc::new(pool))
         .table_provider(TableReference::bare(table))
         .await
         .map_err(|e| SourceError::Schema {
@@ -160,5 +180,47 @@ fn plain(data_type: &DataType) -> DataType {
         DataType::BinaryView | DataType::LargeBinary => DataType::Binary,
         DataType::Time64(TimeUnit::Nanosecond) => DataType::Time64(TimeUnit::Microsecond),
         other => other.clone(),
+    }
+}
+
+/// The source table for queries, opening the file for each scan only.
+#[derive(Debug)]
+struct OpenPerScan {
+    dataset: String,
+    file: PathBuf,
+    table: String,
+    schema: SchemaRef,
+}
+
+#[async_trait::async_trait]
+impl TableProvider for OpenPerScan {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    /// The scan sends the filters it can to DuckDB; DataFusion applies
+    /// them all again, since which ones the SQL carries is decided per scan.
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> datafusion::error::Result<Vec<TableProviderFilterPushDown>> {
+        Ok(vec![TableProviderFilterPushDown::Inexact; filters.len()])
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> datafusion::error::Result<Arc<dyn ExecutionPlan>> {
+        let provider = open(&self.dataset, &self.file, &self.table)
+            .await
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        provider.scan(state, projection, filters, limit).await
     }
 }

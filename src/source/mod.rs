@@ -192,7 +192,7 @@ impl Source {
             Source::Postgres(source) => source.federated(),
             Source::Mysql(source) => source.federated(),
             Source::Sqlite(source) => source.federated(),
-            Source::Duckdb(_) => return None,
+            Source::Duckdb(source) => source.federated(),
             Source::File(source) => source.federated()?,
         })
     }

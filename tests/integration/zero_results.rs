@@ -180,3 +180,103 @@ async fn a_mariadb_dataset_falls_back_without_archived_rows() {
         ["700"]
     );
 }
+
+/// `YYYY-MM-DD HH:MM:SS` (UTC) of now minus `hours`.
+fn hours_ago(hours: i64) -> String {
+    (chrono::Utc::now() - chrono::Duration::hours(hours))
+        .format("%Y-%m-%d %H:%M:%S")
+        .to_string()
+}
+
+fn duckdb_execute(file: &std::path::Path, sql: &str) {
+    let connection = duckdb::Connection::open(file).unwrap();
+    connection
+        .execute_batch(sql)
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
+/// The seeds' "Accelerating application logs" configuration, each of its
+/// numbered behaviours in turn.
+#[tokio::test]
+async fn the_application_logs_example() {
+    let folder = tempfile::tempdir().unwrap();
+    let file = folder.path().join("logs.duckdb");
+    duckdb_execute(
+        &file,
+        &format!(
+            "CREATE TABLE logs (id INTEGER PRIMARY KEY, asset VARCHAR, created_at TIMESTAMP, message VARCHAR);
+             INSERT INTO logs VALUES
+                 (1, 'asset_id', TIMESTAMP '{recent}', 'recent'),
+                 (2, 'asset_id', TIMESTAMP '{two_days}', 'two days old'),
+                 (3, 'asset_id', TIMESTAMP '{ten_days}', 'ten days old'),
+                 (4, 'other', TIMESTAMP '{recent}', 'other asset');",
+            recent = hours_ago(1),
+            two_days = hours_ago(48),
+            ten_days = hours_ago(240),
+        ),
+    );
+    let config = format!(
+        "  - from: duckdb:logs\n    name: logs\n    time_column: created_at\n    params:\n      duckdb_open: '{}'\n    acceleration:\n      refresh_mode: append\n      refresh_check_interval: 10m\n      refresh_sql: \"SELECT * FROM logs WHERE asset = 'asset_id'\"\n      refresh_data_window: 1d\n      on_zero_results: use_source\n      retention_check_enabled: true\n      retention_period: 7d\n      retention_check_interval: 10m\n",
+        file.display()
+    );
+    let server = Server::start(&config).await;
+    server.wait_ready().await;
+    let before = fallbacks(&server, "logs").await;
+    // 1, 2. Only the last day of asset_id is loaded.
+    assert_eq!(server.dataset_status("logs").await["rows"], 1);
+    // 6. A range reaching past the window returns what is loaded, without
+    //    asking the source (results were found).
+    assert_eq!(
+        ids(
+            &server,
+            &format!(
+                "SELECT id FROM logs WHERE created_at > TIMESTAMP '{}' ORDER BY id",
+                hours_ago(72)
+            )
+        )
+        .await,
+        ["1"]
+    );
+    assert_eq!(fallbacks(&server, "logs").await, before);
+    // 4. Another asset falls back to the source.
+    assert_eq!(
+        ids(&server, "SELECT id FROM logs WHERE asset = 'other'").await,
+        ["4"]
+    );
+    // 5. A log older than the window falls back too, but one older than the
+    //    retention period is not returned.
+    assert_eq!(
+        ids(&server, "SELECT id FROM logs WHERE id = 2").await,
+        ["2"]
+    );
+    assert!(
+        ids(&server, "SELECT id FROM logs WHERE id = 3")
+            .await
+            .is_empty()
+    );
+    assert!(fallbacks(&server, "logs").await >= before + 3.0);
+    // 3. A refresh appends the new rows of asset_id only.
+    duckdb_execute(
+        &file,
+        &format!(
+            "INSERT INTO logs VALUES (5, 'asset_id', TIMESTAMP '{now}', 'new'), (6, 'other', TIMESTAMP '{now}', 'new other');",
+            now = hours_ago(0)
+        ),
+    );
+    server.refresh("logs").await;
+    assert_eq!(
+        ids(
+            &server,
+            "SELECT id FROM logs WHERE asset = 'asset_id' ORDER BY id"
+        )
+        .await,
+        ["1", "5"]
+    );
+    // 7. A retention check ran at startup (nothing older than 7 days is held).
+    assert!(
+        crate::support::logs()
+            .iter()
+            .any(|l| l.contains("[retention] Dataset 'logs': the retention check evicted 0 rows")),
+        "no retention check logged"
+    );
+}
