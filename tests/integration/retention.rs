@@ -234,3 +234,42 @@ async fn the_soft_delete_orders_pipeline() {
     server.refresh("orders").await;
     wait_for_ids(&server, "orders", &["4"]).await;
 }
+
+#[tokio::test]
+async fn with_a_partition_column_a_file_engine_evicts_only_rows_old_by_both() {
+    let source = SourceSchema::create("retention_partition").await;
+    source
+        .execute(
+            "CREATE TABLE {schema}.events (id int PRIMARY KEY, at timestamptz, day date);
+             INSERT INTO {schema}.events VALUES
+                 (1, now() - interval '40 days', current_date),
+                 (2, now() - interval '40 days', current_date - 40),
+                 (3, now(), current_date)",
+        )
+        .await;
+    let folder = tempfile::tempdir().unwrap();
+    for (engine, kept) in [
+        ("arrow", ["3"].as_slice()),
+        ("sqlite", ["1", "3"].as_slice()),
+    ] {
+        let name = format!("partitioned_{engine}");
+        let storage = match engine {
+            "arrow" => String::new(),
+            _ => format!(
+                "      engine: {engine}\n      mode: file\n      params: {{ {engine}_file: '{}' }}\n",
+                folder.path().join(format!("{name}.db")).display()
+            ),
+        };
+        let config = source.dataset(
+            "events",
+            &name,
+            &format!(
+                "    time_column: at\n    time_partition_column: day\n    time_partition_format: date\n    acceleration:\n{storage}      retention_check_enabled: true\n      retention_check_interval: 1s\n      retention_period: 30d\n"
+            ),
+        );
+        let server = Server::start(&config).await;
+        server.wait_ready().await;
+        wait_for_ids(&server, &name, kept).await;
+        server.runtime.shutdown().await;
+    }
+}
