@@ -9,7 +9,7 @@
 use std::fmt;
 
 use datafusion::sql::sqlparser::ast::{
-    Expr, GroupByExpr, Ident, SelectItem, SetExpr, Statement, TableFactor,
+    Expr, GroupByExpr, Ident, SelectItem, SetExpr, Statement, TableFactor, TableWithJoins,
 };
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
@@ -61,26 +61,7 @@ impl RefreshSql {
         let [from] = select.from.as_slice() else {
             return Err(format!("must read exactly one table, the dataset: {SHAPE}"));
         };
-        if !from.joins.is_empty() {
-            return Err(format!("cannot join other tables: {SHAPE}"));
-        }
-        let table = match &from.relation {
-            TableFactor::Table {
-                name,
-                alias: None,
-                args: None,
-                ..
-            } => name
-                .0
-                .iter()
-                .map(|part| part.as_ident().map(normalized))
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| format!("must read the dataset by name: {SHAPE}"))?,
-            TableFactor::Table { alias: Some(_), .. } => {
-                return Err(format!("cannot alias the dataset: {SHAPE}"));
-            }
-            _ => return Err(format!("must read the dataset by name: {SHAPE}")),
-        };
+        let table = dataset_table(from, "must read the dataset by name", SHAPE)?;
         let columns = match select.projection.as_slice() {
             [SelectItem::Wildcard(_)] => None,
             items => Some(
@@ -101,11 +82,7 @@ impl RefreshSql {
     /// Whether FROM names `dataset` (`orders` or `shop.orders` for the
     /// dataset `shop.orders`; `orders` or `public.orders` for `orders`).
     pub fn reads(&self, dataset: &DatasetName) -> bool {
-        match self.table.as_slice() {
-            [table] => *table == dataset.table,
-            [schema, table] => *schema == dataset.schema && *table == dataset.table,
-            _ => false,
-        }
+        names(&self.table, dataset)
     }
 
     pub fn as_str(&self) -> &str {
@@ -145,6 +122,46 @@ fn column_name(item: &SelectItem) -> Result<String, String> {
 }
 
 /// PostgreSQL's identifier rule: unquoted names fold to lower case.
+/// The table `from` names (one or two parts, normalized), refusing joins,
+/// aliases and anything but a table name (`by_name` says what is expected);
+/// `shape` is the accepted statement.
+pub(super) fn dataset_table(
+    from: &TableWithJoins,
+    by_name: &str,
+    shape: &str,
+) -> Result<Vec<String>, String> {
+    if !from.joins.is_empty() {
+        return Err(format!("cannot join other tables: {shape}"));
+    }
+    match &from.relation {
+        TableFactor::Table {
+            name,
+            alias: None,
+            args: None,
+            ..
+        } => name
+            .0
+            .iter()
+            .map(|part| part.as_ident().map(normalized))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| format!("{by_name}: {shape}")),
+        TableFactor::Table { alias: Some(_), .. } => {
+            Err(format!("cannot alias the dataset: {shape}"))
+        }
+        _ => Err(format!("{by_name}: {shape}")),
+    }
+}
+
+/// Whether `table` (`orders` or `shop.orders`) names `dataset`; a
+/// one-part name is the dataset's table in any schema.
+pub(super) fn names(table: &[String], dataset: &DatasetName) -> bool {
+    match table {
+        [table] => *table == dataset.table,
+        [schema, table] => *schema == dataset.schema && *table == dataset.table,
+        _ => false,
+    }
+}
+
 pub(crate) fn normalized(ident: &Ident) -> String {
     match ident.quote_style {
         Some(_) => ident.value.clone(),

@@ -6,12 +6,12 @@
 
 use std::fmt;
 
-use datafusion::sql::sqlparser::ast::{FromTable, Statement, TableFactor};
+use datafusion::sql::sqlparser::ast::{FromTable, Statement};
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 
 use super::DatasetName;
-use super::refresh_sql::normalized;
+use super::refresh_sql::{dataset_table, names};
 
 const SHAPE: &str = "DELETE FROM <dataset> WHERE <predicate>";
 
@@ -51,23 +51,7 @@ impl RetentionSql {
                 "must delete from exactly one table, the dataset: {SHAPE}"
             ));
         };
-        if !from.joins.is_empty() {
-            return Err(format!("cannot join other tables: {SHAPE}"));
-        }
-        let table = match &from.relation {
-            TableFactor::Table {
-                name,
-                alias: None,
-                args: None,
-                ..
-            } => name
-                .0
-                .iter()
-                .map(|part| part.as_ident().map(normalized))
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| format!("must name the dataset: {SHAPE}"))?,
-            _ => return Err(format!("must name the dataset, without an alias: {SHAPE}")),
-        };
+        let table = dataset_table(from, "must name the dataset", SHAPE)?;
         let Some(predicate) = delete.selection else {
             return Err(format!(
                 "needs a WHERE predicate (a DELETE without one would evict every row): {SHAPE}"
@@ -82,11 +66,7 @@ impl RetentionSql {
 
     /// Whether FROM names `dataset` (as `RefreshSql::reads`).
     pub fn deletes_from(&self, dataset: &DatasetName) -> bool {
-        match self.table.as_slice() {
-            [table] => *table == dataset.table,
-            [schema, table] => *schema == dataset.schema && *table == dataset.table,
-            _ => false,
-        }
+        names(&self.table, dataset)
     }
 
     pub fn as_str(&self) -> &str {
@@ -132,7 +112,10 @@ mod tests {
                 "DELETE FROM orders WHERE a = 1 RETURNING id",
                 "cannot use RETURNING",
             ),
-            ("DELETE FROM orders o WHERE o.a = 1", "without an alias"),
+            (
+                "DELETE FROM orders o WHERE o.a = 1",
+                "cannot alias the dataset",
+            ),
             (
                 "DELETE FROM orders WHERE a = 1; DELETE FROM orders WHERE b = 1",
                 "exactly one statement",

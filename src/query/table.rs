@@ -160,11 +160,17 @@ impl TableProvider for FederatedTable {
                 .source
                 .scan(state, Some(&vec![0]), filters, limit)
                 .await?;
-            let none: Vec<datafusion::physical_plan::projection::ProjectionExpr> = Vec::new();
-            return Ok(Arc::new(
-                datafusion::physical_plan::projection::ProjectionExec::try_new(none, one)?,
-            ));
+            return without_columns(one);
         }
         self.source.scan(state, projection, filters, limit).await
     }
+}
+
+/// `plan`'s rows with no columns (for `count(*)` over a scan that had to
+/// read one).
+pub(super) fn without_columns(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+    let none: Vec<datafusion::physical_plan::projection::ProjectionExpr> = Vec::new();
+    Ok(Arc::new(
+        datafusion::physical_plan::projection::ProjectionExec::try_new(none, plan)?,
+    ))
 }

@@ -32,7 +32,7 @@ use datafusion::physical_plan::{
 use datafusion::prelude::SessionContext;
 use futures::{StreamExt, TryStreamExt};
 
-use super::table::AcceleratedTable;
+use super::table::{AcceleratedTable, without_columns};
 use crate::config::{DatasetConfig, Engine};
 use crate::metrics;
 use crate::source::TimeBound;
@@ -169,10 +169,7 @@ async fn plan(
     }
     let plan = state.create_physical_plan(&builder.build()?).await?;
     if columns.is_empty() {
-        let none: Vec<datafusion::physical_plan::projection::ProjectionExpr> = Vec::new();
-        return Ok(Arc::new(
-            datafusion::physical_plan::projection::ProjectionExec::try_new(none, plan)?,
-        ));
+        return without_columns(plan);
     }
     Ok(plan)
 }
