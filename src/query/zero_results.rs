@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use async_trait::async_trait;
 use chrono::Utc;
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Column, DFSchema};
@@ -347,9 +347,11 @@ impl ExecutionPlan for ZeroResultsExec {
             let relabel = Arc::clone(&target);
             let stream = fallback.execute(0, context)?.map(move |batch| {
                 let batch = batch?;
-                Ok(RecordBatch::try_new(
+                let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+                Ok(RecordBatch::try_new_with_options(
                     Arc::clone(&relabel),
                     batch.columns().to_vec(),
+                    &options,
                 )?)
             });
             let stream: SendableRecordBatchStream =

@@ -213,7 +213,7 @@ pub async fn simple_rows(client: &Client, sql: &str) -> Vec<Vec<Option<String>>>
     let messages = client
         .simple_query(sql)
         .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        .unwrap_or_else(|e| panic!("{sql}: {e}: {:?}", e.as_db_error().map(|d| d.message())));
     text_rows(messages)
 }
 
