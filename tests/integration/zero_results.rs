@@ -303,3 +303,48 @@ async fn the_application_logs_example() {
         "no retention check logged"
     );
 }
+
+/// With `time_partition_column` and a scheduled check on a file engine, the
+/// fallback keeps a row whose partition is recent (the check would keep it
+/// too); on the default engine the time column alone decides.
+#[tokio::test]
+async fn the_fallback_follows_the_partition_rule_of_the_retention_check() {
+    let source = SourceSchema::create("zero_results_partition").await;
+    source
+        .execute(
+            "CREATE TABLE {schema}.events (id int PRIMARY KEY, at timestamptz, day date);
+             INSERT INTO {schema}.events VALUES
+                 (1, now() - interval '40 days', current_date),
+                 (2, now() - interval '40 days', current_date - 40),
+                 (3, now(), current_date)",
+        )
+        .await;
+    let folder = tempfile::tempdir().unwrap();
+    // Row 2 is old by both columns: never returned.
+    for (engine, expected) in [("arrow", [].as_slice()), ("sqlite", ["1"].as_slice())] {
+        let name = format!("fallback_partition_{engine}");
+        let storage = match engine {
+            "arrow" => String::new(),
+            _ => format!(
+                "      engine: {engine}\n      mode: file\n      params: {{ {engine}_file: '{}' }}\n",
+                folder.path().join(format!("{name}.db")).display()
+            ),
+        };
+        // Only row 3 is loaded; rows 1 and 2 can only come from the source.
+        let config = source.dataset(
+            "events",
+            &name,
+            &format!(
+                "    time_column: at\n    time_partition_column: day\n    time_partition_format: date\n    acceleration:\n{storage}      refresh_sql: SELECT * FROM {name} WHERE id = 3\n      on_zero_results: use_source\n      retention_check_enabled: true\n      retention_check_interval: 1h\n      retention_period: 30d\n"
+            ),
+        );
+        let server = Server::start(&config).await;
+        server.wait_ready().await;
+        let mut returned = Vec::new();
+        for id in [1, 2] {
+            returned.extend(ids(&server, &format!("SELECT id FROM {name} WHERE id = {id}")).await);
+        }
+        assert_eq!(returned, expected, "{engine}");
+        server.runtime.shutdown().await;
+    }
+}
