@@ -15,20 +15,24 @@
 //! **Refresh path** — one loop per dataset:
 //! [`refresh`] (schedule, on-demand trigger, retries) → [`source`] (reads the
 //! source table as Arrow batches) → [`accelerator`] (builds the next
-//! acceleration and publishes it atomically) → [`dataset`] (status, readiness)
-//! and [`metrics`].
+//! acceleration, commits it to its file for the DuckDB and SQLite engines, and
+//! publishes it atomically) → [`dataset`] (status, readiness) and [`metrics`].
+//! Retention checks run in the same loop, between refreshes.
 //!
 //! # Modules
 //! - [`config`]: `pgaccel.yaml` parsed into validated types; secrets resolution.
 //! - [`runtime`]: builds everything from a config; owns shutdown.
 //! - [`dataset`]: the registry of datasets, their status and readiness.
-//! - [`source`]: one file per source kind (PostgreSQL, files).
-//! - [`accelerator`]: one file per engine (Arrow in memory); atomic publication;
-//!   the primary-key index.
-//! - [`refresh`]: the per-dataset scheduler and refresh runner, retries.
+//! - [`source`]: one file per source kind (PostgreSQL, MySQL/MariaDB, SQLite,
+//!   DuckDB, files).
+//! - [`accelerator`]: the in-memory version (Arrow), its atomic publication and
+//!   primary-key index; the DuckDB and SQLite files that keep it with a
+//!   checkpoint.
+//! - [`refresh`]: the per-dataset scheduler and refresh runner, retries,
+//!   startup from an acceleration file, retention checks.
 //! - [`query`]: the DataFusion session, the accelerated table provider, direct
 //!   answers (lookups, constants), simple-protocol lookup shapes, PostgreSQL
-//!   naming/typing rewrites.
+//!   naming/typing rewrites, the zero-results fallback.
 //! - [`wire`]: the PostgreSQL wire protocol front end; statement and shape caches.
 //! - [`admin_api`]: the HTTP admin API (health, readiness, status, refresh, metrics).
 //! - [`metrics`]: every metric name, its help text and its labels.
