@@ -103,9 +103,9 @@ fn check_boolean(expr: &Expr, schema: &DFSchema, what: &str) -> Result<(), Strin
 pub struct ZeroResultsTable {
     accelerated: AcceleratedTable,
     source: Arc<dyn TableProvider>,
-    dataset: String,
-    /// The inverse retention filter, as of this plan.
-    keep: Option<Expr>,
+    /// For the inverse retention filter, made again at each scan: a cached
+    /// plan must not keep an old `retention_period` cutoff.
+    config: DatasetConfig,
 }
 
 impl ZeroResultsTable {
@@ -114,12 +114,11 @@ impl ZeroResultsTable {
         source: Arc<dyn TableProvider>,
         config: &DatasetConfig,
     ) -> Result<Self, String> {
-        let keep = inverse_retention(config, &source.schema())?;
+        inverse_retention(config, &source.schema())?;
         Ok(ZeroResultsTable {
             accelerated,
             source,
-            dataset: config.name.to_string(),
-            keep,
+            config: config.clone(),
         })
     }
 
@@ -209,13 +208,19 @@ impl TableProvider for ZeroResultsTable {
                 .collect(),
             None => schema.fields().iter().map(|f| f.name().clone()).collect(),
         };
-        let accelerated = Arc::new(
-            AcceleratedTable::try_new(Arc::clone(self.accelerated.acceleration()))
-                .unwrap_or_else(|| unreachable!("a table over an acceleration stays loaded")),
-        );
+        let accelerated = AcceleratedTable::try_new(Arc::clone(self.accelerated.acceleration()))
+            .ok_or_else(|| {
+                datafusion::error::DataFusionError::Plan(format!(
+                    "dataset '{}' has no acceleration loaded",
+                    self.config.name
+                ))
+            })?;
+        let accelerated: Arc<dyn TableProvider> = Arc::new(accelerated);
         let accelerated = plan(state, accelerated, filters, &columns, limit).await?;
+        let keep = inverse_retention(&self.config, &self.source.schema())
+            .map_err(datafusion::error::DataFusionError::Plan)?;
         let mut source_filters = filters.to_vec();
-        source_filters.extend(self.keep.clone());
+        source_filters.extend(keep);
         let fallback = plan(
             state,
             Arc::clone(&self.source),
@@ -225,7 +230,7 @@ impl TableProvider for ZeroResultsTable {
         )
         .await?;
         Ok(Arc::new(ZeroResultsExec::new(
-            self.dataset.clone(),
+            self.config.name.to_string(),
             accelerated,
             fallback,
         )))
