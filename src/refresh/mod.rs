@@ -101,6 +101,17 @@ pub async fn run(dataset: Arc<Dataset>, partitions: usize, shutdown: Cancellatio
     let delay = schedule::initial_delay(jitter, &mut rand::rng());
     let mut wake = Some(tokio::time::Instant::now() + delay);
     let mut initial = true;
+    // Rows served from the file get their first retention check now, even
+    // if the source is down and the startup refresh waits for it.
+    if matches!(
+        startup,
+        persisted::Startup::RefreshNow | persisted::Startup::At(_)
+    ) && let Some(policy) = &retention
+    {
+        retention::run(&refresher.dataset, policy).await;
+        retention_pending = false;
+        retention_wake = Some(tokio::time::Instant::now() + policy.interval);
+    }
     match startup {
         persisted::Startup::Load { waits } => refresher.waits = waits,
         persisted::Startup::RefreshNow => {}
@@ -108,11 +119,6 @@ pub async fn run(dataset: Arc<Dataset>, partitions: usize, shutdown: Cancellatio
             refresher.dataset.set_next_refresh(due);
             wake = due.map(schedule::instant_of);
             initial = false;
-            if let Some(policy) = &retention {
-                retention::run(&refresher.dataset, policy).await;
-                retention_pending = false;
-                retention_wake = Some(tokio::time::Instant::now() + policy.interval);
-            }
             // Served from the file with no refresh due: connect to the
             // source meanwhile, so that its health shows in the status and
             // `on_schema_resolved` can turn ready. A due or requested
