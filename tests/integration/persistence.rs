@@ -371,6 +371,15 @@ impl Process {
         }
     }
 
+    /// The `GET /v1/datasets?status=true` entry of `name`.
+    async fn status(&self, name: &str) -> serde_json::Value {
+        let url = format!("http://127.0.0.1:{}/v1/datasets?status=true", self.http);
+        let list: Vec<serde_json::Value> = reqwest::get(&url).await.unwrap().json().await.unwrap();
+        list.into_iter()
+            .find(|entry| entry["name"] == name)
+            .unwrap_or_else(|| panic!("dataset {name} missing"))
+    }
+
     fn kill(mut self) {
         // SIGKILL: no shutdown code runs.
         self.child.kill().unwrap();
@@ -459,6 +468,52 @@ async fn kill_9_during_a_refresh_leaves_the_complete_old_or_new_data() {
             process.kill();
         }
         eprintln!("{engine}: after a kill, {old} restarts found the old data and {new} the new");
+        // A refresh that completed before the kill is never lost: without
+        // this, a refresh that never reached the file would pass as "old".
+        let process = Process::start(folder.path(), &datasets);
+        process.wait_ready().await;
+        let before = process.status("killed").await["last_refresh"].clone();
+        source
+            .execute(&format!("UPDATE {{schema}}.t SET version = {}", ROUNDS + 1))
+            .await;
+        let url = format!(
+            "http://127.0.0.1:{}/v1/datasets/killed/acceleration/refresh",
+            process.http
+        );
+        let response = reqwest::Client::new().post(url).send().await.unwrap();
+        assert_eq!(response.status(), 201);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let status = process.status("killed").await;
+            if status["last_refresh"] != before && status["status"] == "Ready" {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{engine}: refresh did not complete: {status}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        process.kill();
+        let process = Process::start(folder.path(), &datasets);
+        process.wait_ready().await;
+        let replica = connect(&format!(
+            "host=127.0.0.1 port={} user=tester dbname=test",
+            process.pg
+        ))
+        .await;
+        let rows = simple_rows(
+            &replica,
+            "SELECT count(*), min(version), max(version) FROM killed",
+        )
+        .await;
+        let expected = ROWS.to_string();
+        let version = (ROUNDS + 1).to_string();
+        assert_eq!(
+            rows[0],
+            [Some(expected), Some(version.clone()), Some(version)],
+            "{engine}: the committed refresh was lost"
+        );
     }
 }
 
