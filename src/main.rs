@@ -53,7 +53,14 @@ fn main() -> ExitCode {
         )
         .init();
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Runtime::new() {
+    // DataFusion plans with deep recursion (nested subqueries, long
+    // catalog queries from BI tools); 2 MiB, tokio's default, is not always
+    // enough, and the space is only reserved, not used.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(16 * 1024 * 1024)
+        .build();
+    let runtime = match runtime {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("cannot start the async runtime: {error}");

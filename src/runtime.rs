@@ -8,10 +8,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use datafusion::arrow::datatypes::DataType;
-use datafusion::logical_expr::{ColumnarValue, Volatility, create_udf};
-use datafusion::prelude::SessionContext;
-use datafusion::scalar::ScalarValue;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -44,7 +40,7 @@ pub struct Runtime {
     pg_addr: SocketAddr,
     http_addr: SocketAddr,
     registry: Arc<Registry>,
-    queries: Arc<wire::QueryService>,
+    engine: Arc<query::Engine>,
     shutdown: CancellationToken,
     tracker: TaskTracker,
     /// Refresh work runs here, apart from the query threads, so that a bulk
@@ -69,19 +65,21 @@ impl Runtime {
                 .map(|dataset| Arc::new(Dataset::new(dataset)))
                 .collect(),
         ));
-        let ctx = query::session(&registry)?;
-        // Accelerations are split into as many partitions as a query uses.
-        let partitions = ctx.state().config().target_partitions();
-        register_version(&ctx);
         let pg_listener = bind(config.runtime.pg.listen).await?;
+        let pg_addr = pg_listener
+            .local_addr()
+            .map_err(|source| StartError::Bind {
+                address: config.runtime.pg.listen,
+                source,
+            })?;
+        let server =
+            query::settings::ServerValues::new(pg_addr.port(), config.runtime.pg.max_connections);
+        let engine = query::engine(&registry, server)?;
+        // Accelerations are split into as many partitions as a query uses.
+        let partitions = engine.target_partitions();
         let http_listener = bind(config.runtime.http.listen).await?;
         let runtime = Runtime {
-            pg_addr: pg_listener
-                .local_addr()
-                .map_err(|source| StartError::Bind {
-                    address: config.runtime.pg.listen,
-                    source,
-                })?,
+            pg_addr,
             http_addr: http_listener
                 .local_addr()
                 .map_err(|source| StartError::Bind {
@@ -89,7 +87,7 @@ impl Runtime {
                     source,
                 })?,
             registry,
-            queries: Arc::new(wire::QueryService::new(ctx)),
+            engine,
             shutdown: CancellationToken::new(),
             tracker: TaskTracker::new(),
             refresh_runtime: refresh_runtime(config.runtime.dedicated_thread_pool)?,
@@ -97,7 +95,7 @@ impl Runtime {
         runtime.start_refresh_loops(partitions);
         runtime.tracker.spawn(wire::serve(
             pg_listener,
-            Arc::clone(&runtime.queries),
+            Arc::clone(&runtime.engine),
             config.runtime.pg.max_connections,
             runtime.shutdown.clone(),
             runtime.tracker.clone(),
@@ -152,7 +150,7 @@ impl Runtime {
     /// How many statements the wire server has planned since start: with
     /// the plan caches working, repeated statements do not add to it.
     pub fn statements_planned(&self) -> u64 {
-        self.queries.statements_planned()
+        self.engine.statements_planned()
     }
 
     /// Stops accepting, tells every task to stop, and waits for them (at most
@@ -196,25 +194,9 @@ fn refresh_runtime(dedicated: bool) -> Result<Option<tokio::runtime::Runtime>, S
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("refresh-worker")
+        .thread_stack_size(16 * 1024 * 1024)
         .enable_all()
         .build()
         .map(Some)
         .map_err(StartError::RefreshThreads)
-}
-
-/// `version()` reports the same server version as the startup parameters.
-fn register_version(ctx: &SessionContext) {
-    let version = wire::version_string();
-    let udf = create_udf(
-        "version",
-        vec![],
-        DataType::Utf8,
-        Volatility::Stable,
-        Arc::new(move |_args: &[ColumnarValue]| {
-            Ok(ColumnarValue::Scalar(ScalarValue::Utf8(Some(
-                version.clone(),
-            ))))
-        }),
-    );
-    ctx.register_udf(udf);
 }

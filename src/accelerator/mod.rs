@@ -23,3 +23,15 @@ pub use store::{Change, Checkpoint, Persisted, Store, StoreError};
 /// Utf8 in Arrow). The wire layer reports and encodes such columns as that
 /// type, so clients see the types the primary would send.
 pub const PG_TYPE_METADATA: &str = "pgaccel.pg_type";
+
+/// Field metadata key: the column's type as the source declares it in
+/// PostgreSQL's terms (`numeric`, `varchar`, `int4`, `_int4` for arrays),
+/// for the catalog clients introspect.
+pub const DECLARED_TYPE_METADATA: &str = "pgaccel.declared_type";
+
+/// Field metadata key: the declared type's modifier as PostgreSQL encodes it
+/// in `atttypmod` (`numeric(12,2)` is 786438, `varchar(40)` is 44).
+pub const TYPMOD_METADATA: &str = "pgaccel.typmod";
+
+/// Field metadata key, `true` for a column the source declares `NOT NULL`.
+pub const NOT_NULL_METADATA: &str = "pgaccel.not_null";

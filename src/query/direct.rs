@@ -16,6 +16,7 @@ use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_expr::PhysicalExpr;
 
 use super::lookup::{LookupPlan, analyze, varies_per_execution};
+use super::table::Pins;
 
 /// A statement with a direct answer.
 #[derive(Debug)]
@@ -33,9 +34,13 @@ impl DirectPlan {
     }
 
     /// The result; `None` when the statement must be planned after all.
-    pub fn execute(&self, params: Option<&ParamValues>) -> Result<Option<RecordBatch>> {
+    pub fn execute(
+        &self,
+        params: Option<&ParamValues>,
+        pins: Option<&Pins>,
+    ) -> Result<Option<RecordBatch>> {
         match self {
-            DirectPlan::Lookup(lookup) => lookup.execute(params),
+            DirectPlan::Lookup(lookup) => lookup.execute(params, pins),
             DirectPlan::Constant(constant) => constant.execute().map(Some),
         }
     }

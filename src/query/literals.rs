@@ -6,13 +6,16 @@
 //!
 //! Positional references are left alone: `ORDER BY 1`, `GROUP BY 1` and
 //! `LIMIT`/`OFFSET` must stay plain numbers, in the outer query and in every
-//! subquery.
+//! subquery. Every other literal is typed the same way wherever it appears,
+//! so an expression repeated in the select list and in `GROUP BY` or `ORDER
+//! BY` (`CASE WHEN x > 100 THEN 'a' END`, as BI tools write it) stays
+//! identical and still matches.
 
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    CastKind, DataType, Expr, GroupByExpr, LimitClause, OrderBy, Query, Select, Statement, Value,
-    VisitMut, VisitorMut,
+    CastKind, DataType, Expr, GroupByExpr, LimitClause, OrderByKind, Query, Select, Statement,
+    Value, VisitMut, VisitorMut,
 };
 
 /// Types the integer literals of a query statement as PostgreSQL would.
@@ -24,41 +27,65 @@ pub fn apply_postgres_literal_types(statement: &mut Statement) {
 
 #[derive(Default)]
 struct IntegerLiterals {
-    /// ORDER BY and LIMIT clauses set aside while a query's other parts are
-    /// visited, restored after.
-    query_clauses: Vec<(Option<OrderBy>, Option<LimitClause>)>,
-    /// GROUP BY clauses set aside the same way.
-    group_by: Vec<GroupByExpr>,
+    /// LIMIT clauses set aside while a query's other parts are visited,
+    /// restored after.
+    limits: Vec<Option<LimitClause>>,
+}
+
+/// Marks the positional references of `exprs` (bare integers) so the
+/// visitor leaves them alone: the `long` flag of a number literal, which
+/// PostgreSQL syntax never sets, is borrowed for the visit.
+fn mark_positions<'a>(exprs: impl Iterator<Item = &'a mut Expr>, marked: bool) {
+    for expr in exprs {
+        if let Expr::Value(value) = expr
+            && let Value::Number(_, long) = &mut value.value
+        {
+            *long = marked;
+        }
+    }
+}
+
+fn order_by_exprs(query: &mut Query) -> impl Iterator<Item = &mut Expr> {
+    query
+        .order_by
+        .iter_mut()
+        .flat_map(|order_by| match &mut order_by.kind {
+            OrderByKind::Expressions(exprs) => exprs.iter_mut().map(|e| &mut e.expr).collect(),
+            OrderByKind::All(_) => Vec::new(),
+        })
+}
+
+fn group_by_exprs(select: &mut Select) -> impl Iterator<Item = &mut Expr> {
+    match &mut select.group_by {
+        GroupByExpr::Expressions(exprs, _) => exprs.iter_mut(),
+        GroupByExpr::All(_) => [].iter_mut(),
+    }
 }
 
 impl VisitorMut for IntegerLiterals {
     type Break = ();
 
     fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
-        self.query_clauses
-            .push((query.order_by.take(), query.limit_clause.take()));
+        self.limits.push(query.limit_clause.take());
+        mark_positions(order_by_exprs(query), true);
         ControlFlow::Continue(())
     }
 
     fn post_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
-        if let Some((order_by, limit)) = self.query_clauses.pop() {
-            query.order_by = order_by;
+        if let Some(limit) = self.limits.pop() {
             query.limit_clause = limit;
         }
+        mark_positions(order_by_exprs(query), false);
         ControlFlow::Continue(())
     }
 
     fn pre_visit_select(&mut self, select: &mut Select) -> ControlFlow<()> {
-        let empty = GroupByExpr::Expressions(Vec::new(), Vec::new());
-        self.group_by
-            .push(std::mem::replace(&mut select.group_by, empty));
+        mark_positions(group_by_exprs(select), true);
         ControlFlow::Continue(())
     }
 
     fn post_visit_select(&mut self, select: &mut Select) -> ControlFlow<()> {
-        if let Some(group_by) = self.group_by.pop() {
-            select.group_by = group_by;
-        }
+        mark_positions(group_by_exprs(select), false);
         ControlFlow::Continue(())
     }
 
@@ -103,6 +130,14 @@ mod tests {
             rewrite("SELECT a FROM t WHERE b = 7"),
             "SELECT a FROM t WHERE b = CAST(7 AS INT)"
         );
+    }
+
+    #[test]
+    fn repeated_expressions_stay_identical() {
+        let sql = "SELECT CASE WHEN x > 100 THEN 'a' END, count(*) FROM t GROUP BY CASE WHEN x > 100 THEN 'a' END ORDER BY CASE WHEN x > 100 THEN 'a' END";
+        let rewritten = rewrite(sql);
+        let case = "CASE WHEN x > CAST(100 AS INT) THEN 'a' END";
+        assert_eq!(rewritten.matches(case).count(), 3, "{rewritten}");
     }
 
     #[test]

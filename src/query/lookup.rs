@@ -26,7 +26,7 @@ use datafusion::logical_expr::{
 };
 use datafusion::physical_expr::PhysicalExpr;
 
-use super::table::AcceleratedTable;
+use super::table::{AcceleratedTable, Pins, pinned_version};
 use crate::accelerator::{ArrowAcceleration, RowRef, TableData};
 
 /// Where one key value comes from at execution.
@@ -114,8 +114,12 @@ impl LookupPlan {
 
     /// Runs the lookup; `None` when the published table no longer matches
     /// the prepared statement (the caller plans it afresh).
-    pub fn execute(&self, params: Option<&ParamValues>) -> Result<Option<RecordBatch>> {
-        let Some(data) = self.acceleration.current() else {
+    pub fn execute(
+        &self,
+        params: Option<&ParamValues>,
+        pins: Option<&Pins>,
+    ) -> Result<Option<RecordBatch>> {
+        let Some(data) = pinned_version(&self.acceleration, pins) else {
             return Ok(None);
         };
         if data.schema().fields() != self.table_schema.fields() {

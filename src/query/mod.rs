@@ -1,17 +1,30 @@
-//! The query engine: one DataFusion [`SessionContext`] whose catalog exposes
-//! every dataset as an [`AcceleratedTable`], plus the `pg_catalog` and
-//! `information_schema` that PostgreSQL clients introspect.
+//! The query engine: the shared [`Engine`] (a DataFusion state whose catalog
+//! exposes every dataset as an [`AcceleratedTable`], plus the `pg_catalog`
+//! and `information_schema` that PostgreSQL clients introspect, and the
+//! [`planner`] with its plan caches) and one [`Session`] per client, with its
+//! own settings, transaction and cursors.
 //!
 //! This module plans and executes; it knows nothing of the wire protocol or of
 //! how accelerations are refreshed.
 
+mod activity;
 mod catalog;
+pub mod cursor;
 mod direct;
+mod engine;
+pub mod error;
+mod functions;
 mod literals;
 mod lookup;
 mod names;
 mod overflow;
 pub mod parameterize;
+pub mod planner;
+mod resolve;
+pub mod session;
+pub mod settings;
+pub mod sqlstate;
+pub mod statement;
 mod table;
 mod zero_results;
 
@@ -19,8 +32,10 @@ use std::sync::Arc;
 
 use datafusion::catalog::default_table_source::source_as_provider;
 use datafusion::catalog::{CatalogProvider, MemoryCatalogProvider};
+use datafusion::common::TableReference;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::DataFusionError;
+use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_pg_catalog::pg_catalog::context::EmptyContextProvider;
@@ -30,22 +45,60 @@ use crate::dataset::Registry;
 
 pub use catalog::DatasetSchema;
 pub use direct::DirectPlan;
+pub use engine::{Engine, Identity, SessionInfo};
+pub use error::{Notice, NoticeLevel, PgError};
 pub use literals::apply_postgres_literal_types;
 pub use lookup::LookupPlan;
 pub use names::{apply_postgres_names, display_name};
-pub use table::{AcceleratedTable, QueryError};
+pub use planner::{PlannedQuery, Prepared};
+pub use session::{Outcome, Session, SimpleQuery, TransactionStatus};
+pub use table::{AcceleratedTable, Pins, QueryError};
 pub use zero_results::inverse_retention;
 
-/// The catalog (database) name clients see in `current_database()`.
+/// The name of the DataFusion catalog that holds every dataset. Clients see
+/// it under the database name they connected with.
 pub const CATALOG: &str = "pgaccel";
 
-/// Builds the session every connection plans in.
+/// The PostgreSQL version pgaccel presents itself as, everywhere: the
+/// startup `server_version`, `SHOW server_version` and `version()`.
+pub const SERVER_VERSION: &str = "16.6 (pgaccel 0.1.0)";
+pub const SERVER_VERSION_NUM: &str = "160006";
+
+/// What `version()` returns.
+pub fn version_string() -> String {
+    format!(
+        "PostgreSQL {SERVER_VERSION} on {}-linux, compiled by rustc, 64-bit",
+        std::env::consts::ARCH
+    )
+}
+
+/// Builds the engine every session plans and runs in.
 ///
 /// DataFusion's own settings can be tuned with its `DATAFUSION_*`
 /// environment variables (`DATAFUSION_EXECUTION_TARGET_PARTITIONS`,
 /// `DATAFUSION_EXECUTION_BATCH_SIZE`, ...); by default a query runs on as many
 /// partitions as the machine has cores.
-pub fn session(registry: &Arc<Registry>) -> Result<SessionContext, DataFusionError> {
+pub fn engine(
+    registry: &Arc<Registry>,
+    server: settings::ServerValues,
+) -> Result<Arc<Engine>, DataFusionError> {
+    let ctx = context(registry)?;
+    let mut state = ctx.state();
+    functions::register(&mut state)?;
+    let catalog = state
+        .catalog_list()
+        .catalog(CATALOG)
+        .ok_or_else(|| DataFusionError::Internal(format!("catalog {CATALOG} is missing")))?;
+    Ok(Arc::new(Engine::new(
+        state,
+        catalog,
+        Arc::clone(registry),
+        server,
+    )))
+}
+
+/// The DataFusion context with the dataset catalog and `pg_catalog`.
+fn context(registry: &Arc<Registry>) -> Result<SessionContext, DataFusionError> {
     let mut config = SessionConfig::from_env()?
         .with_default_catalog_and_schema(CATALOG, "public")
         .with_information_schema(true);
@@ -106,8 +159,15 @@ fn schema_names(registry: &Registry) -> Vec<String> {
 /// The primary-key column names of the accelerated table `name` (as written
 /// in SQL) resolves to; `None` when it is not one, is not loaded yet, or has
 /// no primary key.
-pub async fn key_columns(ctx: &SessionContext, name: &str) -> Option<Vec<String>> {
-    let provider = ctx.table_provider(name).await.ok()?;
+pub async fn key_columns_in(state: &SessionState, name: &str) -> Option<Vec<String>> {
+    let reference = TableReference::from(name).resolve(CATALOG, "public");
+    let provider = state
+        .catalog_list()
+        .catalog(&reference.catalog)?
+        .schema(&reference.schema)?
+        .table(&reference.table)
+        .await
+        .ok()??;
     let table = provider.downcast_ref::<AcceleratedTable>()?;
     lookup::key_column_names(&*table.acceleration().current()?)
 }

@@ -1,10 +1,13 @@
 //! [`AcceleratedTable`]: the DataFusion table over a dataset's acceleration.
 //!
 //! The schema is fixed when the query is planned; each scan reads the version
-//! published at that moment and keeps it for the whole scan, so a refresh
-//! that publishes meanwhile never tears a result.
+//! its statement or transaction pinned ([`Pins`]: the version published when
+//! the statement or transaction first read the table) and keeps it for the
+//! whole scan, so a refresh that publishes meanwhile never tears a result,
+//! and a transaction reads one version of each table from start to end.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
@@ -16,7 +19,41 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
 
-use crate::accelerator::ArrowAcceleration;
+use super::engine::SessionInfo;
+use crate::accelerator::{ArrowAcceleration, TableData};
+
+/// The acceleration versions one statement, or one transaction, reads: the
+/// first read of a table pins the version published then, and every later
+/// read in the same statement or transaction gets that version.
+#[derive(Debug, Default)]
+pub struct Pins {
+    versions: Mutex<HashMap<String, Arc<TableData>>>,
+}
+
+impl Pins {
+    /// The version of `acceleration` this statement or transaction reads;
+    /// `None` before its first load.
+    pub fn version(&self, acceleration: &ArrowAcceleration) -> Option<Arc<TableData>> {
+        let mut versions = self.versions.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(version) = versions.get(acceleration.dataset()) {
+            return Some(Arc::clone(version));
+        }
+        let current = acceleration.current()?;
+        versions.insert(acceleration.dataset().to_owned(), Arc::clone(&current));
+        Some(current)
+    }
+}
+
+/// The version of `acceleration` a read under `pins` sees.
+pub fn pinned_version(
+    acceleration: &ArrowAcceleration,
+    pins: Option<&Pins>,
+) -> Option<Arc<TableData>> {
+    match pins {
+        Some(pins) => pins.version(acceleration),
+        None => acceleration.current(),
+    }
+}
 
 /// Errors of the query path that carry their own SQLSTATE.
 #[derive(Debug, thiserror::Error)]
@@ -78,13 +115,14 @@ impl TableProvider for AcceleratedTable {
 
     async fn scan(
         &self,
-        _state: &dyn Session,
+        state: &dyn Session,
         projection: Option<&Vec<usize>>,
         _filters: &[Expr],
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let dataset = self.acceleration.dataset().to_owned();
-        let data = self.acceleration.current().ok_or_else(|| {
+        let pins = SessionInfo::of(state.config_options()).and_then(|info| info.pins.load_full());
+        let data = pinned_version(&self.acceleration, pins.as_deref()).ok_or_else(|| {
             DataFusionError::External(Box::new(QueryError::Loading {
                 dataset: dataset.clone(),
             }))

@@ -20,10 +20,13 @@ use mysql_async::prelude::Queryable;
 use secrecy::SecretString;
 
 use super::{ReadFilter, Snapshot, SourceError};
-use crate::accelerator::PG_TYPE_METADATA;
+use crate::accelerator::{
+    DECLARED_TYPE_METADATA, NOT_NULL_METADATA, PG_TYPE_METADATA, TYPMOD_METADATA,
+};
 use crate::config::{MysqlParams, SslMode};
 
-const COLUMNS_SQL: &str = "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_KEY FROM information_schema.COLUMNS \
+const COLUMNS_SQL: &str = "SELECT COLUMN_NAME, DATA_TYPE, IS_NULLABLE, \
+     CHARACTER_MAXIMUM_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE FROM information_schema.COLUMNS \
      WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION";
 
 const PRIMARY_KEY_SQL: &str = "SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE \
@@ -59,7 +62,7 @@ impl MysqlSource {
             federated: None,
         };
         let (provider, columns) = source.describe().await?;
-        let schema = pg_schema(&provider.schema(), &columns.types);
+        let schema = pg_schema(&provider.schema(), &columns);
         source.federated = Some(super::federated_view(&source.dataset, provider, &schema)?);
         Ok(source)
     }
@@ -107,16 +110,30 @@ impl MysqlSource {
             .map_err(|e| SourceError::connecting(&self.dataset, e.to_string()))?;
         let mut conn = connection.conn.lock().await;
         let key = (self.database.clone(), self.table.clone());
-        let rows: Vec<(String, String, String)> =
-            conn.exec(COLUMNS_SQL, key.clone()).await.map_err(failed)?;
+        type Row = (
+            String,
+            String,
+            String,
+            Option<u64>,
+            Option<u64>,
+            Option<u64>,
+        );
+        let rows: Vec<Row> = conn.exec(COLUMNS_SQL, key.clone()).await.map_err(failed)?;
         let primary_key: Vec<String> = conn.exec(PRIMARY_KEY_SQL, key).await.map_err(failed)?;
-        Ok(Columns {
-            types: rows
-                .into_iter()
-                .map(|(name, data_type, _)| (name, data_type.to_lowercase()))
-                .collect(),
+        let mut columns = Columns {
+            types: HashMap::new(),
+            declared: HashMap::new(),
             primary_key,
-        })
+        };
+        for (name, data_type, nullable, length, precision, scale) in rows {
+            let data_type = data_type.to_lowercase();
+            let declared = declared_type(&data_type, length, precision, scale);
+            columns
+                .declared
+                .insert(name.clone(), (declared, nullable == "NO"));
+            columns.types.insert(name, data_type);
+        }
+        Ok(columns)
     }
 
     pub async fn read_all(&self, filter: &ReadFilter) -> Result<Snapshot, SourceError> {
@@ -127,7 +144,7 @@ impl MysqlSource {
             .map_err(|e| read_error(e.to_string()))?;
         let frame = super::restrict(&self.dataset, frame, filter)?;
         let read_schema = SchemaRef::new(frame.schema().as_arrow().clone());
-        let schema = pg_schema(&read_schema, &columns.types);
+        let schema = pg_schema(&read_schema, &columns);
         let primary_key = super::key_within(columns.primary_key, &schema);
         let stream = super::execute(&self.dataset, frame).await?;
         Ok(Snapshot {
@@ -138,9 +155,15 @@ impl MysqlSource {
     }
 }
 
+/// A PostgreSQL type name and its modifier (`atttypmod`).
+type DeclaredType = (&'static str, i32);
+
 struct Columns {
     /// Column name → MySQL type name (`DATA_TYPE`, lower case).
     types: HashMap<String, String>,
+    /// Column name → the declared PostgreSQL type and modifier (where it
+    /// says more than the Arrow type), and whether it is `NOT NULL`.
+    declared: HashMap<String, (Option<DeclaredType>, bool)>,
     primary_key: Vec<String>,
 }
 
@@ -219,9 +242,31 @@ fn connection_url(params: &MysqlParams) -> String {
     )
 }
 
+/// The PostgreSQL type and modifier a MySQL column declares, where the
+/// catalog should show more than its Arrow type says (`varchar(40)`,
+/// `numeric(12,2)`).
+fn declared_type(
+    data_type: &str,
+    length: Option<u64>,
+    precision: Option<u64>,
+    scale: Option<u64>,
+) -> Option<DeclaredType> {
+    let modifier = |value: u64| i32::try_from(value).ok().map(|v| v + 4);
+    match data_type {
+        "varchar" => Some(("varchar", modifier(length?)?)),
+        "char" => Some(("bpchar", modifier(length?)?)),
+        "decimal" => {
+            let (precision, scale) = (precision?, scale?);
+            Some(("numeric", modifier((precision << 16) | scale)?))
+        }
+        _ => None,
+    }
+}
+
 /// The schema pgaccel keeps: each column with the type and annotation that
 /// describe its MySQL type to PostgreSQL clients.
-fn pg_schema(read: &SchemaRef, types: &HashMap<String, String>) -> SchemaRef {
+fn pg_schema(read: &SchemaRef, columns: &Columns) -> SchemaRef {
+    let types = &columns.types;
     let fields: Vec<Field> = read
         .fields()
         .iter()
@@ -248,6 +293,15 @@ fn pg_schema(read: &SchemaRef, types: &HashMap<String, String>) -> SchemaRef {
                 && matches!(data_type, DataType::Utf8 | DataType::LargeUtf8)
             {
                 metadata.insert(PG_TYPE_METADATA.to_owned(), pg_type.to_owned());
+            }
+            if let Some((declared, not_null)) = columns.declared.get(field.name()) {
+                if let Some((type_name, typmod)) = declared {
+                    metadata.insert(DECLARED_TYPE_METADATA.to_owned(), (*type_name).to_owned());
+                    metadata.insert(TYPMOD_METADATA.to_owned(), typmod.to_string());
+                }
+                if *not_null {
+                    metadata.insert(NOT_NULL_METADATA.to_owned(), "true".to_owned());
+                }
             }
             Field::new(field.name(), data_type, field.is_nullable()).with_metadata(metadata)
         })

@@ -15,14 +15,16 @@ use datafusion_table_providers::sql::db_connection_pool::postgrespool::PostgresC
 use secrecy::SecretString;
 
 use super::{ReadFilter, Snapshot, SourceError};
-use crate::accelerator::PG_TYPE_METADATA;
+use crate::accelerator::{
+    DECLARED_TYPE_METADATA, NOT_NULL_METADATA, PG_TYPE_METADATA, TYPMOD_METADATA,
+};
 use crate::config::PostgresParams;
 
 /// PostgreSQL types that Arrow stores as Utf8 but that the wire layer reports
 /// and encodes as themselves.
 const TYPES_KEPT_AS_METADATA: &[&str] = &["uuid", "json", "jsonb", "varchar", "bpchar", "name"];
 
-const COLUMN_TYPES_SQL: &str = "SELECT a.attname, t.typname \
+const COLUMN_TYPES_SQL: &str = "SELECT a.attname, t.typname, a.atttypmod, a.attnotnull \
      FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid \
      WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped \
      ORDER BY a.attnum";
@@ -158,12 +160,19 @@ fn pool_params(params: &PostgresParams) -> HashMap<String, SecretString> {
     map
 }
 
-/// Each column's PostgreSQL type name, and the primary key's columns.
+/// A column as the source table declares it.
+struct Declared {
+    type_name: String,
+    typmod: i32,
+    not_null: bool,
+}
+
+/// Each column's declared type, and the primary key's columns.
 async fn describe(
     pool: &PostgresConnectionPool,
     schema: &str,
     table: &str,
-) -> Result<(HashMap<String, String>, Vec<String>), Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<(HashMap<String, Declared>, Vec<String>), Box<dyn std::error::Error + Send + Sync>> {
     let connection = pool.connect_direct().await?;
     let qualified = format!("{}.{}", quote_ident(schema), quote_ident(table));
     let rows = connection
@@ -172,7 +181,14 @@ async fn describe(
         .await?;
     let types = rows
         .iter()
-        .map(|row| (row.get::<_, String>(0), row.get::<_, String>(1)))
+        .map(|row| {
+            let declared = Declared {
+                type_name: row.get(1),
+                typmod: row.get(2),
+                not_null: row.get(3),
+            };
+            (row.get::<_, String>(0), declared)
+        })
         .collect();
     let rows = connection
         .conn
@@ -187,18 +203,31 @@ fn quote_ident(name: &str) -> String {
 }
 
 /// Adds [`PG_TYPE_METADATA`] to the columns whose PostgreSQL type the wire
-/// layer must know.
-fn annotate(schema: &SchemaRef, column_types: &HashMap<String, String>) -> SchemaRef {
+/// layer must know, and each column's declared type, modifier and `NOT
+/// NULL` for the catalog.
+fn annotate(schema: &SchemaRef, column_types: &HashMap<String, Declared>) -> SchemaRef {
     let fields: Vec<Field> = schema
         .fields()
         .iter()
-        .map(|field| match column_types.get(field.name()) {
-            Some(pg_type) if TYPES_KEPT_AS_METADATA.contains(&pg_type.as_str()) => {
-                let mut metadata = field.metadata().clone();
-                metadata.insert(PG_TYPE_METADATA.to_owned(), pg_type.clone());
-                field.as_ref().clone().with_metadata(metadata)
+        .map(|field| {
+            let Some(declared) = column_types.get(field.name()) else {
+                return field.as_ref().clone();
+            };
+            let mut metadata = field.metadata().clone();
+            if TYPES_KEPT_AS_METADATA.contains(&declared.type_name.as_str()) {
+                metadata.insert(PG_TYPE_METADATA.to_owned(), declared.type_name.clone());
             }
-            _ => field.as_ref().clone(),
+            metadata.insert(
+                DECLARED_TYPE_METADATA.to_owned(),
+                declared.type_name.clone(),
+            );
+            if declared.typmod >= 0 {
+                metadata.insert(TYPMOD_METADATA.to_owned(), declared.typmod.to_string());
+            }
+            if declared.not_null {
+                metadata.insert(NOT_NULL_METADATA.to_owned(), "true".to_owned());
+            }
+            field.as_ref().clone().with_metadata(metadata)
         })
         .collect();
     Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))

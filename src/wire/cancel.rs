@@ -1,25 +1,17 @@
-//! Cancel requests that stop a query while its rows stream, not only while
-//! it is planned.
-//!
-//! pgwire cancels the planning step by itself; the rows of a DataFusion
-//! query are computed lazily while they are sent, after that step. So each
-//! connection also registers a [`QueryCancel`] here, the running statement's
-//! row stream ends at a cancel request, and the client gets 57014.
+//! Cancel requests: each connection registers a [`QueryCancel`] under its
+//! backend key; a cancel request (which arrives on a connection of its own)
+//! fires the token of the statement running, which stops it whether it is
+//! planning, waiting or streaming rows, and the client gets 57014.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use futures::{Stream, StreamExt, stream};
-use pgwire::api::ConnectionManager;
 use pgwire::api::cancel::CancelHandler;
-use pgwire::error::PgWireResult;
 use pgwire::messages::cancel::CancelRequest;
 use pgwire::messages::startup::SecretKey;
 use tokio_util::sync::CancellationToken;
-
-use super::sqlstate;
 
 type Key = (i32, Bytes);
 
@@ -85,10 +77,8 @@ impl Drop for Registration {
     }
 }
 
-/// Handles cancel requests for both the planning step (pgwire's connection
-/// manager) and the streaming of rows.
+/// Handles cancel requests.
 pub struct CancelRequests {
-    pub manager: Arc<ConnectionManager>,
     pub cancellations: Arc<Cancellations>,
 }
 
@@ -100,28 +90,5 @@ impl CancelHandler for CancelRequests {
         if let Some(cancel) = cancel {
             cancel.cancel();
         }
-        self.manager.cancel(request.pid, &request.secret_key).await;
     }
-}
-
-/// Ends `rows` with 57014 when `token` fires.
-pub fn cancellable<S, T>(
-    rows: S,
-    token: CancellationToken,
-) -> impl Stream<Item = PgWireResult<T>> + Send
-where
-    S: Stream<Item = PgWireResult<T>> + Send,
-    T: Send,
-{
-    let check = token.clone();
-    rows.take_until(token.cancelled_owned()).chain(
-        stream::once(async move { check.is_cancelled() }).filter_map(|cancelled| async move {
-            cancelled.then(|| {
-                Err(sqlstate::error(
-                    "57014",
-                    "canceling statement due to user request",
-                ))
-            })
-        }),
-    )
 }

@@ -1,15 +1,15 @@
-//! One client connection: the message loop around pgwire's handlers, with
-//! PostgreSQL's output buffering.
+//! One client connection: the startup handshake through pgwire's handlers,
+//! then the message loop over a [`Backend`], with PostgreSQL's output
+//! buffering and idle timeouts.
 //!
 //! pgwire's own loop writes every backend message to the socket as soon as a
 //! handler sends it, so one extended-protocol round trip (ParseComplete,
 //! BindComplete, RowDescription, DataRow, CommandComplete, ReadyForQuery)
 //! costs six `write` calls and as many wake-ups of the client. PostgreSQL
 //! buffers its output and sends it when the client has to wait for it: at
-//! ReadyForQuery, at a Flush message, or when the buffer fills. pgwire has
-//! no setting for that, so this loop drives pgwire's public
-//! `process_message` itself over a [`CorkedStream`] that holds writes until
-//! the loop says to deliver them.
+//! ReadyForQuery, at a Flush message, or when the buffer fills. So this loop
+//! reads the messages itself and writes through a [`CorkedStream`] that
+//! holds writes until the loop says to deliver them.
 
 use std::io;
 use std::net::SocketAddr;
@@ -19,8 +19,9 @@ use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
+use chrono::Utc;
 use futures::{FutureExt, SinkExt, StreamExt};
-use pgwire::api::{ClientInfo, DefaultClient, PgWireConnectionState};
+use pgwire::api::{ClientInfo, DefaultClient, NoopHandler, PgWireConnectionState};
 use pgwire::messages::response::{GssEncResponse, SslResponse};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage, SslNegotiationMetaMessage};
 use pgwire::tokio::server::{PgWireMessageServerCodec, process_error, process_message};
@@ -29,7 +30,9 @@ use tokio::net::TcpStream;
 use tokio_util::codec::Framed;
 
 use super::Handlers;
-use super::session::Prepared;
+use super::backend::{Backend, Extended, error_info};
+use super::cancel::QueryCancel;
+use crate::query::{Identity, PgError, Session, sqlstate};
 
 /// A client that has not finished its startup in this time is dropped, as
 /// PostgreSQL's `authentication_timeout` (default one minute) does.
@@ -39,7 +42,9 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 /// size, so a large result streams with bounded memory and backpressure.
 const HIGH_WATER: usize = 64 * 1024;
 
-type Connection = Framed<CorkedStream, PgWireMessageServerCodec<Prepared>>;
+/// A client connection: pgwire's codec over the corked socket. The codec's
+/// statement type is unused: pgaccel keeps its own statements.
+pub type Connection = Framed<CorkedStream, PgWireMessageServerCodec<String>>;
 
 /// Serves one client until it disconnects, terminates or fails.
 pub(super) async fn run(
@@ -47,66 +52,179 @@ pub(super) async fn run(
     peer: SocketAddr,
     handlers: Arc<Handlers>,
 ) -> io::Result<()> {
+    let server = socket.local_addr()?;
     let client = DefaultClient::new(peer, false);
     let mut connection = Framed::new(
         CorkedStream::new(socket),
         PgWireMessageServerCodec::new(client),
     );
-    let startup_deadline = tokio::time::sleep(STARTUP_TIMEOUT);
-    tokio::pin!(startup_deadline);
+    if !start(&mut connection, &handlers).await? {
+        return Ok(());
+    }
+    let Some(mut backend) = backend(connection, &handlers, peer, server).await? else {
+        return Ok(());
+    };
+    serve(&mut backend).await
+}
 
-    loop {
-        let message = if in_startup(connection.state()) {
-            tokio::select! {
-                _ = &mut startup_deadline => return Ok(()),
-                message = next_message(&mut connection) => message?,
+/// The startup handshake, through pgwire's handlers; `false` when the
+/// connection ended (a cancel request, a client that went away or timed
+/// out, a refused startup).
+async fn start(connection: &mut Connection, handlers: &Arc<Handlers>) -> io::Result<bool> {
+    let deadline = tokio::time::sleep(STARTUP_TIMEOUT);
+    tokio::pin!(deadline);
+    while in_startup(connection.state()) {
+        let message = tokio::select! {
+            _ = &mut deadline => return Ok(false),
+            message = next_message(connection) => message?,
+        };
+        let Some(message) = message else {
+            return Ok(false);
+        };
+        match message {
+            PgWireFrontendMessage::Terminate(_) => return Ok(false),
+            PgWireFrontendMessage::SslNegotiation(negotiation) => {
+                refuse_encryption(connection, negotiation).await?;
             }
-        } else {
-            next_message(&mut connection).await?
+            message => {
+                let outcome = process_message(
+                    message,
+                    connection,
+                    Arc::clone(&handlers.startup),
+                    Arc::new(NoopHandler),
+                    Arc::new(NoopHandler),
+                    Arc::new(NoopHandler),
+                    Arc::clone(&handlers.cancel),
+                )
+                .await;
+                if let Err(error) = outcome {
+                    process_error(connection, error, false).await?;
+                    return Ok(false);
+                }
+            }
+        }
+        deliver_output(connection).await?;
+    }
+    Ok(true)
+}
+
+/// The session for a connection that completed its startup.
+async fn backend(
+    mut connection: Connection,
+    handlers: &Arc<Handlers>,
+    peer: SocketAddr,
+    server: SocketAddr,
+) -> io::Result<Option<Backend>> {
+    let metadata = connection.metadata().clone();
+    let user = metadata.get("user").cloned().unwrap_or_default();
+    let identity = Identity {
+        database: metadata
+            .get("database")
+            .cloned()
+            .unwrap_or_else(|| user.clone()),
+        user,
+        pid: connection.pid_and_secret_key().0,
+        client: peer,
+        server,
+        started: Utc::now(),
+    };
+    let cancel = connection
+        .session_extensions()
+        .get::<Arc<QueryCancel>>()
+        .map(|cancel| Arc::clone(&*cancel))
+        .unwrap_or_default();
+    let startup: Vec<(String, String)> = metadata.into_iter().collect();
+    match Session::new(Arc::clone(&handlers.engine), identity, &startup) {
+        Ok(session) => Ok(Some(Backend::new(connection, session, cancel))),
+        Err(error) => {
+            // Validated at startup already; a failure here still ends the
+            // connection the way PostgreSQL reports it.
+            let error = error.into_fatal();
+            connection
+                .send(PgWireBackendMessage::ErrorResponse(
+                    error_info(&error).into(),
+                ))
+                .await?;
+            Ok(None)
+        }
+    }
+}
+
+/// The message loop after startup.
+async fn serve(backend: &mut Backend) -> io::Result<()> {
+    loop {
+        let idle = backend.session().idle_timeout();
+        let message = match idle {
+            Some((timeout, error)) => tokio::select! {
+                message = next_message(&mut backend.connection) => message?,
+                _ = tokio::time::sleep(timeout) => {
+                    return end_with(&mut backend.connection, &error).await;
+                }
+            },
+            None => next_message(&mut backend.connection).await?,
         };
         let Some(message) = message else {
             return Ok(());
         };
         let deliver = match message {
             PgWireFrontendMessage::Terminate(_) => return Ok(()),
-            PgWireFrontendMessage::SslNegotiation(negotiation) => {
-                refuse_encryption(&mut connection, negotiation).await?;
+            PgWireFrontendMessage::Query(query) => {
+                backend.simple_query(&query.query).await?;
                 true
             }
-            message => {
-                // After these the client waits for an answer; after Parse,
-                // Bind, Describe, Execute and Close it usually sends more.
-                let deliver =
-                    matches!(
-                        message,
-                        PgWireFrontendMessage::Sync(_)
-                            | PgWireFrontendMessage::Query(_)
-                            | PgWireFrontendMessage::Flush(_)
-                    ) || !matches!(connection.state(), PgWireConnectionState::ReadyForQuery);
-                let extended = match connection.state() {
-                    PgWireConnectionState::CopyInProgress(extended) => extended,
-                    _ => message.is_extended_query(),
-                };
-                let outcome = process_message(
-                    message,
-                    &mut connection,
-                    Arc::clone(&handlers.startup),
-                    Arc::clone(&handlers.service),
-                    Arc::clone(&handlers.service),
-                    Arc::clone(&handlers.copy),
-                    Arc::clone(&handlers.cancel),
+            PgWireFrontendMessage::Parse(parse) => {
+                backend.extended(Extended::Parse(parse)).await?;
+                false
+            }
+            PgWireFrontendMessage::Bind(bind) => {
+                backend.extended(Extended::Bind(bind)).await?;
+                false
+            }
+            PgWireFrontendMessage::Describe(describe) => {
+                backend.extended(Extended::Describe(describe)).await?;
+                false
+            }
+            PgWireFrontendMessage::Execute(execute) => {
+                backend.extended(Extended::Execute(execute)).await?;
+                false
+            }
+            PgWireFrontendMessage::Close(close) => {
+                backend.extended(Extended::Close(close)).await?;
+                false
+            }
+            PgWireFrontendMessage::Sync(_) => {
+                backend.sync().await?;
+                true
+            }
+            PgWireFrontendMessage::Flush(_) => true,
+            // Left over from a COPY FROM that was refused: ignored, as
+            // PostgreSQL ignores them outside COPY.
+            PgWireFrontendMessage::CopyData(_)
+            | PgWireFrontendMessage::CopyDone(_)
+            | PgWireFrontendMessage::CopyFail(_) => false,
+            other => {
+                let error = PgError::new(
+                    sqlstate::PROTOCOL_VIOLATION,
+                    format!("unexpected message from the client: {other:?}"),
                 )
-                .await;
-                if let Err(error) = outcome {
-                    process_error(&mut connection, error, extended).await?;
-                }
-                deliver || !matches!(connection.state(), PgWireConnectionState::ReadyForQuery)
+                .into_fatal();
+                return end_with(&mut backend.connection, &error).await;
             }
         };
         if deliver {
-            deliver_output(&mut connection).await?;
+            deliver_output(&mut backend.connection).await?;
         }
     }
+}
+
+/// Sends a FATAL error and ends the connection.
+async fn end_with(connection: &mut Connection, error: &PgError) -> io::Result<()> {
+    connection
+        .feed(PgWireBackendMessage::ErrorResponse(
+            error_info(error).into(),
+        ))
+        .await?;
+    deliver_output(connection).await
 }
 
 fn in_startup(state: PgWireConnectionState) -> bool {
@@ -167,7 +285,7 @@ async fn refuse_encryption(
 }
 
 /// Writes everything held back to the socket.
-async fn deliver_output(connection: &mut Connection) -> io::Result<()> {
+pub async fn deliver_output(connection: &mut Connection) -> io::Result<()> {
     connection.get_mut().corked = false;
     let flushed = SinkExt::<PgWireBackendMessage>::flush(connection).await;
     connection.get_mut().corked = true;
@@ -177,7 +295,7 @@ async fn deliver_output(connection: &mut Connection) -> io::Result<()> {
 /// A TCP stream whose writes are held in memory while `corked`, and written
 /// in one go when the stream is flushed uncorked (or the held bytes reach
 /// [`HIGH_WATER`]). Reads pass straight through.
-pub(super) struct CorkedStream {
+pub struct CorkedStream {
     inner: TcpStream,
     held: BytesMut,
     corked: bool,

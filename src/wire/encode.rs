@@ -2,8 +2,10 @@
 //!
 //! arrow-pg encodes the common types. This file adds the PostgreSQL types
 //! that Arrow stores as Utf8 (`uuid`, `json`, `jsonb`, `varchar`, `bpchar`,
-//! `name`, recorded in [`PG_TYPE_METADATA`]), which arrow-pg would report as
-//! `text` and, for `uuid` and `jsonb`, encode wrongly in binary.
+//! `name`, `inet`, `void`, recorded in [`PG_TYPE_METADATA`]), which arrow-pg
+//! would report as `text` and, for `uuid` and `jsonb`, encode wrongly in
+//! binary; and it prints floats, dates, timestamps, times, intervals and
+//! bytea in text the way the session's settings say ([`Output`]).
 
 use std::error::Error;
 use std::sync::Arc;
@@ -16,7 +18,6 @@ use datafusion::arrow::datatypes::{
     DataType, Decimal128Type, Field, Float32Type, Float64Type, Schema,
 };
 use pgwire::api::Type;
-use pgwire::api::portal::Format;
 use pgwire::api::results::{DataRowEncoder, FieldFormat, FieldInfo};
 use pgwire::error::PgWireResult;
 use pgwire::messages::data::DataRow;
@@ -24,9 +25,10 @@ use pgwire::types::ToSqlText;
 use pgwire::types::format::FormatOptions;
 use postgres_types::{IsNull, ToSql, to_sql_checked};
 
-use super::{numeric, sqlstate, text};
+use super::{numeric, text};
 use crate::accelerator::PG_TYPE_METADATA;
-use crate::query::display_name;
+use crate::query::settings::Output;
+use crate::query::{PgError, display_name, sqlstate};
 
 /// The wire type of a result column.
 pub fn pg_type(field: &Arc<Field>) -> PgWireResult<Type> {
@@ -50,12 +52,29 @@ fn special_type(field: &Field) -> Option<Type> {
         "varchar" => Type::VARCHAR,
         "bpchar" => Type::BPCHAR,
         "name" => Type::NAME,
+        "inet" => Type::INET,
+        "void" => Type::VOID,
         _ => return None,
     })
 }
 
+/// The format of result column `index` from Bind's format codes: none
+/// means text for all, one applies to all, else one per column.
+pub fn format_for(formats: &[i16], index: usize) -> FieldFormat {
+    let code = match formats {
+        [] => 0,
+        [one] => *one,
+        many => many.get(index).copied().unwrap_or(0),
+    };
+    if code == 1 {
+        FieldFormat::Binary
+    } else {
+        FieldFormat::Text
+    }
+}
+
 /// Row descriptions for a result schema in the requested formats.
-pub fn fields(schema: &Schema, format: &Format) -> PgWireResult<Vec<FieldInfo>> {
+pub fn fields(schema: &Schema, formats: &[i16]) -> PgWireResult<Vec<FieldInfo>> {
     schema
         .fields()
         .iter()
@@ -66,7 +85,7 @@ pub fn fields(schema: &Schema, format: &Format) -> PgWireResult<Vec<FieldInfo>> 
                 None,
                 None,
                 pg_type(field)?,
-                format.format_for(index),
+                format_for(formats, index),
             ))
         })
         .collect()
@@ -100,6 +119,12 @@ fn column_kind(field: &Field, pg_field: &FieldInfo) -> ColumnKind {
             | DataType::Timestamp(..)
             | DataType::Time32(_)
             | DataType::Time64(_)
+            | DataType::Date32
+            | DataType::Date64
+            | DataType::Interval(_)
+            | DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView
     );
     if pg_text && pg_field.format() == FieldFormat::Text {
         ColumnKind::PgText
@@ -114,11 +139,12 @@ fn column_kind(field: &Field, pg_field: &FieldInfo) -> ColumnKind {
 pub struct RowEncoding {
     fields: Arc<Vec<FieldInfo>>,
     kinds: Vec<ColumnKind>,
+    output: Arc<Output>,
 }
 
 impl RowEncoding {
-    pub fn new(schema: &Schema, format: &Format) -> PgWireResult<RowEncoding> {
-        let fields = fields(schema, format)?;
+    pub fn new(schema: &Schema, formats: &[i16], output: Arc<Output>) -> PgWireResult<RowEncoding> {
+        let fields = fields(schema, formats)?;
         let kinds = schema
             .fields()
             .iter()
@@ -128,7 +154,13 @@ impl RowEncoding {
         Ok(RowEncoding {
             fields: Arc::new(fields),
             kinds,
+            output,
         })
+    }
+
+    /// Whether rows encoded now would print as they would under `output`.
+    pub fn prints_as(&self, output: &Output) -> bool {
+        *self.output == *output
     }
 
     /// The row description.
@@ -153,7 +185,7 @@ impl RowEncoding {
                         encode_with(&mut encoder, &value, pg_field)?;
                     }
                     ColumnKind::PgText => {
-                        let value = pg_text(array, row)?.map(TextBacked);
+                        let value = pg_text(array, row, &self.output)?.map(TextBacked);
                         encode_with(&mut encoder, &value, pg_field)?;
                     }
                     ColumnKind::Numeric => {
@@ -189,33 +221,60 @@ fn encode_with(
     )
 }
 
-/// PostgreSQL's text form of a float, timestamp or time value.
-fn pg_text(array: &Arc<dyn Array>, row: usize) -> PgWireResult<Option<String>> {
+/// PostgreSQL's text form of a value whose printing depends on the
+/// session's settings.
+fn pg_text(array: &Arc<dyn Array>, row: usize, output: &Output) -> PgWireResult<Option<String>> {
     if array.is_null(row) {
         return Ok(None);
     }
     let unsupported = || {
-        sqlstate::error(
+        super::user_error(PgError::new(
             sqlstate::FEATURE_NOT_SUPPORTED,
             format!("cannot print a value of type {}", array.data_type()),
-        )
+        ))
     };
     let text = match array.data_type() {
-        DataType::Float32 => text::float(
+        DataType::Float32 => text::float_with_digits(
             f64::from(array.as_primitive::<Float32Type>().value(row)),
             true,
+            output.extra_float_digits,
         ),
-        DataType::Float64 => text::float(array.as_primitive::<Float64Type>().value(row), false),
+        DataType::Float64 => text::float_with_digits(
+            array.as_primitive::<Float64Type>().value(row),
+            false,
+            output.extra_float_digits,
+        ),
         DataType::Timestamp(_, tz) => {
             let at = temporal::timestamp(array, row).ok_or_else(unsupported)?;
             if tz.is_some() {
-                text::timestamptz_utc(at)
+                text::timestamptz(at, &output.zone, output.date_style)
             } else {
-                text::timestamp(at)
+                text::timestamp_styled(at, output.date_style, None)
             }
         }
         DataType::Time32(_) | DataType::Time64(_) => {
             text::time(temporal::time(array, row).ok_or_else(unsupported)?)
+        }
+        DataType::Date32 | DataType::Date64 => text::date(
+            temporal::date(array, row).ok_or_else(unsupported)?,
+            output.date_style,
+        ),
+        DataType::Interval(_) => {
+            let (months, days, micros) = temporal::interval(array, row).ok_or_else(unsupported)?;
+            text::interval(months, days, micros, output.interval_style)
+        }
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => {
+            let bytes = temporal::bytes(array, row).ok_or_else(unsupported)?;
+            if output.bytea_hex {
+                let mut out = String::with_capacity(2 + bytes.len() * 2);
+                out.push_str("\\x");
+                for byte in bytes {
+                    out.push_str(&format!("{byte:02x}"));
+                }
+                out
+            } else {
+                text::bytea_escape(bytes)
+            }
         }
         _ => return Err(unsupported()),
     };
@@ -227,7 +286,7 @@ mod temporal {
 
     use std::sync::Arc;
 
-    use chrono::{NaiveDateTime, NaiveTime};
+    use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
     use datafusion::arrow::array::{Array, AsArray};
     use datafusion::arrow::datatypes::*;
 
@@ -245,6 +304,43 @@ mod temporal {
             DataType::Timestamp(TimeUnit::Nanosecond, _) => array
                 .as_primitive::<TimestampNanosecondType>()
                 .value_as_datetime(row),
+            _ => None,
+        }
+    }
+
+    pub fn date(array: &Arc<dyn Array>, row: usize) -> Option<NaiveDate> {
+        match array.data_type() {
+            DataType::Date32 => array.as_primitive::<Date32Type>().value_as_date(row),
+            DataType::Date64 => array.as_primitive::<Date64Type>().value_as_date(row),
+            _ => None,
+        }
+    }
+
+    /// Months, days and microseconds of an interval value.
+    pub fn interval(array: &Arc<dyn Array>, row: usize) -> Option<(i32, i32, i64)> {
+        Some(match array.data_type() {
+            DataType::Interval(IntervalUnit::MonthDayNano) => {
+                let value = array.as_primitive::<IntervalMonthDayNanoType>().value(row);
+                (value.months, value.days, value.nanoseconds / 1000)
+            }
+            DataType::Interval(IntervalUnit::DayTime) => {
+                let value = array.as_primitive::<IntervalDayTimeType>().value(row);
+                (0, value.days, i64::from(value.milliseconds) * 1000)
+            }
+            DataType::Interval(IntervalUnit::YearMonth) => (
+                array.as_primitive::<IntervalYearMonthType>().value(row),
+                0,
+                0,
+            ),
+            _ => return None,
+        })
+    }
+
+    pub fn bytes(array: &Arc<dyn Array>, row: usize) -> Option<&[u8]> {
+        match array.data_type() {
+            DataType::Binary => Some(array.as_binary::<i32>().value(row)),
+            DataType::LargeBinary => Some(array.as_binary::<i64>().value(row)),
+            DataType::BinaryView => Some(array.as_binary_view().value(row)),
             _ => None,
         }
     }

@@ -1,17 +1,18 @@
 //! The PostgreSQL wire protocol front end: accepts connections, runs the
-//! startup handshake (trust authentication for now), and hands statements to
-//! [`session::QueryService`].
+//! startup handshake (trust authentication for now), then speaks the simple
+//! and extended query protocols for one [`Session`] per connection
+//! ([`backend`]), and encodes results ([`encode`], [`copy`]).
 //!
-//! The wire layer knows nothing of refresh: it plans against the shared
-//! DataFusion session and reports errors with real SQLSTATE codes.
+//! The wire layer knows nothing of refresh or of what statements mean: the
+//! query layer answers them and reports errors with real SQLSTATE codes.
 
+mod backend;
 mod cancel;
 mod connection;
+mod copy;
 mod encode;
 mod numeric;
-mod session;
-pub mod sqlstate;
-mod statement;
+mod params;
 mod text;
 
 use std::collections::HashMap;
@@ -24,10 +25,7 @@ use pgwire::api::auth::{
     ServerParameterProvider, StartupHandler, finish_authentication, protocol_negotiation,
     save_startup_parameters_to_metadata,
 };
-use pgwire::api::{
-    ClientInfo, ConnectionHandle, ConnectionManager, NoopHandler, PidSecretKeyGenerator,
-    RandomPidSecretKeyGenerator,
-};
+use pgwire::api::{ClientInfo, PidSecretKeyGenerator, RandomPidSecretKeyGenerator};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use tokio::net::TcpListener;
@@ -36,31 +34,19 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, warn};
 
+use crate::query::settings::Settings;
+use crate::query::{Engine, PgError, Session};
 use cancel::{CancelRequests, Cancellations};
-pub use session::QueryService;
-
-/// The PostgreSQL version pgaccel presents itself as, everywhere: the
-/// startup `server_version`, `SHOW server_version` and `version()`.
-pub const SERVER_VERSION: &str = "16.6 (pgaccel 0.1.0)";
-pub const SERVER_VERSION_NUM: &str = "160006";
-
-/// What `version()` returns.
-pub fn version_string() -> String {
-    format!(
-        "PostgreSQL {SERVER_VERSION} on {}-linux, compiled by rustc, 64-bit",
-        std::env::consts::ARCH
-    )
-}
 
 /// Serves connections from `listener` until `shutdown` fires.
 pub async fn serve(
     listener: TcpListener,
-    service: Arc<QueryService>,
+    engine: Arc<Engine>,
     max_connections: usize,
     shutdown: CancellationToken,
     tracker: TaskTracker,
 ) {
-    let handlers = Arc::new(Handlers::new(service));
+    let handlers = Arc::new(Handlers::new(engine));
     let slots = Arc::new(Semaphore::new(max_connections));
     loop {
         let (socket, peer) = tokio::select! {
@@ -115,36 +101,36 @@ async fn refuse_connection(mut socket: tokio::net::TcpStream) {
 }
 
 struct Handlers {
-    service: Arc<QueryService>,
+    engine: Arc<Engine>,
     startup: Arc<Startup>,
     cancel: Arc<CancelRequests>,
-    copy: Arc<NoopHandler>,
 }
 
 impl Handlers {
-    fn new(service: Arc<QueryService>) -> Self {
-        let connections = Arc::new(ConnectionManager::new());
+    fn new(engine: Arc<Engine>) -> Self {
         let cancellations = Arc::new(Cancellations::default());
         Handlers {
-            service,
             startup: Arc::new(Startup {
-                connections: Arc::clone(&connections),
+                engine: Arc::clone(&engine),
                 cancellations: Arc::clone(&cancellations),
                 keys: RandomPidSecretKeyGenerator::default(),
             }),
-            cancel: Arc::new(CancelRequests {
-                manager: connections,
-                cancellations,
-            }),
-            copy: Arc::new(NoopHandler),
+            cancel: Arc::new(CancelRequests { cancellations }),
+            engine,
         }
     }
 }
 
-/// Trust authentication: every startup is accepted. Registers the connection
-/// for cancel requests and reports pgaccel as a read-only hot standby.
+/// `error` as pgwire reports an error of the client's making.
+fn user_error(error: PgError) -> PgWireError {
+    PgWireError::UserError(Box::new(backend::error_info(&error)))
+}
+
+/// Trust authentication: every startup is accepted whose settings are
+/// valid. Registers the connection for cancel requests and reports the
+/// session's settings (pgaccel presents itself as a read-only hot standby).
 struct Startup {
-    connections: Arc<ConnectionManager>,
+    engine: Arc<Engine>,
     cancellations: Arc<Cancellations>,
     keys: RandomPidSecretKeyGenerator,
 }
@@ -166,50 +152,31 @@ impl StartupHandler for Startup {
         };
         protocol_negotiation(client, startup).await?;
         save_startup_parameters_to_metadata(client, startup);
+        let settings = Session::startup_settings(&self.engine, client.metadata())
+            .map_err(|error| user_error(error.into_fatal()))?;
         let (pid, secret) = self.keys.generate(client);
-        let (handle, guard) = self.connections.register(pid, secret.clone());
         let (query_cancel, registration) = self.cancellations.register(pid, &secret);
         client.session_extensions().insert(query_cancel);
         client.session_extensions().insert(registration);
         client.set_pid_and_secret_key(pid, secret);
-        client
-            .session_extensions()
-            .insert::<Arc<ConnectionHandle>>(handle);
-        client.session_extensions().insert(guard);
-        finish_authentication(client, &ServerParameters).await
+        finish_authentication(client, &ServerParameters(settings)).await
     }
 }
 
-struct ServerParameters;
+/// The settings reported at startup.
+struct ServerParameters(Settings);
 
 impl ServerParameterProvider for ServerParameters {
-    fn server_parameters<C>(&self, client: &C) -> Option<HashMap<String, String>>
+    fn server_parameters<C>(&self, _client: &C) -> Option<HashMap<String, String>>
     where
         C: ClientInfo,
     {
-        let mut parameters: HashMap<String, String> = [
-            ("server_version", SERVER_VERSION),
-            ("server_encoding", "UTF8"),
-            ("client_encoding", "UTF8"),
-            ("DateStyle", "ISO, MDY"),
-            ("IntervalStyle", "postgres"),
-            ("TimeZone", "UTC"),
-            ("integer_datetimes", "on"),
-            ("standard_conforming_strings", "on"),
-            ("in_hot_standby", "on"),
-            ("default_transaction_read_only", "on"),
-            ("is_superuser", "off"),
-            ("search_path", "\"$user\", public"),
-        ]
-        .into_iter()
-        .map(|(key, value)| (key.to_owned(), value.to_owned()))
-        .collect();
-        if let Some(name) = client.metadata().get("application_name") {
-            parameters.insert("application_name".to_owned(), name.clone());
-        }
-        if let Some(user) = client.metadata().get("user") {
-            parameters.insert("session_authorization".to_owned(), user.clone());
-        }
-        Some(parameters)
+        Some(
+            self.0
+                .reported()
+                .into_iter()
+                .map(|(name, value)| (name.to_owned(), value))
+                .collect(),
+        )
     }
 }

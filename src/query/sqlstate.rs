@@ -6,9 +6,9 @@ use std::error::Error;
 use datafusion::arrow::error::ArrowError;
 use datafusion::common::SchemaError;
 use datafusion::error::DataFusionError;
-use pgwire::error::{ErrorInfo, PgWireError};
 
-use crate::query::QueryError;
+use super::error::PgError;
+use super::table::QueryError;
 
 pub const SYNTAX_ERROR: &str = "42601";
 pub const UNDEFINED_TABLE: &str = "42P01";
@@ -23,18 +23,37 @@ pub const INVALID_TEXT_REPRESENTATION: &str = "22P02";
 pub const UNDEFINED_OBJECT: &str = "42704";
 pub const OUT_OF_MEMORY: &str = "53200";
 pub const INTERNAL_ERROR: &str = "XX000";
+pub const INVALID_PARAMETER_VALUE: &str = "22023";
+pub const CANT_CHANGE_RUNTIME_PARAM: &str = "55P02";
+pub const INSUFFICIENT_PRIVILEGE: &str = "42501";
+pub const PROTOCOL_VIOLATION: &str = "08P01";
+pub const IN_FAILED_SQL_TRANSACTION: &str = "25P02";
+pub const ACTIVE_SQL_TRANSACTION: &str = "25001";
+pub const NO_ACTIVE_SQL_TRANSACTION: &str = "25P01";
+pub const INVALID_CURSOR_NAME: &str = "34000";
+pub const DUPLICATE_CURSOR: &str = "42P03";
+pub const DUPLICATE_PREPARED_STATEMENT: &str = "42P05";
+pub const UNDEFINED_PREPARED_STATEMENT: &str = "26000";
+pub const INVALID_SAVEPOINT: &str = "3B001";
+pub const QUERY_CANCELED: &str = "57014";
+pub const INDETERMINATE_DATATYPE: &str = "42P18";
+pub const NULL_VALUE_NOT_ALLOWED: &str = "22004";
+pub const CHARACTER_NOT_IN_REPERTOIRE: &str = "22021";
+pub const OBJECT_NOT_IN_PREREQUISITE_STATE: &str = NOT_IN_PREREQUISITE_STATE;
+pub const CARDINALITY_VIOLATION: &str = "21000";
+pub const IDLE_IN_TRANSACTION_TIMEOUT: &str = "25P03";
+pub const IDLE_SESSION_TIMEOUT: &str = "57P05";
+pub const INVALID_AUTHORIZATION: &str = "28000";
+pub const INVALID_CATALOG_NAME: &str = "3D000";
+pub const UNDEFINED_SCHEMA: &str = "3F000";
 
 /// An `ERROR` with `code` and `message`.
-pub fn error(code: &str, message: impl Into<String>) -> PgWireError {
-    PgWireError::UserError(Box::new(ErrorInfo::new(
-        "ERROR".to_owned(),
-        code.to_owned(),
-        message.into(),
-    )))
+pub fn error(code: &str, message: impl Into<String>) -> PgError {
+    PgError::new(code, message)
 }
 
 /// The error PostgreSQL gives for a write on a hot standby.
-pub fn read_only(command: &str) -> PgWireError {
+pub fn read_only(command: &str) -> PgError {
     error(
         READ_ONLY_TRANSACTION,
         format!("cannot execute {command} in a read-only transaction"),
@@ -42,8 +61,11 @@ pub fn read_only(command: &str) -> PgWireError {
 }
 
 /// Maps a DataFusion error to the SQLSTATE PostgreSQL would use.
-pub fn from_datafusion(error: DataFusionError) -> PgWireError {
-    if let Some(query_error) = find_query_error(&error) {
+pub fn from_datafusion(error: DataFusionError) -> PgError {
+    if let Some(pg_error) = find_in_chain::<PgError>(&error) {
+        return pg_error.clone();
+    }
+    if let Some(query_error) = find_in_chain::<QueryError>(&error) {
         let code = match query_error {
             QueryError::OutOfRange { .. } => NUMERIC_OUT_OF_RANGE,
             QueryError::Loading { .. } => NOT_IN_PREREQUISITE_STATE,
@@ -58,7 +80,7 @@ pub fn from_datafusion(error: DataFusionError) -> PgWireError {
 }
 
 /// A syntax error in PostgreSQL's words: `syntax error at or near "selec"`.
-pub fn syntax(parser_message: &str) -> PgWireError {
+pub fn syntax(parser_message: &str) -> PgError {
     error(SYNTAX_ERROR, syntax_message(parser_message))
 }
 
@@ -105,14 +127,15 @@ fn postgres_message(error: &DataFusionError, code: &str) -> String {
     }
 }
 
-fn find_query_error(error: &DataFusionError) -> Option<&QueryError> {
+/// The first `T` among `error` and its causes.
+fn find_in_chain<T: Error + 'static>(error: &DataFusionError) -> Option<&T> {
     let mut current: Option<&(dyn Error + 'static)> = Some(error);
     while let Some(candidate) = current {
-        if let Some(found) = candidate.downcast_ref::<QueryError>() {
+        if let Some(found) = candidate.downcast_ref::<T>() {
             return Some(found);
         }
         if let Some(DataFusionError::External(inner)) = candidate.downcast_ref::<DataFusionError>()
-            && let Some(found) = inner.downcast_ref::<QueryError>()
+            && let Some(found) = inner.downcast_ref::<T>()
         {
             return Some(found);
         }
@@ -192,11 +215,8 @@ fn execution_code(message: &str) -> &'static str {
 mod tests {
     use super::*;
 
-    fn code(error: PgWireError) -> String {
-        match error {
-            PgWireError::UserError(info) => info.code,
-            other => panic!("unexpected {other}"),
-        }
+    fn code(error: PgError) -> String {
+        error.code
     }
 
     #[test]
@@ -215,12 +235,10 @@ mod tests {
     #[test]
     fn messages_use_postgres_wording() {
         let missing_table = DataFusionError::Plan("table 'pgaccel.public.nope' not found".into());
-        match from_datafusion(missing_table) {
-            PgWireError::UserError(info) => {
-                assert_eq!(info.message, "relation \"nope\" does not exist")
-            }
-            other => panic!("{other}"),
-        }
+        assert_eq!(
+            from_datafusion(missing_table).message,
+            "relation \"nope\" does not exist"
+        );
         assert_eq!(
             syntax_message(
                 "sql parser error: Expected: an SQL statement, found: selec at Line: 1, Column: 1"

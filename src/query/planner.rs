@@ -1,0 +1,469 @@
+//! Statement preparation, shared by every connection: parse (with the
+//! PostgreSQL compatibility rewrites), classify ([`super::statement`]),
+//! resolve table names for the session, apply PostgreSQL's naming and
+//! literal typing, plan with DataFusion, and recognise statements with a
+//! direct answer ([`DirectPlan`]).
+//!
+//! Plans are cached by their text within a name scope (database and
+//! `search_path`), so a statement a client sends again is not parsed and
+//! planned again; simple-protocol lookups that differ only in their key
+//! literals share one plan ([`super::parameterize`]). Everything here runs
+//! without a socket, so it is unit-tested directly.
+
+use std::num::NonZeroUsize;
+use std::ops::ControlFlow;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::common::ParamValues;
+use datafusion::common::metadata::ScalarAndMetadata;
+use datafusion::execution::context::SessionState;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::sql::parser::Statement as DfStatement;
+use datafusion::sql::sqlparser::ast::{Expr, Statement, Value, visit_expressions};
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+use datafusion_pg_catalog::sql::PostgresCompatibilityParser;
+use lru::LruCache;
+
+use super::error::PgError;
+use super::resolve::{NameScope, resolve_names};
+use super::statement::{Command, classify, cursor_command, split_statements};
+use super::{DirectPlan, parameterize, plan_is_current, sqlstate};
+use crate::metrics;
+
+/// Statements planned before, by their exact text; bounded, the least
+/// recently used plan goes first.
+const CACHED_STATEMENTS: usize = 1024;
+
+/// The most parameters a statement can have: Bind counts them in 16 bits.
+pub const MAX_PARAMETERS: usize = 65535;
+
+/// A prepared statement.
+#[derive(Debug, Clone)]
+pub enum Prepared {
+    Query(Arc<PlannedQuery>),
+    Command(Arc<Command>),
+}
+
+/// A query statement planned by DataFusion.
+#[derive(Debug)]
+pub struct PlannedQuery {
+    pub plan: LogicalPlan,
+    /// Set when the statement has a direct answer (a primary-key lookup, a
+    /// select list without a table) that needs no planning at execution.
+    pub direct: Option<DirectPlan>,
+    /// Parameter types as DataFusion inferred them, by position.
+    pub parameters: Vec<Option<DataType>>,
+}
+
+impl PlannedQuery {
+    pub fn schema(&self) -> SchemaRef {
+        Arc::new(self.plan.schema().as_arrow().clone())
+    }
+}
+
+impl Prepared {
+    pub fn command(&self) -> Option<&Command> {
+        match self {
+            Prepared::Command(command) => Some(command),
+            Prepared::Query(_) => None,
+        }
+    }
+}
+
+/// A simple-protocol statement ready to run.
+pub struct SimpleStatement {
+    pub prepared: Prepared,
+    /// The key literals taken out of a parameterized lookup.
+    pub params: Option<ParamValues>,
+}
+
+/// What a statement is planned against: the session's state and names.
+pub struct PlanContext<'a> {
+    pub state: &'a SessionState,
+    /// Identifies `names` for the caches: statements planned under another
+    /// database or search path are not reused.
+    pub scope_key: &'a str,
+    pub names: NameScope<'a>,
+}
+
+/// The shared planner.
+pub struct Planner {
+    compatibility: PostgresCompatibilityParser,
+    cache: Mutex<LruCache<String, Prepared>>,
+    /// Simple-protocol lookups by their text with the key literals replaced
+    /// by parameters; `None` for a shape that is not a lookup.
+    shapes: Mutex<LruCache<String, Option<Prepared>>>,
+    planned: AtomicU64,
+}
+
+impl Default for Planner {
+    fn default() -> Self {
+        let capacity = NonZeroUsize::new(CACHED_STATEMENTS).expect("a positive capacity");
+        Planner {
+            compatibility: PostgresCompatibilityParser::new(),
+            cache: Mutex::new(LruCache::new(capacity)),
+            shapes: Mutex::new(LruCache::new(capacity)),
+            planned: AtomicU64::new(0),
+        }
+    }
+}
+
+fn cache_key(context: &PlanContext<'_>, sql: &str) -> String {
+    let mut key = String::with_capacity(context.scope_key.len() + sql.len() + 1);
+    key.push_str(context.scope_key);
+    key.push('\u{0}');
+    key.push_str(sql);
+    key
+}
+
+impl Planner {
+    /// Statements parsed and planned so far.
+    pub fn statements_planned(&self) -> u64 {
+        self.planned.load(Ordering::Relaxed)
+    }
+
+    /// Parses one statement's text. `ABORT`, which the parser does not
+    /// know, is read as the `ROLLBACK` it mirrors.
+    pub fn parse(&self, sql: &str) -> Result<Vec<Statement>, PgError> {
+        match Parser::parse_sql(&PostgreSqlDialect {}, sql) {
+            Ok(statements) => Ok(statements),
+            Err(error) => {
+                let trimmed = sql.trim_start();
+                let aborts = trimmed
+                    .get(..5)
+                    .is_some_and(|start| start.eq_ignore_ascii_case("abort"))
+                    && !trimmed[5..].starts_with(|c: char| c.is_alphanumeric());
+                if aborts
+                    && let Ok(statements) = Parser::parse_sql(
+                        &PostgreSqlDialect {},
+                        &format!("ROLLBACK{}", &trimmed[5..]),
+                    )
+                {
+                    return Ok(statements);
+                }
+                Err(sqlstate::syntax(&error.to_string()))
+            }
+        }
+    }
+
+    /// Checks the syntax of one statement's text without planning it.
+    pub fn check_syntax(&self, sql: &str) -> Result<(), PgError> {
+        match cursor_command(sql) {
+            Some(command) => command.map(|_| ()),
+            None => self.parse(sql).map(|_| ()),
+        }
+    }
+
+    /// Prepares one statement of `sql` through the cache; `None` when the
+    /// text holds zero or several statements.
+    pub async fn prepare_single(
+        &self,
+        context: &PlanContext<'_>,
+        sql: &str,
+    ) -> Result<Option<Prepared>, PgError> {
+        let key = cache_key(context, sql);
+        if let Some(prepared) = self.cached(&key) {
+            return Ok(Some(prepared));
+        }
+        let [sql] = split_statements(sql)[..] else {
+            return Ok(None);
+        };
+        if let Some(command) = cursor_command(sql) {
+            return Ok(Some(Prepared::Command(Arc::new(command?))));
+        }
+        let mut statements = self.parse(sql)?;
+        if statements.len() != 1 {
+            return Ok(None);
+        }
+        let prepared = self
+            .prepare(context, statements.remove(0), Some(sql))
+            .await?;
+        self.remember(key, &prepared);
+        Ok(Some(prepared))
+    }
+
+    /// Like [`Self::prepare_single`], for the simple protocol: a point lookup
+    /// whose text is new but whose shape is not is answered by the plan of
+    /// that shape, with its key literals as parameter values.
+    pub async fn prepare_simple(
+        &self,
+        context: &PlanContext<'_>,
+        sql: &str,
+    ) -> Result<Option<SimpleStatement>, PgError> {
+        let key = cache_key(context, sql);
+        if let Some(prepared) = self.cached(&key) {
+            return Ok(Some(SimpleStatement {
+                prepared,
+                params: None,
+            }));
+        }
+        if let Some(shaped) = self.shaped(context, sql).await {
+            return Ok(Some(shaped));
+        }
+        let [sql] = split_statements(sql)[..] else {
+            return Ok(None);
+        };
+        if let Some(command) = cursor_command(sql) {
+            return Ok(Some(SimpleStatement {
+                prepared: Prepared::Command(Arc::new(command?)),
+                params: None,
+            }));
+        }
+        let mut statements = self.parse(sql)?;
+        if statements.len() != 1 {
+            return Ok(None);
+        }
+        let prepared = self
+            .prepare(context, statements.remove(0), Some(sql))
+            .await?;
+        self.remember(key, &prepared);
+        Ok(Some(SimpleStatement {
+            prepared,
+            params: None,
+        }))
+    }
+
+    /// The plan of `key` if it was planned before and every table it reads
+    /// still has the schema it was planned with.
+    fn cached(&self, key: &str) -> Option<Prepared> {
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        match cache.get(key)? {
+            Prepared::Query(query) if !plan_is_current(&query.plan) => {
+                cache.pop(key);
+                None
+            }
+            prepared => Some(prepared.clone()),
+        }
+    }
+
+    /// Keeps the plan of a query statement (session commands are cheap and
+    /// depend on the connection, so they are not kept).
+    fn remember(&self, key: String, prepared: &Prepared) {
+        if matches!(prepared, Prepared::Query(_)) {
+            let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            cache.put(key, prepared.clone());
+        }
+    }
+
+    /// `sql` as a parameterized lookup, when it is one and every key literal
+    /// converts exactly to its parameter's type.
+    ///
+    /// The shape is found with sqlparser alone: the PostgreSQL compatibility
+    /// rewrites (catalog queries, array and collation syntax) cost more than
+    /// the lookup itself, and they are applied to the parameterized text
+    /// once, when the shape is first planned, exactly as to any statement.
+    async fn shaped(&self, context: &PlanContext<'_>, sql: &str) -> Option<SimpleStatement> {
+        let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, sql).ok()?;
+        let [statement] = statements.as_mut_slice() else {
+            return None;
+        };
+        if !matches!(classify(statement), Ok(Command::Query)) {
+            return None;
+        }
+        resolve_names(statement, &context.names).ok()?;
+        let table = parameterize::single_table(statement)?;
+        let key_columns = super::key_columns_in(context.state, &table.to_string()).await?;
+        let shaped = parameterize::parameterize(statement, &key_columns)?;
+        let shape_key = cache_key(context, &shaped.text);
+        let prepared = match self.cached_shape(&shape_key) {
+            Some(prepared) => prepared?,
+            None => {
+                let prepared = match self.parse(&shaped.text) {
+                    Ok(mut statements) if statements.len() == 1 => self
+                        .prepare(context, statements.remove(0), None)
+                        .await
+                        .ok()
+                        .filter(is_parameterized_lookup),
+                    _ => None,
+                };
+                let mut shapes = self.shapes.lock().unwrap_or_else(|e| e.into_inner());
+                shapes.put(shape_key, prepared.clone());
+                prepared?
+            }
+        };
+        let Prepared::Query(query) = &prepared else {
+            return None;
+        };
+        let values = shaped
+            .literals
+            .iter()
+            .zip(&query.parameters)
+            .map(|(literal, data_type)| literal.to_value(data_type.as_ref()?))
+            .map(|value| value.map(ScalarAndMetadata::from))
+            .collect::<Option<Vec<_>>>()?;
+        Some(SimpleStatement {
+            params: Some(ParamValues::List(values)),
+            prepared,
+        })
+    }
+
+    /// `Some(None)` for a shape known not to be a lookup; `None` for one
+    /// not seen yet (or whose tables changed since).
+    fn cached_shape(&self, key: &str) -> Option<Option<Prepared>> {
+        let mut shapes = self.shapes.lock().unwrap_or_else(|e| e.into_inner());
+        match shapes.get(key)? {
+            Some(Prepared::Query(query)) if !plan_is_current(&query.plan) => {
+                shapes.pop(key);
+                None
+            }
+            prepared => Some(prepared.clone()),
+        }
+    }
+
+    /// Prepares one parsed statement (no cache); `source` is its text.
+    pub async fn prepare(
+        &self,
+        context: &PlanContext<'_>,
+        mut statement: Statement,
+        source: Option<&str>,
+    ) -> Result<Prepared, PgError> {
+        check_parameter_numbers(&statement)?;
+        let command = classify(&statement)?;
+        if !matches!(command, Command::Query) {
+            return Ok(Prepared::Command(Arc::new(command)));
+        }
+        self.planned.fetch_add(1, Ordering::Relaxed);
+        metrics::statement_planned();
+        resolve_names(&mut statement, &context.names)?;
+        // Named from the statement as written, before the compatibility
+        // rewrites change how functions are spelled.
+        super::apply_postgres_names(&mut statement);
+        let statement = self.compatibility.rewrite(statement);
+        match self.plan_statement(context, statement).await {
+            Ok(planned) => Ok(planned),
+            Err(error) => match source.and_then(|sql| self.substitute(context, sql)) {
+                Some(substitute) => self.plan_statement(context, substitute).await,
+                None => Err(error),
+            },
+        }
+    }
+
+    async fn plan_statement(
+        &self,
+        context: &PlanContext<'_>,
+        mut statement: Statement,
+    ) -> Result<Prepared, PgError> {
+        super::apply_postgres_literal_types(&mut statement);
+        // Boxed: DataFusion's SQL planner takes a deep stack of its own.
+        let plan = Box::pin(plan(context.state, statement)).await?;
+        Ok(Prepared::Query(Arc::new(planned(plan, context.state)?)))
+    }
+
+    /// The stand-in the compatibility parser has for a catalog query that
+    /// DataFusion cannot plan (psql's and pgcli's queries over row policies,
+    /// publications, extended statistics: pgaccel has none, and the
+    /// stand-in returns no rows with the columns the tool reads).
+    fn substitute(&self, context: &PlanContext<'_>, sql: &str) -> Option<Statement> {
+        let original = self.parse(sql).ok()?;
+        let mut substituted = self.compatibility.parse(sql).ok()?;
+        if substituted.len() != 1 || original.len() != 1 {
+            return None;
+        }
+        let mut statement = substituted.remove(0);
+        if statement.to_string() == self.compatibility.rewrite(original[0].clone()).to_string() {
+            return None;
+        }
+        resolve_names(&mut statement, &context.names).ok()?;
+        super::apply_postgres_names(&mut statement);
+        Some(statement)
+    }
+
+    /// Plans a query that a command carries (`DECLARE`, `COPY (query)`).
+    pub async fn plan_query(
+        &self,
+        context: &PlanContext<'_>,
+        statement: Statement,
+    ) -> Result<Arc<PlannedQuery>, PgError> {
+        match self.prepare(context, statement, None).await? {
+            Prepared::Query(query) => Ok(query),
+            Prepared::Command(_) => Err(PgError::new(
+                sqlstate::SYNTAX_ERROR,
+                "a query was expected here",
+            )),
+        }
+    }
+}
+
+fn planned(plan: LogicalPlan, state: &SessionState) -> Result<PlannedQuery, PgError> {
+    let direct = DirectPlan::try_new(&plan, state);
+    let parameters = parameter_types(&plan)?;
+    Ok(PlannedQuery {
+        plan,
+        direct,
+        parameters,
+    })
+}
+
+async fn plan(state: &SessionState, statement: Statement) -> Result<LogicalPlan, PgError> {
+    let plan = state
+        .statement_to_plan(DfStatement::Statement(Box::new(statement)))
+        .await
+        .map_err(sqlstate::from_datafusion)?;
+    match &plan {
+        LogicalPlan::Dml(dml) => Err(sqlstate::read_only(&dml.op.to_string().to_uppercase())),
+        LogicalPlan::Ddl(ddl) => Err(sqlstate::read_only(&ddl.name().to_uppercase())),
+        LogicalPlan::Copy(_) => Err(sqlstate::read_only("COPY")),
+        _ => Ok(plan),
+    }
+}
+
+fn is_parameterized_lookup(prepared: &Prepared) -> bool {
+    matches!(
+        prepared,
+        Prepared::Query(query)
+            if query.direct.as_ref().is_some_and(DirectPlan::is_lookup)
+                && query.parameters.iter().all(Option::is_some)
+    )
+}
+
+/// Refuses `$n` beyond what Bind can carry, before anything is sized by it.
+fn check_parameter_numbers(statement: &Statement) -> Result<(), PgError> {
+    let found = visit_expressions(statement, |expr| {
+        if let Expr::Value(value) = expr
+            && let Value::Placeholder(name) = &value.value
+            && let Some(number) = name.strip_prefix('$')
+            && number
+                .parse::<u64>()
+                .map_or(true, |n| n == 0 || n > MAX_PARAMETERS as u64)
+        {
+            return ControlFlow::Break(name.clone());
+        }
+        ControlFlow::Continue(())
+    });
+    match found {
+        ControlFlow::Break(name) => Err(PgError::new(
+            sqlstate::INDETERMINATE_DATATYPE,
+            format!(
+                "parameter {name} is out of range: a statement takes parameters $1 to ${MAX_PARAMETERS}"
+            ),
+        )),
+        ControlFlow::Continue(()) => Ok(()),
+    }
+}
+
+/// Parameter types in `$1, $2, ...` order.
+fn parameter_types(plan: &LogicalPlan) -> Result<Vec<Option<DataType>>, PgError> {
+    let types = plan
+        .get_parameter_types()
+        .map_err(sqlstate::from_datafusion)?;
+    let mut ordered: Vec<(usize, Option<DataType>)> = types
+        .into_iter()
+        .filter_map(|(id, data_type)| {
+            let position = id.trim_start_matches('$').parse::<usize>().ok()?;
+            (1..=MAX_PARAMETERS)
+                .contains(&position)
+                .then_some((position, data_type))
+        })
+        .collect();
+    ordered.sort_by_key(|(position, _)| *position);
+    let count = ordered.last().map_or(0, |(position, _)| *position);
+    let mut result = vec![None; count];
+    for (position, data_type) in ordered {
+        result[position - 1] = data_type;
+    }
+    Ok(result)
+}

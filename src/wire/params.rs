@@ -1,0 +1,556 @@
+//! Bind parameters, text or binary, into DataFusion values.
+//!
+//! A parameter is read as the type the client declared in Parse (or, when
+//! it declared none, the type pgaccel inferred and reported), then cast to
+//! the type the plan expects. Binary values follow PostgreSQL's send/recv
+//! formats (postgres-protocol decodes the fiddly ones); text values follow
+//! its input syntax, with bytea's `\x` hex and escape forms and array
+//! literals (`{1,2,3}`) read here, since a plain cast would take them as
+//! characters.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use chrono::{Duration, NaiveDate, NaiveDateTime, NaiveTime};
+use datafusion::arrow::datatypes::{DataType, Field, IntervalMonthDayNano, TimeUnit};
+use datafusion::common::ScalarValue;
+use pgwire::api::Type;
+use postgres_protocol::types as pg;
+
+use crate::query::{PgError, sqlstate};
+
+/// Microseconds from 1970-01-01 to PostgreSQL's epoch, 2000-01-01.
+const EPOCH_OFFSET_MICROS: i64 = 946_684_800_000_000;
+/// Days from 1970-01-01 to 2000-01-01.
+const EPOCH_OFFSET_DAYS: i32 = 10_957;
+
+/// One parameter's value, read as `pg_type` and cast to `target`.
+pub fn decode(
+    value: Option<&Bytes>,
+    binary: bool,
+    pg_type: &Type,
+    target: Option<&DataType>,
+) -> Result<ScalarValue, PgError> {
+    let natural = match value {
+        None => ScalarValue::Null,
+        Some(bytes) if binary => binary_value(bytes, pg_type)?,
+        Some(bytes) => text_value(bytes, pg_type, target)?,
+    };
+    let Some(target) = target else {
+        return Ok(natural);
+    };
+    if natural.data_type() == *target {
+        return Ok(natural);
+    }
+    if natural.is_null() {
+        return ScalarValue::try_from(target).map_err(|e| invalid(pg_type, &e.to_string()));
+    }
+    natural
+        .cast_to(target)
+        .map_err(|e| invalid(pg_type, &e.to_string()))
+}
+
+fn invalid(pg_type: &Type, detail: &str) -> PgError {
+    PgError::new(
+        sqlstate::INVALID_TEXT_REPRESENTATION,
+        format!(
+            "invalid input for a parameter of type {}: {detail}",
+            pg_type.name()
+        ),
+    )
+}
+
+fn binary_value(bytes: &[u8], pg_type: &Type) -> Result<ScalarValue, PgError> {
+    let fail = |e: Box<dyn std::error::Error + Sync + Send>| invalid(pg_type, &e.to_string());
+    let fixed = |n: usize| -> Result<&[u8], PgError> {
+        (bytes.len() == n)
+            .then_some(bytes)
+            .ok_or_else(|| invalid(pg_type, &format!("expected {n} bytes, got {}", bytes.len())))
+    };
+    Ok(match *pg_type {
+        Type::BOOL => ScalarValue::Boolean(Some(pg::bool_from_sql(bytes).map_err(fail)?)),
+        Type::INT2 => {
+            ScalarValue::Int16(Some(i16::from_be_bytes(fixed(2)?.try_into().expect("2"))))
+        }
+        Type::INT4 => {
+            ScalarValue::Int32(Some(i32::from_be_bytes(fixed(4)?.try_into().expect("4"))))
+        }
+        Type::INT8 => {
+            ScalarValue::Int64(Some(i64::from_be_bytes(fixed(8)?.try_into().expect("8"))))
+        }
+        Type::OID => ScalarValue::UInt32(Some(pg::oid_from_sql(bytes).map_err(fail)?)),
+        Type::FLOAT4 => {
+            ScalarValue::Float32(Some(f32::from_be_bytes(fixed(4)?.try_into().expect("4"))))
+        }
+        Type::FLOAT8 => {
+            ScalarValue::Float64(Some(f64::from_be_bytes(fixed(8)?.try_into().expect("8"))))
+        }
+        Type::NUMERIC => numeric(bytes).ok_or_else(|| invalid(pg_type, "malformed numeric"))?,
+        Type::BYTEA => ScalarValue::Binary(Some(bytes.to_vec())),
+        Type::UUID => ScalarValue::Utf8(Some(
+            uuid::Uuid::from_bytes(pg::uuid_from_sql(bytes).map_err(fail)?).to_string(),
+        )),
+        Type::JSONB => match bytes.split_first() {
+            Some((1, json)) => ScalarValue::Utf8(Some(utf8(json, pg_type)?)),
+            _ => return Err(invalid(pg_type, "unsupported jsonb version")),
+        },
+        Type::DATE => ScalarValue::Date32(Some(
+            pg::date_from_sql(bytes).map_err(fail)? + EPOCH_OFFSET_DAYS,
+        )),
+        Type::TIME => ScalarValue::Time64Microsecond(Some(pg::time_from_sql(bytes).map_err(fail)?)),
+        Type::TIMESTAMP => ScalarValue::TimestampMicrosecond(
+            Some(pg::timestamp_from_sql(bytes).map_err(fail)? + EPOCH_OFFSET_MICROS),
+            None,
+        ),
+        Type::TIMESTAMPTZ => ScalarValue::TimestampMicrosecond(
+            Some(pg::timestamp_from_sql(bytes).map_err(fail)? + EPOCH_OFFSET_MICROS),
+            Some("UTC".into()),
+        ),
+        Type::INTERVAL => {
+            let raw = fixed(16)?;
+            let micros = i64::from_be_bytes(raw[..8].try_into().expect("8"));
+            let days = i32::from_be_bytes(raw[8..12].try_into().expect("4"));
+            let months = i32::from_be_bytes(raw[12..].try_into().expect("4"));
+            ScalarValue::IntervalMonthDayNano(Some(IntervalMonthDayNano::new(
+                months,
+                days,
+                micros * 1000,
+            )))
+        }
+        Type::INET | Type::CIDR => {
+            let inet = pg::inet_from_sql(bytes).map_err(fail)?;
+            let full = if inet.addr().is_ipv4() { 32 } else { 128 };
+            let text = if inet.netmask() == full && *pg_type == Type::INET {
+                inet.addr().to_string()
+            } else {
+                format!("{}/{}", inet.addr(), inet.netmask())
+            };
+            ScalarValue::Utf8(Some(text))
+        }
+        ref array if element_type(array).is_some() => binary_array(bytes, pg_type)?,
+        _ => ScalarValue::Utf8(Some(utf8(bytes, pg_type)?)),
+    })
+}
+
+fn utf8(bytes: &[u8], pg_type: &Type) -> Result<String, PgError> {
+    String::from_utf8(bytes.to_vec()).map_err(|_| {
+        PgError::new(
+            sqlstate::CHARACTER_NOT_IN_REPERTOIRE,
+            format!(
+                "invalid byte sequence for encoding \"UTF8\" in a {} parameter",
+                pg_type.name()
+            ),
+        )
+    })
+}
+
+/// The element type of an array type pgaccel reads.
+fn element_type(array: &Type) -> Option<Type> {
+    Some(match *array {
+        Type::BOOL_ARRAY => Type::BOOL,
+        Type::INT2_ARRAY => Type::INT2,
+        Type::INT4_ARRAY => Type::INT4,
+        Type::INT8_ARRAY => Type::INT8,
+        Type::FLOAT4_ARRAY => Type::FLOAT4,
+        Type::FLOAT8_ARRAY => Type::FLOAT8,
+        Type::NUMERIC_ARRAY => Type::NUMERIC,
+        Type::TEXT_ARRAY => Type::TEXT,
+        Type::VARCHAR_ARRAY => Type::VARCHAR,
+        Type::BPCHAR_ARRAY => Type::BPCHAR,
+        Type::UUID_ARRAY => Type::UUID,
+        Type::DATE_ARRAY => Type::DATE,
+        Type::TIMESTAMP_ARRAY => Type::TIMESTAMP,
+        Type::TIMESTAMPTZ_ARRAY => Type::TIMESTAMPTZ,
+        Type::BYTEA_ARRAY => Type::BYTEA,
+        Type::JSONB_ARRAY => Type::JSONB,
+        Type::JSON_ARRAY => Type::JSON,
+        _ => return None,
+    })
+}
+
+fn binary_array(bytes: &[u8], pg_type: &Type) -> Result<ScalarValue, PgError> {
+    let fail = |e: Box<dyn std::error::Error + Sync + Send>| invalid(pg_type, &e.to_string());
+    let element = element_type(pg_type).expect("an array type");
+    let array = pg::array_from_sql(bytes).map_err(fail)?;
+    let mut values = Vec::new();
+    let mut items = array.values();
+    while let Some(item) = fallible_iterator::FallibleIterator::next(&mut items).map_err(fail)? {
+        values.push(match item {
+            Some(item) => binary_value(item, &element)?,
+            None => ScalarValue::Null,
+        });
+    }
+    list(values, &element)
+}
+
+fn list(values: Vec<ScalarValue>, element: &Type) -> Result<ScalarValue, PgError> {
+    let data_type = values
+        .iter()
+        .find(|v| !v.is_null())
+        .map(ScalarValue::data_type)
+        .unwrap_or(natural_type(element));
+    let values = values
+        .into_iter()
+        .map(|v| {
+            if v.is_null() {
+                ScalarValue::try_from(&data_type)
+            } else {
+                Ok(v)
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| invalid(element, &e.to_string()))?;
+    Ok(ScalarValue::List(ScalarValue::new_list_nullable(
+        &values, &data_type,
+    )))
+}
+
+/// The value type a PostgreSQL type's values are read into.
+fn natural_type(pg_type: &Type) -> DataType {
+    match *pg_type {
+        Type::BOOL => DataType::Boolean,
+        Type::INT2 => DataType::Int16,
+        Type::INT4 => DataType::Int32,
+        Type::INT8 => DataType::Int64,
+        Type::FLOAT4 => DataType::Float32,
+        Type::FLOAT8 => DataType::Float64,
+        Type::BYTEA => DataType::Binary,
+        Type::DATE => DataType::Date32,
+        Type::TIMESTAMP => DataType::Timestamp(TimeUnit::Microsecond, None),
+        Type::TIMESTAMPTZ => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+        _ => DataType::Utf8,
+    }
+}
+
+/// A binary `numeric`: digit count, weight, sign, scale, base-10000 digits.
+fn numeric(bytes: &[u8]) -> Option<ScalarValue> {
+    let word = |i: usize| -> Option<i16> {
+        Some(i16::from_be_bytes(bytes.get(i..i + 2)?.try_into().ok()?))
+    };
+    let count = usize::try_from(word(0)?).ok()?;
+    let weight = i32::from(word(2)?);
+    let sign = word(4)? as u16;
+    let scale = usize::try_from(word(6)?).ok()?;
+    match sign {
+        0xC000 => return Some(ScalarValue::Float64(Some(f64::NAN))),
+        0xD000 => return Some(ScalarValue::Float64(Some(f64::INFINITY))),
+        0xF000 => return Some(ScalarValue::Float64(Some(f64::NEG_INFINITY))),
+        _ => {}
+    }
+    let digits = (0..count)
+        .map(|i| word(8 + 2 * i))
+        .collect::<Option<Vec<i16>>>()?;
+    // The integer part: groups 0..=weight; the fraction: the rest.
+    let mut integer = String::new();
+    for group in 0..=weight.max(-1) {
+        let digit = digits.get(group as usize).copied().unwrap_or(0);
+        if integer.is_empty() {
+            if digit != 0 {
+                integer.push_str(&digit.to_string());
+            }
+        } else {
+            integer.push_str(&format!("{digit:04}"));
+        }
+    }
+    if integer.is_empty() {
+        integer.push('0');
+    }
+    let mut fraction = String::new();
+    for position in (weight + 1)..(weight + 1 + scale.div_ceil(4) as i32 + 1) {
+        let digit = if position < 0 {
+            0
+        } else {
+            digits.get(position as usize).copied().unwrap_or(0)
+        };
+        fraction.push_str(&format!("{digit:04}"));
+    }
+    fraction.truncate(scale);
+    let sign = if sign == 0x4000 { "-" } else { "" };
+    let text = if scale > 0 {
+        format!("{sign}{integer}.{fraction}")
+    } else {
+        format!("{sign}{integer}")
+    };
+    let precision = (integer.len() + scale).clamp(1, 38) as u8;
+    ScalarValue::Utf8(Some(text))
+        .cast_to(&DataType::Decimal128(
+            precision.max(scale as u8),
+            scale as i8,
+        ))
+        .ok()
+}
+
+fn text_value(
+    bytes: &[u8],
+    pg_type: &Type,
+    target: Option<&DataType>,
+) -> Result<ScalarValue, PgError> {
+    let text = utf8(bytes, pg_type)?;
+    let wants_binary = matches!(
+        target,
+        Some(DataType::Binary | DataType::LargeBinary | DataType::BinaryView)
+    );
+    if *pg_type == Type::BYTEA || wants_binary {
+        return bytea_text(&text)
+            .map(|bytes| ScalarValue::Binary(Some(bytes)))
+            .ok_or_else(|| {
+                PgError::new(
+                    sqlstate::INVALID_TEXT_REPRESENTATION,
+                    "invalid input syntax for type bytea",
+                )
+            });
+    }
+    if let Some(element) = element_type(pg_type) {
+        return text_array(&text, &element);
+    }
+    if let Some(DataType::List(field)) = target {
+        return text_array(&text, &pg_type_of(field.data_type()));
+    }
+    Ok(match *pg_type {
+        Type::DATE => NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d")
+            .map(|date| ScalarValue::Date32(Some(days(date))))
+            .unwrap_or(ScalarValue::Utf8(Some(text))),
+        Type::TIME => NaiveTime::parse_from_str(text.trim(), "%H:%M:%S%.f")
+            .map(|time| ScalarValue::Time64Microsecond(Some(micros_of_day(time))))
+            .unwrap_or(ScalarValue::Utf8(Some(text))),
+        Type::TIMESTAMP => NaiveDateTime::parse_from_str(text.trim(), "%Y-%m-%d %H:%M:%S%.f")
+            .map(|at| {
+                ScalarValue::TimestampMicrosecond(Some(at.and_utc().timestamp_micros()), None)
+            })
+            .unwrap_or(ScalarValue::Utf8(Some(text))),
+        _ => ScalarValue::Utf8(Some(text)),
+    })
+}
+
+fn days(date: NaiveDate) -> i32 {
+    (date - NaiveDate::from_ymd_opt(1970, 1, 1).expect("a date")).num_days() as i32
+}
+
+fn micros_of_day(time: NaiveTime) -> i64 {
+    (time - NaiveTime::MIN).num_microseconds().unwrap_or(0)
+}
+
+/// The PostgreSQL type for values of an Arrow type.
+fn pg_type_of(data_type: &DataType) -> Type {
+    arrow_pg::datatypes::into_pg_type(data_type).unwrap_or(Type::TEXT)
+}
+
+/// bytea's text input: `\x` followed by hex digits, or the escape format
+/// (`\\` for a backslash, `\ooo` octal).
+pub fn bytea_text(text: &str) -> Option<Vec<u8>> {
+    if let Some(hex) = text
+        .strip_prefix("\\x")
+        .or_else(|| text.strip_prefix("\\X"))
+    {
+        let digits: Vec<u8> = hex.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+        if !digits.len().is_multiple_of(2) {
+            return None;
+        }
+        return digits
+            .chunks(2)
+            .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
+            .collect();
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            out.push(bytes[i]);
+            i += 1;
+        } else if bytes.get(i + 1) == Some(&b'\\') {
+            out.push(b'\\');
+            i += 2;
+        } else {
+            let octal = std::str::from_utf8(bytes.get(i + 1..i + 4)?).ok()?;
+            out.push(u8::from_str_radix(octal, 8).ok()?);
+            i += 4;
+        }
+    }
+    Some(out)
+}
+
+/// A one-dimensional array literal: `{1,2,NULL}`, `{"a b","c"}`.
+fn text_array(text: &str, element: &Type) -> Result<ScalarValue, PgError> {
+    let malformed = || {
+        PgError::new(
+            sqlstate::INVALID_TEXT_REPRESENTATION,
+            format!("malformed array literal: \"{text}\""),
+        )
+    };
+    let inner = text
+        .trim()
+        .strip_prefix('{')
+        .and_then(|rest| rest.strip_suffix('}'))
+        .ok_or_else(malformed)?;
+    let mut items: Vec<Option<String>> = Vec::new();
+    let mut chars = inner.chars().peekable();
+    while chars.peek().is_some() {
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        let mut item = String::new();
+        let mut quoted = false;
+        if chars.peek() == Some(&'"') {
+            quoted = true;
+            chars.next();
+            loop {
+                match chars.next().ok_or_else(malformed)? {
+                    '\\' => item.push(chars.next().ok_or_else(malformed)?),
+                    '"' => break,
+                    c => item.push(c),
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c == ',' {
+                    break;
+                }
+                item.push(c);
+                chars.next();
+            }
+            item = item.trim().to_owned();
+        }
+        items.push((quoted || !item.eq_ignore_ascii_case("null")).then_some(item));
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        match chars.next() {
+            Some(',') | None => {}
+            Some(_) => return Err(malformed()),
+        }
+    }
+    let natural = natural_type(element);
+    let values = items
+        .into_iter()
+        .map(|item| match item {
+            None => Ok(ScalarValue::Null),
+            Some(item) => text_value(item.as_bytes(), element, Some(&natural)).and_then(|v| {
+                v.cast_to(&natural)
+                    .map_err(|e| invalid(element, &e.to_string()))
+            }),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    list(values, element)
+}
+
+/// The parameter types a statement reports: what the client declared, else
+/// what was inferred, else `text` (never "unknown", which drivers reject).
+pub fn reported_types(declared: &[Option<Type>], inferred: &[Option<DataType>]) -> Vec<Type> {
+    let count = declared.len().max(inferred.len());
+    (0..count)
+        .map(|i| {
+            declared
+                .get(i)
+                .cloned()
+                .flatten()
+                .or_else(|| inferred.get(i).cloned().flatten().map(|t| pg_type_of(&t)))
+                .unwrap_or(Type::TEXT)
+        })
+        .collect()
+}
+
+#[allow(dead_code)]
+fn field(data_type: DataType) -> Arc<Field> {
+    Arc::new(Field::new("item", data_type, true))
+}
+
+#[allow(dead_code)]
+fn duration_micros(duration: Duration) -> i64 {
+    duration.num_microseconds().unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn binary(pg_type: Type, bytes: &[u8], target: Option<DataType>) -> ScalarValue {
+        decode(
+            Some(&Bytes::copy_from_slice(bytes)),
+            true,
+            &pg_type,
+            target.as_ref(),
+        )
+        .unwrap()
+    }
+
+    fn text(pg_type: Type, value: &str, target: Option<DataType>) -> ScalarValue {
+        decode(
+            Some(&Bytes::copy_from_slice(value.as_bytes())),
+            false,
+            &pg_type,
+            target.as_ref(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn binary_uuid_becomes_its_text() {
+        let id = uuid::Uuid::parse_str("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11").unwrap();
+        assert_eq!(
+            binary(Type::UUID, id.as_bytes(), Some(DataType::Utf8)),
+            ScalarValue::Utf8(Some("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11".into()))
+        );
+    }
+
+    #[test]
+    fn binary_numeric_keeps_its_digits() {
+        // 1234567890.12: weight 2, scale 2, digits 12 3456 7890 1200.
+        let mut bytes = Vec::new();
+        for word in [4i16, 2, 0, 2, 12, 3456, 7890, 1200] {
+            bytes.extend_from_slice(&word.to_be_bytes());
+        }
+        assert_eq!(
+            binary(Type::NUMERIC, &bytes, Some(DataType::Decimal128(12, 2))),
+            ScalarValue::Decimal128(Some(123456789012), 12, 2)
+        );
+        let mut small = Vec::new();
+        // -0.01: one digit (100) at weight -1, scale 2, negative.
+        for word in [1i16, -1, 0x4000u16 as i16, 2, 100] {
+            small.extend_from_slice(&word.to_be_bytes());
+        }
+        assert_eq!(
+            binary(Type::NUMERIC, &small, Some(DataType::Decimal128(12, 2))),
+            ScalarValue::Decimal128(Some(-1), 12, 2)
+        );
+    }
+
+    #[test]
+    fn bytea_text_in_both_formats() {
+        assert_eq!(
+            bytea_text("\\xdeadbeef").unwrap(),
+            vec![0xde, 0xad, 0xbe, 0xef]
+        );
+        assert_eq!(bytea_text("a\\\\b\\000").unwrap(), b"a\\b\0".to_vec());
+        assert_eq!(
+            text(Type::BYTEA, "\\x00ff", Some(DataType::Binary)),
+            ScalarValue::Binary(Some(vec![0, 255]))
+        );
+    }
+
+    #[test]
+    fn array_literals() {
+        let value = text(Type::INT4_ARRAY, "{1, 2,NULL}", None);
+        let expected = ScalarValue::List(ScalarValue::new_list_nullable(
+            &[
+                ScalarValue::Int32(Some(1)),
+                ScalarValue::Int32(Some(2)),
+                ScalarValue::Int32(None),
+            ],
+            &DataType::Int32,
+        ));
+        assert_eq!(value, expected);
+        let value = text(Type::TEXT_ARRAY, "{x,\"y z\"}", None);
+        assert_eq!(value.to_string(), "[x, y z]");
+    }
+
+    #[test]
+    fn timestamps_in_binary() {
+        // 2000-01-01 00:00:01 is one second after PostgreSQL's epoch.
+        let value = binary(Type::TIMESTAMPTZ, &1_000_000i64.to_be_bytes(), None);
+        assert_eq!(
+            value,
+            ScalarValue::TimestampMicrosecond(Some(946_684_801_000_000), Some("UTC".into()))
+        );
+    }
+}
