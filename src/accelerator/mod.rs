@@ -33,5 +33,9 @@ pub const DECLARED_TYPE_METADATA: &str = "pgaccel.declared_type";
 /// in `atttypmod` (`numeric(12,2)` is 786438, `varchar(40)` is 44).
 pub const TYPMOD_METADATA: &str = "pgaccel.typmod";
 
+/// Field and schema metadata key: the comment the source keeps on the
+/// column or table.
+pub const DESCRIPTION_METADATA: &str = "pgaccel.description";
+
 /// Field metadata key, `true` for a column the source declares `NOT NULL`.
 pub const NOT_NULL_METADATA: &str = "pgaccel.not_null";

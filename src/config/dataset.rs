@@ -26,6 +26,9 @@ pub struct DatasetConfig {
     pub time_partition_format: Option<TimeFormat>,
     pub ready_state: ReadyState,
     pub acceleration: Acceleration,
+    /// What the dataset holds, for people: clients see it as the table's
+    /// comment (`obj_description`, psql's `\d+`), before the source's own.
+    pub description: Option<String>,
 }
 
 /// The table clients query: `orders` lands in schema `public`, `shop.orders` in `shop`.
@@ -184,6 +187,7 @@ pub(crate) fn parse(
         time_partition_format: partition_format,
         ready_state: ready_state.unwrap_or(ReadyState::OnLoad),
         acceleration,
+        description: values.text("description", &raw.description),
     })
 }
 

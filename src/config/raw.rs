@@ -179,6 +179,7 @@ pub(crate) struct RawSnapshots {
 pub(crate) struct RawDataset {
     pub from: Option<Scalar>,
     pub name: Option<Scalar>,
+    pub description: Option<Scalar>,
     pub params: Option<RawParams>,
     pub time_column: Option<Scalar>,
     pub time_format: Option<Scalar>,

@@ -56,6 +56,7 @@ impl Engine {
         catalog: Arc<dyn CatalogProvider>,
         registry: Arc<Registry>,
         server: ServerValues,
+        activity: Arc<Activity>,
     ) -> Engine {
         Engine {
             base,
@@ -63,7 +64,7 @@ impl Engine {
             server: Arc::new(server),
             registry,
             started: Utc::now(),
-            activity: Arc::new(Activity::default()),
+            activity,
             catalog,
         }
     }
@@ -103,6 +104,19 @@ pub struct SessionInfo {
     pub started: DateTime<Utc>,
     /// The schemas of the catalog, for `current_schema()`.
     pub schemas: Arc<Vec<String>>,
+    /// The session's open cursors, for `pg_cursors`.
+    pub cursors: Arc<Mutex<Vec<CursorRow>>>,
+}
+
+/// One row of `pg_cursors`.
+#[derive(Debug, Clone)]
+pub struct CursorRow {
+    pub name: String,
+    pub statement: String,
+    pub holdable: bool,
+    pub binary: bool,
+    pub scrollable: bool,
+    pub created: DateTime<Utc>,
 }
 
 impl SessionInfo {

@@ -17,6 +17,7 @@ mod functions;
 mod literals;
 mod lookup;
 mod names;
+pub mod origins;
 mod overflow;
 pub mod parameterize;
 pub mod planner;
@@ -25,6 +26,7 @@ pub mod session;
 pub mod settings;
 pub mod sqlstate;
 pub mod statement;
+pub mod system;
 mod table;
 mod zero_results;
 
@@ -84,16 +86,19 @@ pub fn engine(
 ) -> Result<Arc<Engine>, DataFusionError> {
     let ctx = context(registry)?;
     let mut state = ctx.state();
-    functions::register(&mut state)?;
     let catalog = state
         .catalog_list()
         .catalog(CATALOG)
         .ok_or_else(|| DataFusionError::Internal(format!("catalog {CATALOG} is missing")))?;
+    let activity = Arc::new(activity::Activity::default());
+    system::install(&mut state, &catalog, registry, &activity)?;
+    functions::register(&mut state)?;
     Ok(Arc::new(Engine::new(
         state,
         catalog,
         Arc::clone(registry),
         server,
+        activity,
     )))
 }
 
@@ -101,7 +106,8 @@ pub fn engine(
 fn context(registry: &Arc<Registry>) -> Result<SessionContext, DataFusionError> {
     let mut config = SessionConfig::from_env()?
         .with_default_catalog_and_schema(CATALOG, "public")
-        .with_information_schema(true);
+        // pgaccel serves its own information_schema (see `system`).
+        .with_information_schema(false);
     // PostgreSQL reads `7.5` as numeric, not double precision.
     config.options_mut().sql_parser.parse_float_as_decimal = true;
     let ctx = SessionContext::new_with_config(config);

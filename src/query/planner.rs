@@ -57,11 +57,14 @@ pub struct PlannedQuery {
     pub direct: Option<DirectPlan>,
     /// Parameter types as DataFusion inferred them, by position.
     pub parameters: Vec<Option<DataType>>,
+    /// The result columns, each marked with the dataset column it comes
+    /// from where it passes one through (for the row description).
+    pub schema: SchemaRef,
 }
 
 impl PlannedQuery {
     pub fn schema(&self) -> SchemaRef {
-        Arc::new(self.plan.schema().as_arrow().clone())
+        Arc::clone(&self.schema)
     }
 }
 
@@ -392,6 +395,7 @@ fn planned(plan: LogicalPlan, state: &SessionState) -> Result<PlannedQuery, PgEr
     let direct = DirectPlan::try_new(&plan, state);
     let parameters = parameter_types(&plan)?;
     Ok(PlannedQuery {
+        schema: super::origins::described_schema(&plan),
         plan,
         direct,
         parameters,

@@ -21,7 +21,7 @@ use futures::StreamExt;
 
 use super::activity::{ActivityHandle, Backend};
 use super::cursor::{Cursor, RowSource};
-use super::engine::{Engine, Identity, SessionInfo};
+use super::engine::{CursorRow, Engine, Identity, SessionInfo};
 use super::error::{Notice, NoticeLevel, PgError};
 use super::planner::{PlanContext, PlannedQuery, Prepared, SimpleStatement};
 use super::resolve::NameScope;
@@ -129,6 +129,7 @@ impl Session {
             set_requests: Arc::new(Mutex::new(Vec::new())),
             started: engine.started,
             schemas: Arc::new(schemas),
+            cursors: Arc::new(Mutex::new(Vec::new())),
         };
         let mut state = SessionStateBuilder::new_from_existing(engine.base.clone()).build();
         state
@@ -463,7 +464,7 @@ impl Session {
             } else {
                 metrics::query_executed(started.elapsed());
             }
-            return Ok(RowSource::from_batches(batch.schema(), vec![batch]));
+            return Ok(RowSource::from_batches(query.schema(), vec![batch]));
         }
         let seconds = functions::sleep_seconds(&query.plan);
         if seconds > 0.0 {
@@ -482,7 +483,12 @@ impl Session {
         self.info.pins.store(None);
         let physical = physical.map_err(sqlstate::from_datafusion)?;
         metrics::query_executed(started.elapsed());
-        let schema = physical.schema();
+        // The described schema: the same columns, with where they come from.
+        let schema = if query.schema.fields().len() == physical.schema().fields().len() {
+            query.schema()
+        } else {
+            physical.schema()
+        };
         let stream = execute_stream(physical, self.state.task_ctx())
             .map_err(sqlstate::from_datafusion)?
             .map(|batch| batch.map_err(sqlstate::from_datafusion));
@@ -493,6 +499,29 @@ impl Session {
         if let Some(error) = command.refusal() {
             return Err(error);
         }
+        let outcome = self.command_outcome(command).await;
+        self.publish_cursors();
+        outcome
+    }
+
+    /// Shows the open cursors in `pg_cursors`.
+    fn publish_cursors(&self) {
+        let rows = self
+            .cursors
+            .values()
+            .map(|cursor| CursorRow {
+                name: cursor.name.clone(),
+                statement: cursor.statement.clone(),
+                holdable: cursor.hold,
+                binary: cursor.binary,
+                scrollable: cursor.scroll,
+                created: cursor.created,
+            })
+            .collect();
+        *self.info.cursors.lock().unwrap_or_else(|e| e.into_inner()) = rows;
+    }
+
+    async fn command_outcome(&mut self, command: &Command) -> Result<Outcome, PgError> {
         Ok(match command {
             Command::Query => unreachable!("queries are planned, not run as commands"),
             Command::Begin(modes) => self.begin(modes)?,

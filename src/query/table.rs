@@ -85,6 +85,12 @@ impl AcceleratedTable {
         &self.acceleration
     }
 
+    /// The schema and table the dataset is served as.
+    pub fn served_name(&self) -> Option<(String, String)> {
+        let name = crate::config::DatasetName::parse(self.acceleration.dataset()).ok()?;
+        Some((name.schema, name.table))
+    }
+
     /// Whether the published version still has the schema this table was
     /// planned with.
     pub fn is_current(&self) -> bool {

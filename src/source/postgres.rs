@@ -16,7 +16,8 @@ use secrecy::SecretString;
 
 use super::{ReadFilter, Snapshot, SourceError};
 use crate::accelerator::{
-    DECLARED_TYPE_METADATA, NOT_NULL_METADATA, PG_TYPE_METADATA, TYPMOD_METADATA,
+    DECLARED_TYPE_METADATA, DESCRIPTION_METADATA, NOT_NULL_METADATA, PG_TYPE_METADATA,
+    TYPMOD_METADATA,
 };
 use crate::config::PostgresParams;
 
@@ -24,7 +25,8 @@ use crate::config::PostgresParams;
 /// and encodes as themselves.
 const TYPES_KEPT_AS_METADATA: &[&str] = &["uuid", "json", "jsonb", "varchar", "bpchar", "name"];
 
-const COLUMN_TYPES_SQL: &str = "SELECT a.attname, t.typname, a.atttypmod, a.attnotnull \
+const COLUMN_TYPES_SQL: &str = "SELECT a.attname, t.typname, a.atttypmod, a.attnotnull, \
+     col_description(a.attrelid, a.attnum), obj_description(a.attrelid, 'pg_class') \
      FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid \
      WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped \
      ORDER BY a.attnum";
@@ -120,10 +122,10 @@ async fn describe_table(
     schema: &str,
     table: &str,
 ) -> Result<(Arc<dyn TableProvider>, SchemaRef, Vec<String>), SourceError> {
-    let (column_types, primary_key) = describe(pool, schema, table)
+    let described = describe(pool, schema, table)
         .await
         .map_err(|e| SourceError::connecting(dataset, e.to_string()))?;
-    if column_types.is_empty() {
+    if described.columns.is_empty() {
         return Err(SourceError::Schema {
             dataset: dataset.to_owned(),
             message: format!("table {schema}.{table} does not exist or has no columns"),
@@ -136,8 +138,8 @@ async fn describe_table(
             dataset: dataset.to_owned(),
             message: e.to_string(),
         })?;
-    let annotated = annotate(&provider.schema(), &column_types);
-    Ok((provider, annotated, primary_key))
+    let annotated = annotate(&provider.schema(), &described);
+    Ok((provider, annotated, described.primary_key))
 }
 
 fn pool_params(params: &PostgresParams) -> HashMap<String, SecretString> {
@@ -165,6 +167,14 @@ struct Declared {
     type_name: String,
     typmod: i32,
     not_null: bool,
+    comment: Option<String>,
+}
+
+/// Each column as declared, the primary key's columns, the table's comment.
+struct Described {
+    columns: HashMap<String, Declared>,
+    primary_key: Vec<String>,
+    comment: Option<String>,
 }
 
 /// Each column's declared type, and the primary key's columns.
@@ -172,20 +182,22 @@ async fn describe(
     pool: &PostgresConnectionPool,
     schema: &str,
     table: &str,
-) -> Result<(HashMap<String, Declared>, Vec<String>), Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<Described, Box<dyn std::error::Error + Send + Sync>> {
     let connection = pool.connect_direct().await?;
     let qualified = format!("{}.{}", quote_ident(schema), quote_ident(table));
     let rows = connection
         .conn
         .query(COLUMN_TYPES_SQL, &[&qualified])
         .await?;
-    let types = rows
+    let comment = rows.first().and_then(|row| row.get::<_, Option<String>>(5));
+    let columns = rows
         .iter()
         .map(|row| {
             let declared = Declared {
                 type_name: row.get(1),
                 typmod: row.get(2),
                 not_null: row.get(3),
+                comment: row.get(4),
             };
             (row.get::<_, String>(0), declared)
         })
@@ -195,7 +207,11 @@ async fn describe(
         .query(PRIMARY_KEY_SQL, &[&qualified])
         .await?;
     let primary_key = rows.iter().map(|row| row.get::<_, String>(0)).collect();
-    Ok((types, primary_key))
+    Ok(Described {
+        columns,
+        primary_key,
+        comment,
+    })
 }
 
 fn quote_ident(name: &str) -> String {
@@ -205,7 +221,8 @@ fn quote_ident(name: &str) -> String {
 /// Adds [`PG_TYPE_METADATA`] to the columns whose PostgreSQL type the wire
 /// layer must know, and each column's declared type, modifier and `NOT
 /// NULL` for the catalog.
-fn annotate(schema: &SchemaRef, column_types: &HashMap<String, Declared>) -> SchemaRef {
+fn annotate(schema: &SchemaRef, described: &Described) -> SchemaRef {
+    let column_types = &described.columns;
     let fields: Vec<Field> = schema
         .fields()
         .iter()
@@ -227,8 +244,15 @@ fn annotate(schema: &SchemaRef, column_types: &HashMap<String, Declared>) -> Sch
             if declared.not_null {
                 metadata.insert(NOT_NULL_METADATA.to_owned(), "true".to_owned());
             }
+            if let Some(comment) = &declared.comment {
+                metadata.insert(DESCRIPTION_METADATA.to_owned(), comment.clone());
+            }
             field.as_ref().clone().with_metadata(metadata)
         })
         .collect();
-    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+    let mut metadata = schema.metadata().clone();
+    if let Some(comment) = &described.comment {
+        metadata.insert(DESCRIPTION_METADATA.to_owned(), comment.clone());
+    }
+    Arc::new(Schema::new_with_metadata(fields, metadata))
 }

@@ -26,7 +26,8 @@ use pgwire::types::format::FormatOptions;
 use postgres_types::{IsNull, ToSql, to_sql_checked};
 
 use super::{numeric, text};
-use crate::accelerator::PG_TYPE_METADATA;
+use crate::accelerator::{PG_TYPE_METADATA, TYPMOD_METADATA};
+use crate::query::origins::{ATTNUM_METADATA, TABLE_OID_METADATA};
 use crate::query::settings::Output;
 use crate::query::{PgError, display_name, sqlstate};
 
@@ -39,6 +40,9 @@ pub fn pg_type(field: &Arc<Field>) -> PgWireResult<Type> {
 }
 
 fn special_type(field: &Field) -> Option<Type> {
+    if let DataType::List(_) = field.data_type() {
+        return list_type(field);
+    }
     if !matches!(
         field.data_type(),
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
@@ -58,6 +62,19 @@ fn special_type(field: &Field) -> Option<Type> {
     })
 }
 
+/// The catalog's vector and array types that Arrow keeps as lists.
+fn list_type(field: &Field) -> Option<Type> {
+    Some(match field.metadata().get(PG_TYPE_METADATA)?.as_str() {
+        "int2vector" => Type::INT2_VECTOR,
+        "oidvector" => Type::OID_VECTOR,
+        "_oid" => Type::OID_ARRAY,
+        "_aclitem" => Type::from_oid(1034)?,
+        "_char" => Type::CHAR_ARRAY,
+        "_regtype" => Type::REGTYPE_ARRAY,
+        _ => return None,
+    })
+}
+
 /// The format of result column `index` from Bind's format codes: none
 /// means text for all, one applies to all, else one per column.
 pub fn format_for(formats: &[i16], index: usize) -> FieldFormat {
@@ -73,22 +90,40 @@ pub fn format_for(formats: &[i16], index: usize) -> FieldFormat {
     }
 }
 
-/// Row descriptions for a result schema in the requested formats.
+/// Row descriptions for a result schema in the requested formats: with
+/// the type modifier the source declared, and the table and column a
+/// result column comes from, as PostgreSQL describes them.
 pub fn fields(schema: &Schema, formats: &[i16]) -> PgWireResult<Vec<FieldInfo>> {
     schema
         .fields()
         .iter()
         .enumerate()
         .map(|(index, field)| {
-            Ok(FieldInfo::new(
+            let metadata = field.metadata();
+            let number = |key: &str| metadata.get(key).and_then(|v| v.parse::<i64>().ok());
+            let info = FieldInfo::new(
                 display_name(field.name()).to_owned(),
-                None,
-                None,
+                number(TABLE_OID_METADATA).map(|oid| oid as i32),
+                number(ATTNUM_METADATA).map(|attnum| attnum as i16),
                 pg_type(field)?,
                 format_for(formats, index),
-            ))
+            );
+            Ok(match number(TYPMOD_METADATA) {
+                Some(typmod) => info.with_type_modifier(typmod as i32),
+                None => info,
+            })
         })
         .collect()
+}
+
+/// The width a `character(n)` column's values are padded to.
+fn padded_width(field: &Field) -> Option<usize> {
+    let metadata = field.metadata();
+    if metadata.get(PG_TYPE_METADATA).map(String::as_str) != Some("bpchar") {
+        return None;
+    }
+    let typmod: usize = metadata.get(TYPMOD_METADATA)?.parse().ok()?;
+    typmod.checked_sub(4)
 }
 
 /// How one result column is encoded.
@@ -106,6 +141,14 @@ enum ColumnKind {
 }
 
 fn column_kind(field: &Field, pg_field: &FieldInfo) -> ColumnKind {
+    if let DataType::List(_) = field.data_type() {
+        // Vectors print space-separated; other lists as array literals.
+        return if list_type(field).is_some() && pg_field.format() == FieldFormat::Text {
+            ColumnKind::PgText
+        } else {
+            ColumnKind::Default
+        };
+    }
     if special_type(field).is_some() {
         return ColumnKind::TextBacked;
     }
@@ -139,6 +182,8 @@ fn column_kind(field: &Field, pg_field: &FieldInfo) -> ColumnKind {
 pub struct RowEncoding {
     fields: Arc<Vec<FieldInfo>>,
     kinds: Vec<ColumnKind>,
+    /// `character(n)` columns: the width their values are padded to.
+    widths: Vec<Option<usize>>,
     output: Arc<Output>,
 }
 
@@ -154,6 +199,7 @@ impl RowEncoding {
         Ok(RowEncoding {
             fields: Arc::new(fields),
             kinds,
+            widths: schema.fields().iter().map(|f| padded_width(f)).collect(),
             output,
         })
     }
@@ -180,12 +226,19 @@ impl RowEncoding {
                 let pg_field = &fields[column];
                 match self.kinds[column] {
                     ColumnKind::TextBacked => {
-                        let value =
-                            (!array.is_null(row)).then(|| TextBacked(string_value(array, row)));
+                        let value = (!array.is_null(row)).then(|| {
+                            let mut text = string_value(array, row);
+                            if let Some(width) = self.widths[column] {
+                                let length = text.chars().count();
+                                text.extend(std::iter::repeat_n(' ', width.saturating_sub(length)));
+                            }
+                            TextBacked(text)
+                        });
                         encode_with(&mut encoder, &value, pg_field)?;
                     }
                     ColumnKind::PgText => {
-                        let value = pg_text(array, row, &self.output)?.map(TextBacked);
+                        let value = pg_text(array, row, &self.output, Some(pg_field.datatype()))?
+                            .map(TextBacked);
                         encode_with(&mut encoder, &value, pg_field)?;
                     }
                     ColumnKind::Numeric => {
@@ -223,7 +276,12 @@ fn encode_with(
 
 /// PostgreSQL's text form of a value whose printing depends on the
 /// session's settings.
-fn pg_text(array: &Arc<dyn Array>, row: usize, output: &Output) -> PgWireResult<Option<String>> {
+fn pg_text(
+    array: &Arc<dyn Array>,
+    row: usize,
+    output: &Output,
+    field_type: Option<&Type>,
+) -> PgWireResult<Option<String>> {
     if array.is_null(row) {
         return Ok(None);
     }
@@ -262,6 +320,14 @@ fn pg_text(array: &Arc<dyn Array>, row: usize, output: &Output) -> PgWireResult<
         DataType::Interval(_) => {
             let (months, days, micros) = temporal::interval(array, row).ok_or_else(unsupported)?;
             text::interval(months, days, micros, output.interval_style)
+        }
+        DataType::List(_) => {
+            let values = array.as_list::<i32>().value(row);
+            let vector = matches!(
+                field_type,
+                Some(pg_type) if *pg_type == Type::INT2_VECTOR || *pg_type == Type::OID_VECTOR
+            );
+            text::list(&values, vector)
         }
         DataType::Binary | DataType::LargeBinary | DataType::BinaryView => {
             let bytes = temporal::bytes(array, row).ok_or_else(unsupported)?;

@@ -354,6 +354,46 @@ fn interval_iso(months: i32, days: i32, micros: i64) -> String {
     out
 }
 
+/// A list as PostgreSQL prints an array (`{1,2,"a b"}`) or, for
+/// `int2vector` and `oidvector`, space-separated (`1 2`).
+pub fn list(values: &dyn datafusion::arrow::array::Array, vector: bool) -> String {
+    use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
+    let options = FormatOptions::default().with_null("NULL");
+    let Ok(formatter) = ArrayFormatter::try_new(values, &options) else {
+        return String::new();
+    };
+    let items: Vec<String> = (0..values.len())
+        .map(|index| {
+            let item = formatter.value(index).to_string();
+            if vector || values.is_null(index) {
+                item
+            } else {
+                quote_array_item(&item)
+            }
+        })
+        .collect();
+    if vector {
+        items.join(" ")
+    } else {
+        format!("{{{}}}", items.join(","))
+    }
+}
+
+/// An array element quoted as `array_out` quotes it: when empty, `NULL`, or
+/// holding a delimiter, brace, quote, backslash or blank.
+fn quote_array_item(item: &str) -> String {
+    let needs_quotes = item.is_empty()
+        || item.eq_ignore_ascii_case("null")
+        || item
+            .chars()
+            .any(|c| matches!(c, ',' | '{' | '}' | '"' | '\\') || c.is_whitespace());
+    if needs_quotes {
+        format!("\"{}\"", item.replace('\\', "\\\\").replace('"', "\\\""))
+    } else {
+        item.to_owned()
+    }
+}
+
 /// bytea as `bytea_output = escape` prints it.
 pub fn bytea_escape(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len());

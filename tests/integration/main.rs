@@ -4,6 +4,7 @@
 
 mod append;
 mod cli;
+mod client_queries;
 mod data_window;
 mod duckdb_source;
 mod end_to_end;

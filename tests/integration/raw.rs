@@ -87,6 +87,12 @@ impl RawClient {
         self.send(b'B', &body).await;
     }
 
+    pub async fn describe_portal(&mut self, portal: &str) {
+        let mut body = vec![b'P'];
+        body.extend(cstring(portal));
+        self.send(b'D', &body).await;
+    }
+
     pub async fn execute(&mut self, portal: &str, max_rows: i32) {
         let mut body = cstring(portal);
         body.extend_from_slice(&max_rows.to_be_bytes());

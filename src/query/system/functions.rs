@@ -1,0 +1,611 @@
+//! The catalog's functions, answered from the same rows as the catalog
+//! tables: `format_type()` with modifiers, `pg_get_indexdef()`,
+//! `pg_get_constraintdef()`, `obj_description()`, `col_description()`,
+//! relation sizes (the acceleration's), `pg_table_is_visible()` along the
+//! session's `search_path`, role names, function signatures, and the small
+//! text helpers catalog queries use (`quote_literal`, `pg_size_pretty`).
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, AsArray, new_null_array};
+use datafusion::arrow::datatypes::{DataType, Int32Type};
+use datafusion::common::{DataFusionError, Result, ScalarValue};
+use datafusion::execution::FunctionRegistry;
+use datafusion::execution::context::SessionState;
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature,
+    Volatility,
+};
+
+use super::System;
+use super::oids;
+use super::relations::Datasets;
+use crate::query::engine::SessionInfo;
+
+/// What a catalog function computes from the catalog, the session and its
+/// arguments (`None` is SQL NULL).
+type Body = fn(&Call<'_>, &[ScalarValue]) -> Option<ScalarValue>;
+
+/// A call's context.
+struct Call<'a> {
+    system: &'a System,
+    session: Option<&'a SessionInfo>,
+}
+
+impl Call<'_> {
+    fn datasets(&self) -> Datasets {
+        Datasets::of(&self.system.registry, &self.system.types)
+    }
+}
+
+struct CatalogFunction {
+    name: &'static str,
+    signature: Signature,
+    returns: DataType,
+    body: Body,
+    system: Arc<System>,
+}
+
+impl std::fmt::Debug for CatalogFunction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CatalogFunction")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+// A function is known by its name.
+impl PartialEq for CatalogFunction {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for CatalogFunction {}
+
+impl std::hash::Hash for CatalogFunction {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+    }
+}
+
+impl ScalarUDFImpl for CatalogFunction {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(self.returns.clone())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let call = Call {
+            system: &self.system,
+            session: SessionInfo::of(&args.config_options),
+        };
+        let null = || ScalarValue::try_from(&self.returns);
+        let evaluate = |values: &[ScalarValue]| -> Result<ScalarValue> {
+            match (self.body)(&call, values) {
+                Some(value) if value.data_type() == self.returns => Ok(value),
+                Some(value) => value.cast_to(&self.returns),
+                None => null(),
+            }
+        };
+        let rows = args.args.iter().find_map(|arg| match arg {
+            ColumnarValue::Array(array) => Some(array.len()),
+            ColumnarValue::Scalar(_) => None,
+        });
+        let row_values = |row: usize| -> Result<Vec<ScalarValue>> {
+            args.args
+                .iter()
+                .map(|arg| match arg {
+                    ColumnarValue::Scalar(value) => Ok(value.clone()),
+                    ColumnarValue::Array(array) => ScalarValue::try_from_array(array, row),
+                })
+                .collect()
+        };
+        match rows {
+            None => evaluate(&row_values(0)?).map(ColumnarValue::Scalar),
+            Some(0) => Ok(ColumnarValue::Array(new_null_array(&self.returns, 0))),
+            Some(rows) => {
+                let values = (0..rows)
+                    .map(|row| evaluate(&row_values(row)?))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(ColumnarValue::Array(ScalarValue::iter_to_array(values)?))
+            }
+        }
+    }
+}
+
+/// The argument as an OID (any integer type, or text digits).
+fn oid(value: Option<&ScalarValue>) -> Option<i32> {
+    match value? {
+        ScalarValue::Int32(v) => *v,
+        ScalarValue::Int64(v) => v.map(|v| v as i32),
+        ScalarValue::Int16(v) => v.map(i32::from),
+        ScalarValue::UInt32(v) => v.map(|v| v as i32),
+        ScalarValue::UInt64(v) => v.map(|v| v as i32),
+        other => text_of(Some(other))?.parse().ok(),
+    }
+}
+
+fn text_of(value: Option<&ScalarValue>) -> Option<String> {
+    match value? {
+        ScalarValue::Utf8(text) | ScalarValue::LargeUtf8(text) | ScalarValue::Utf8View(text) => {
+            text.clone()
+        }
+        value if value.is_null() => None,
+        other => Some(other.to_string()),
+    }
+}
+
+fn number(value: Option<&ScalarValue>) -> Option<i64> {
+    value?
+        .cast_to(&DataType::Int64)
+        .ok()
+        .and_then(|v| match v {
+            ScalarValue::Int64(n) => n,
+            _ => None,
+        })
+}
+
+fn text(value: impl Into<String>) -> Option<ScalarValue> {
+    Some(ScalarValue::Utf8(Some(value.into())))
+}
+
+fn format_type(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    let oid = oid(args.first())?;
+    let typmod = number(args.get(1)).unwrap_or(-1) as i32;
+    if oid == 0 {
+        return text("-");
+    }
+    text(call.system.types.format(oid, typmod).unwrap_or_else(|| "???".to_owned()))
+}
+
+fn index_definition(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    let datasets = call.datasets();
+    let relation = datasets.by_index_oid(oid(args.first())?)?;
+    match number(args.get(1)).unwrap_or(0) {
+        0 => text(relation.index_definition()),
+        column => relation
+            .key_columns()
+            .get(usize::try_from(column - 1).ok()?)
+            .cloned()
+            .and_then(text),
+    }
+}
+
+fn constraint_definition(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    let datasets = call.datasets();
+    let relation = datasets.by_constraint_oid(oid(args.first())?)?;
+    text(format!("PRIMARY KEY ({})", relation.key_columns().join(", ")))
+}
+
+/// The `pg_description` class OID a catalog name stands for.
+fn class_of(name: &str) -> Option<i32> {
+    Some(match name.trim_start_matches("pg_catalog.") {
+        "pg_class" => oids::PG_CLASS,
+        "pg_namespace" => oids::PG_NAMESPACE,
+        "pg_constraint" => oids::PG_CONSTRAINT,
+        "pg_proc" => 1255,
+        "pg_type" => 1247,
+        "pg_database" => 1262,
+        "pg_am" => 2601,
+        "pg_operator" => 2617,
+        "pg_opclass" => 2616,
+        "pg_language" => 2612,
+        "pg_extension" => 3079,
+        "pg_tablespace" => 1213,
+        "pg_authid" => 1260,
+        _ => return None,
+    })
+}
+
+fn object_description(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    let object = oid(args.first())?;
+    let class = match args.get(1) {
+        Some(name) => Some(class_of(&text_of(Some(name))?)?),
+        None => None,
+    };
+    let datasets = call.datasets();
+    if class.is_none_or(|class| class == oids::PG_CLASS)
+        && let Some(relation) = datasets.by_oid(object)
+    {
+        return relation.description.clone().and_then(text);
+    }
+    shipped_description(call, object, class, 0)
+}
+
+/// A description PostgreSQL ships for one of its own objects.
+fn shipped_description(
+    call: &Call<'_>,
+    object: i32,
+    class: Option<i32>,
+    subid: i32,
+) -> Option<ScalarValue> {
+    let rows = call.system.shipped("pg_description")?;
+    let objoid = rows.column_by_name("objoid")?.as_primitive::<Int32Type>();
+    let classoid = rows.column_by_name("classoid")?.as_primitive::<Int32Type>();
+    let objsubid = rows.column_by_name("objsubid")?.as_primitive::<Int32Type>();
+    let descriptions = rows.column_by_name("description")?.as_string::<i32>();
+    (0..rows.num_rows())
+        .find(|&row| {
+            objoid.value(row) == object
+                && objsubid.value(row) == subid
+                && class.is_none_or(|class| classoid.value(row) == class)
+        })
+        .and_then(|row| text(descriptions.value(row)))
+}
+
+fn column_description(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    let table = oid(args.first())?;
+    let column = number(args.get(1))?;
+    let datasets = call.datasets();
+    match datasets.by_oid(table) {
+        Some(relation) => relation
+            .column_descriptions
+            .get(usize::try_from(column - 1).ok()?)?
+            .clone()
+            .and_then(text),
+        None => shipped_description(call, table, Some(oids::PG_CLASS), column as i32),
+    }
+}
+
+/// `pg_relation_size` and friends: the acceleration's size, in bytes.
+fn relation_size(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    let object = oid(args.first())?;
+    let datasets = call.datasets();
+    let bytes = datasets
+        .by_oid(object)
+        .or_else(|| datasets.by_index_oid(object))
+        .map_or(0, |relation| relation.bytes);
+    Some(ScalarValue::Int64(Some(bytes as i64)))
+}
+
+fn table_is_visible(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    let object = oid(args.first())?;
+    let datasets = call.datasets();
+    let Some(relation) = datasets
+        .by_oid(object)
+        .or_else(|| datasets.by_index_oid(object))
+    else {
+        // The catalog's own relations are always on the path.
+        return Some(ScalarValue::Boolean(Some(true)));
+    };
+    let visible = call.session.is_none_or(|session| {
+        let path = session.settings().search_path();
+        let user = &session.identity.user;
+        let in_path = |schema: &str| {
+            path.iter()
+                .any(|entry| entry == schema || (entry == "$user" && user == schema))
+        };
+        // Visible when its schema is on the path and no earlier schema has
+        // a dataset of the same name.
+        in_path(&relation.schema)
+            && !datasets.0.iter().any(|other| {
+                other.table == relation.table
+                    && other.schema != relation.schema
+                    && in_path(&other.schema)
+                    && path.iter().position(|p| *p == other.schema)
+                        < path.iter().position(|p| *p == relation.schema)
+            })
+    });
+    Some(ScalarValue::Boolean(Some(visible)))
+}
+
+fn user_name(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    let role = oid(args.first())?;
+    if role == oids::BOOTSTRAP_SUPERUSER {
+        return text("postgres");
+    }
+    if let Some(session) = call.session
+        && oids::role(&session.identity.user) == role
+    {
+        return text(&session.identity.user);
+    }
+    text(format!("unknown (OID={role})"))
+}
+
+/// PostgreSQL's `quote_literal`: doubled quotes, and `E'...'` with doubled
+/// backslashes when the text has any.
+fn quote_literal(_: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    let value = text_of(args.first())?;
+    let escaped = value.replace('\'', "''");
+    if value.contains('\\') {
+        text(format!("E'{}'", escaped.replace('\\', "\\\\")))
+    } else {
+        text(format!("'{escaped}'"))
+    }
+}
+
+fn quote_nullable(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    quote_literal(call, args).or_else(|| text("NULL"))
+}
+
+/// PostgreSQL's `pg_size_pretty(bigint)`.
+fn size_pretty(_: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    let mut size = number(args.first())?;
+    let half_rounded = |x: i64| (x + if x < 0 { -1 } else { 1 }) / 2;
+    // (name, limit, rounded, bits) as PostgreSQL's size_pretty_units.
+    let units: [(&str, i64, bool, u32); 6] = [
+        ("bytes", 10 * 1024, false, 0),
+        ("kB", 20 * 1024 - 1, true, 10),
+        ("MB", 20 * 1024 - 1, true, 20),
+        ("GB", 20 * 1024 - 1, true, 30),
+        ("TB", 20 * 1024 - 1, true, 40),
+        ("PB", 20 * 1024 - 1, true, 50),
+    ];
+    for (index, (name, limit, round, bits)) in units.iter().enumerate() {
+        let last = index + 1 == units.len();
+        if last || size.abs() < *limit {
+            if *round {
+                size = half_rounded(size);
+            }
+            return text(format!("{size} {name}"));
+        }
+        let (_, _, next_round, next_bits) = units[index + 1];
+        let shift = next_bits - bits - u32::from(next_round) + u32::from(*round);
+        size /= 1i64 << shift;
+    }
+    None
+}
+
+/// `pg_get_function_arguments` / `_identity_arguments` / `_result` from the
+/// shipped `pg_proc`.
+fn function_arguments(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    let (types, names, _) = procedure(call, oid(args.first())?)?;
+    let arguments: Vec<String> = types
+        .iter()
+        .enumerate()
+        .map(|(index, oid)| {
+            let formatted = call.system.types.format(*oid, -1).unwrap_or_default();
+            match names.get(index).filter(|name| !name.is_empty()) {
+                Some(name) => format!("{name} {formatted}"),
+                None => formatted,
+            }
+        })
+        .collect();
+    text(arguments.join(", "))
+}
+
+fn function_result(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    let (_, _, result) = procedure(call, oid(args.first())?)?;
+    text(call.system.types.format(result, -1)?)
+}
+
+/// A function's argument types, argument names and result type.
+fn procedure(call: &Call<'_>, object: i32) -> Option<(Vec<i32>, Vec<String>, i32)> {
+    let rows = call.system.shipped("pg_proc")?;
+    let oids = rows.column_by_name("oid")?.as_primitive::<Int32Type>();
+    let row = (0..rows.num_rows()).find(|&row| oids.value(row) == object)?;
+    let list = |name: &str| -> Vec<ScalarValue> {
+        rows.column_by_name(name)
+            .and_then(|column| ScalarValue::try_from_array(column, row).ok())
+            .and_then(|value| match value {
+                ScalarValue::List(list) if !list.is_null(0) => {
+                    ScalarValue::convert_array_to_scalar_vec(list.as_ref())
+                        .ok()
+                        .and_then(|mut rows| rows.pop().flatten())
+                }
+                _ => None,
+            })
+            .unwrap_or_default()
+    };
+    let types = list("proargtypes").iter().filter_map(|v| oid(Some(v))).collect();
+    let names = list("proargnames")
+        .iter()
+        .map(|v| text_of(Some(v)).unwrap_or_default())
+        .collect();
+    let result = rows
+        .column_by_name("prorettype")?
+        .as_primitive::<Int32Type>()
+        .value(row);
+    Some((types, names, result))
+}
+
+fn always_true(_: &Call<'_>, _: &[ScalarValue]) -> Option<ScalarValue> {
+    Some(ScalarValue::Boolean(Some(true)))
+}
+
+fn nothing(_: &Call<'_>, _: &[ScalarValue]) -> Option<ScalarValue> {
+    None
+}
+
+fn empty_text(_: &Call<'_>, _: &[ScalarValue]) -> Option<ScalarValue> {
+    text("")
+}
+
+/// `to_regclass('name')`: the OID of the relation the name resolves to
+/// along the search path, or NULL.
+fn to_regclass(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    let name = text_of(args.first())?;
+    let (schema, table) = match name.split_once('.') {
+        Some((schema, table)) => (Some(schema.trim_matches('"')), table.trim_matches('"')),
+        None => (None, name.trim_matches('"')),
+    };
+    let datasets = call.datasets();
+    let path = call
+        .session
+        .map(|s| s.settings().search_path())
+        .unwrap_or_else(|| vec!["public".to_owned()]);
+    let found = datasets.0.iter().find(|relation| {
+        relation.table == table
+            && match schema {
+                Some(schema) => relation.schema == schema,
+                None => path.contains(&relation.schema),
+            }
+    });
+    if let Some(relation) = found {
+        return Some(ScalarValue::Int32(Some(relation.oid)));
+    }
+    call.system
+        .system_relations
+        .iter()
+        .find(|relation| relation.name == table && schema.is_none_or(|s| s == "pg_catalog"))
+        .map(|relation| ScalarValue::Int32(Some(relation.oid)))
+}
+
+fn to_regtype(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    let name = text_of(args.first())?;
+    let name = name.trim_start_matches("pg_catalog.");
+    let name = match name {
+        "integer" | "int" => "int4",
+        "bigint" => "int8",
+        "smallint" => "int2",
+        "boolean" => "bool",
+        "real" => "float4",
+        "double precision" => "float8",
+        "character varying" => "varchar",
+        "character" => "bpchar",
+        "timestamp with time zone" => "timestamptz",
+        "timestamp without time zone" | "timestamp" => "timestamp",
+        other => other,
+    };
+    call.system
+        .types
+        .oid_of(name)
+        .map(|oid| ScalarValue::Int32(Some(oid)))
+}
+
+fn to_regnamespace(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    let name = text_of(args.first())?;
+    let known = matches!(name.as_str(), "pg_catalog" | "public" | "information_schema")
+        || call.datasets().schemas().contains(&name);
+    known.then(|| ScalarValue::Int32(Some(oids::namespace(&name))))
+}
+
+/// The names of catalog objects for OIDs (`oid::regclass` and friends, as
+/// clients print them).
+fn relation_name(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    let object = oid(args.first())?;
+    let datasets = call.datasets();
+    if let Some(relation) = datasets.by_oid(object) {
+        let visible = matches!(
+            table_is_visible(call, args),
+            Some(ScalarValue::Boolean(Some(true)))
+        );
+        return text(if visible {
+            super::relations::quote(&relation.table)
+        } else {
+            format!(
+                "{}.{}",
+                super::relations::quote(&relation.schema),
+                super::relations::quote(&relation.table)
+            )
+        });
+    }
+    if let Some(relation) = datasets.by_index_oid(object) {
+        return text(relation.key_name());
+    }
+    call.system
+        .system_relations
+        .iter()
+        .find(|relation| relation.oid == object)
+        .map(|relation| relation.name.clone())
+        .or_else(|| Some(object.to_string()))
+        .and_then(text)
+}
+
+fn type_name(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    let object = oid(args.first())?;
+    text(call.system.types.format(object, -1).unwrap_or_else(|| object.to_string()))
+}
+
+fn namespace_name(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    let object = oid(args.first())?;
+    let mut names = vec![
+        "pg_catalog".to_owned(),
+        "public".to_owned(),
+        "information_schema".to_owned(),
+        "pg_toast".to_owned(),
+    ];
+    names.extend(call.datasets().schemas());
+    names
+        .into_iter()
+        .find(|name| oids::namespace(name) == object || (name == "pg_toast" && object == 99))
+        .or_else(|| Some(object.to_string()))
+        .and_then(text)
+}
+
+fn procedure_name(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    let object = oid(args.first())?;
+    let rows = call.system.shipped("pg_proc")?;
+    let oids = rows.column_by_name("oid")?.as_primitive::<Int32Type>();
+    let names = rows.column_by_name("proname")?.as_string::<i32>();
+    (0..rows.num_rows())
+        .find(|&row| oids.value(row) == object)
+        .map(|row| names.value(row).to_owned())
+        .or_else(|| Some(object.to_string()))
+        .and_then(text)
+}
+
+/// Registers the catalog functions in `state`, over any of the same name.
+pub fn register(state: &mut SessionState, system: Arc<System>) -> Result<()> {
+    use TypeSignature::{Any, Nullary};
+    let text_type = DataType::Utf8;
+    let definitions: Vec<(&'static str, Vec<TypeSignature>, DataType, Body)> = vec![
+        ("format_type", vec![Any(2)], text_type.clone(), format_type),
+        ("pg_get_indexdef", vec![Any(1), Any(3)], text_type.clone(), index_definition),
+        ("pg_get_constraintdef", vec![Any(1), Any(2)], text_type.clone(), constraint_definition),
+        ("obj_description", vec![Any(1), Any(2)], text_type.clone(), object_description),
+        ("col_description", vec![Any(2)], text_type.clone(), column_description),
+        ("shobj_description", vec![Any(2)], text_type.clone(), nothing),
+        ("pg_get_serial_sequence", vec![Any(2)], text_type.clone(), nothing),
+        ("pg_get_viewdef", vec![Any(1), Any(2)], text_type.clone(), nothing),
+        ("pg_get_triggerdef", vec![Any(1), Any(2)], text_type.clone(), nothing),
+        ("pg_get_ruledef", vec![Any(1), Any(2)], text_type.clone(), nothing),
+        ("pg_get_statisticsobjdef", vec![Any(1)], text_type.clone(), nothing),
+        ("pg_tablespace_location", vec![Any(1)], text_type.clone(), empty_text),
+        ("pg_relation_size", vec![Any(1), Any(2)], DataType::Int64, relation_size),
+        ("pg_total_relation_size", vec![Any(1)], DataType::Int64, relation_size),
+        ("pg_table_size", vec![Any(1)], DataType::Int64, relation_size),
+        ("pg_indexes_size", vec![Any(1)], DataType::Int64, relation_size),
+        ("pg_size_pretty", vec![Any(1)], text_type.clone(), size_pretty),
+        ("pg_table_is_visible", vec![Any(1)], DataType::Boolean, table_is_visible),
+        ("pg_type_is_visible", vec![Any(1)], DataType::Boolean, always_true),
+        ("pg_function_is_visible", vec![Any(1)], DataType::Boolean, always_true),
+        ("pg_collation_is_visible", vec![Any(1)], DataType::Boolean, always_true),
+        ("pg_opclass_is_visible", vec![Any(1)], DataType::Boolean, always_true),
+        ("pg_operator_is_visible", vec![Any(1)], DataType::Boolean, always_true),
+        ("pg_conversion_is_visible", vec![Any(1)], DataType::Boolean, always_true),
+        ("pg_ts_config_is_visible", vec![Any(1)], DataType::Boolean, always_true),
+        ("pg_get_userbyid", vec![Any(1)], text_type.clone(), user_name),
+        ("quote_literal", vec![Any(1)], text_type.clone(), quote_literal),
+        ("quote_nullable", vec![Any(1)], text_type.clone(), quote_nullable),
+        ("pg_get_function_arguments", vec![Any(1)], text_type.clone(), function_arguments),
+        ("pg_get_function_identity_arguments", vec![Any(1)], text_type.clone(), function_arguments),
+        ("pg_get_function_result", vec![Any(1)], text_type.clone(), function_result),
+        ("to_regclass", vec![Any(1)], DataType::Int32, to_regclass),
+        ("to_regtype", vec![Any(1)], DataType::Int32, to_regtype),
+        ("to_regnamespace", vec![Any(1)], DataType::Int32, to_regnamespace),
+        ("pgaccel_regclass_name", vec![Any(1)], text_type.clone(), relation_name),
+        ("pgaccel_regtype_name", vec![Any(1)], text_type.clone(), type_name),
+        ("pgaccel_regnamespace_name", vec![Any(1)], text_type.clone(), namespace_name),
+        ("pgaccel_regproc_name", vec![Any(1)], text_type.clone(), procedure_name),
+        ("pgaccel_regrole_name", vec![Any(1)], text_type.clone(), user_name),
+        ("pg_jit_available", vec![Nullary], DataType::Boolean, |_, _| {
+            Some(ScalarValue::Boolean(Some(false)))
+        }),
+    ];
+    for (name, arguments, returns, body) in definitions {
+        let signature = match arguments.len() {
+            1 => Signature::new(arguments.into_iter().next().expect("one"), Volatility::Stable),
+            _ => Signature::one_of(arguments, Volatility::Stable),
+        };
+        let function = CatalogFunction {
+            name,
+            signature,
+            returns,
+            body,
+            system: Arc::clone(&system),
+        };
+        state
+            .register_udf(Arc::new(ScalarUDF::new_from_impl(function)))
+            .map_err(|e| DataFusionError::Internal(e.to_string()))?;
+    }
+    Ok(())
+}
