@@ -580,3 +580,105 @@ fn constant_seconds(expr: &datafusion::logical_expr::Expr) -> Option<f64> {
         _ => None,
     }
 }
+
+/// [`super::compat::SINGLE_VALUE`]: the value of a scalar subquery's only
+/// row (NULL for none), failing with 21000 for a second row, as PostgreSQL
+/// fails such a subquery.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct SingleValue {
+    signature: Signature,
+}
+
+impl datafusion::logical_expr::AggregateUDFImpl for SingleValue {
+    fn name(&self) -> &str {
+        super::compat::SINGLE_VALUE
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        Ok(arg_types.first().cloned().unwrap_or(DataType::Null))
+    }
+
+    fn accumulator(
+        &self,
+        args: datafusion::logical_expr::function::AccumulatorArgs,
+    ) -> Result<Box<dyn datafusion::logical_expr::Accumulator>> {
+        Ok(Box::new(SingleValueAccumulator {
+            rows: 0,
+            value: ScalarValue::try_from(args.return_field.data_type())?,
+        }))
+    }
+
+    fn state_fields(
+        &self,
+        args: datafusion::logical_expr::function::StateFieldsArgs,
+    ) -> Result<Vec<FieldRef>> {
+        Ok(vec![
+            Arc::new(Field::new("rows", DataType::UInt64, false)),
+            Arc::new(Field::new("value", args.return_field.data_type().clone(), true)),
+        ])
+    }
+}
+
+#[derive(Debug)]
+struct SingleValueAccumulator {
+    rows: u64,
+    value: ScalarValue,
+}
+
+impl datafusion::logical_expr::Accumulator for SingleValueAccumulator {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        let Some(column) = values.first() else {
+            return Ok(());
+        };
+        if self.rows == 0 && !column.is_empty() {
+            self.value = ScalarValue::try_from_array(column, 0)?;
+        }
+        self.rows += column.len() as u64;
+        Ok(())
+    }
+
+    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
+        use datafusion::arrow::array::AsArray;
+        use datafusion::arrow::datatypes::UInt64Type;
+        let rows = states[0].as_primitive::<UInt64Type>();
+        for row in 0..rows.len() {
+            let count = rows.value(row);
+            if count > 0 && self.rows == 0 {
+                self.value = ScalarValue::try_from_array(&states[1], row)?;
+            }
+            self.rows += count;
+        }
+        Ok(())
+    }
+
+    fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        Ok(vec![ScalarValue::UInt64(Some(self.rows)), self.value.clone()])
+    }
+
+    fn evaluate(&mut self) -> Result<ScalarValue> {
+        if self.rows > 1 {
+            return Err(DataFusionError::External(Box::new(PgError::new(
+                sqlstate::CARDINALITY_VIOLATION,
+                "more than one row returned by a subquery used as an expression",
+            ))));
+        }
+        Ok(self.value.clone())
+    }
+
+    fn size(&self) -> usize {
+        std::mem::size_of_val(self) + self.value.size()
+    }
+}
+
+/// Registers the aggregates PostgreSQL's semantics need.
+pub fn register_aggregates(state: &mut SessionState) -> Result<()> {
+    let single = datafusion::logical_expr::AggregateUDF::new_from_impl(SingleValue {
+        signature: Signature::any(1, Volatility::Immutable),
+    });
+    state.register_udaf(Arc::new(single))?;
+    Ok(())
+}

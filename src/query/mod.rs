@@ -9,6 +9,7 @@
 
 mod activity;
 mod catalog;
+mod compat;
 pub mod cursor;
 mod direct;
 mod engine;
@@ -93,6 +94,7 @@ pub fn engine(
     let activity = Arc::new(activity::Activity::default());
     system::install(&mut state, &catalog, registry, &activity)?;
     functions::register(&mut state)?;
+    functions::register_aggregates(&mut state)?;
     Ok(Arc::new(Engine::new(
         state,
         catalog,

@@ -99,41 +99,54 @@ fn needs_alias(expr: &Expr) -> bool {
 
 /// PostgreSQL's name for an expression, `None` for `?column?`.
 fn figure(expr: &Expr) -> Option<String> {
+    figure_with_strength(expr).0
+}
+
+/// PostgreSQL's `FigureColname`: a name and how strongly the expression
+/// claims it (2: a column or function; 1: a type or `case`; 0: none). A
+/// cast keeps its operand's strong name, else takes the type's; a `CASE`
+/// takes its `ELSE` result's strong name, else `case`.
+fn figure_with_strength(expr: &Expr) -> (Option<String>, u8) {
+    let strong = |name: &str| (Some(name.to_owned()), 2);
     match expr {
-        Expr::Identifier(ident) => Some(ident.value.to_lowercase()),
-        Expr::CompoundIdentifier(parts) => parts.last().map(|p| p.value.to_lowercase()),
-        Expr::Function(function) => function
-            .name
-            .0
-            .last()
-            .map(|part| part.to_string().to_lowercase()),
-        Expr::Nested(inner) => figure(inner),
+        Expr::Identifier(ident) => (Some(ident.value.to_lowercase()), 2),
+        Expr::CompoundIdentifier(parts) => (parts.last().map(|p| p.value.to_lowercase()), 2),
+        Expr::Function(function) => (
+            function
+                .name
+                .0
+                .last()
+                .map(|part| part.to_string().to_lowercase()),
+            2,
+        ),
+        Expr::Nested(inner) | Expr::Collate { expr: inner, .. } => figure_with_strength(inner),
         Expr::Cast {
-            kind,
+            kind: CastKind::Cast | CastKind::DoubleColon,
             expr,
             data_type,
             ..
-        } => match kind {
-            CastKind::Cast | CastKind::DoubleColon => {
-                figure(expr).or_else(|| Some(type_name(data_type)))
-            }
-            _ => figure(expr),
+        } => match figure_with_strength(expr) {
+            (name, 2) => (name, 2),
+            _ => (Some(type_name(data_type)), 1),
         },
-        Expr::TypedString(typed) => Some(type_name(&typed.data_type)),
-        Expr::Case { .. } => Some("case".into()),
-        Expr::Exists { .. } => Some("exists".into()),
-        Expr::Array(_) => Some("array".into()),
-        Expr::Subquery(query) => subquery_name(query),
-        Expr::Extract { .. } => Some("extract".into()),
-        Expr::Substring { .. } => Some("substring".into()),
-        Expr::Position { .. } => Some("position".into()),
-        Expr::Overlay { .. } => Some("overlay".into()),
-        Expr::Trim { .. } => Some("btrim".into()),
-        Expr::Ceil { .. } => Some("ceil".into()),
-        Expr::Floor { .. } => Some("floor".into()),
-        Expr::Interval(_) => Some("interval".into()),
-        Expr::Collate { expr, .. } => figure(expr),
-        _ => None,
+        Expr::Cast { expr, .. } => figure_with_strength(expr),
+        Expr::TypedString(typed) => (Some(type_name(&typed.data_type)), 1),
+        Expr::Case { else_result, .. } => match else_result.as_deref().map(figure_with_strength) {
+            Some((name, 2)) => (name, 2),
+            _ => (Some("case".into()), 1),
+        },
+        Expr::Exists { .. } => strong("exists"),
+        Expr::Array(_) => strong("array"),
+        Expr::Subquery(query) => (subquery_name(query), 2),
+        Expr::Extract { .. } => strong("extract"),
+        Expr::Substring { .. } => strong("substring"),
+        Expr::Position { .. } => strong("position"),
+        Expr::Overlay { .. } => strong("overlay"),
+        Expr::Trim { .. } => strong("btrim"),
+        Expr::Ceil { .. } => strong("ceil"),
+        Expr::Floor { .. } => strong("floor"),
+        Expr::Interval(_) => strong("interval"),
+        _ => (None, 0),
     }
 }
 
@@ -150,6 +163,11 @@ fn subquery_name(query: &Query) -> Option<String> {
 /// PostgreSQL's internal name of a type in a cast (`1::integer` → `int4`).
 fn type_name(data_type: &DataType) -> String {
     let text = data_type.to_string().to_lowercase();
+    // A schema-qualified type (`pg_catalog.text`) names itself without it.
+    let text = match text.split('(').next().unwrap_or(&text).rsplit_once('.') {
+        Some((_, name)) => name.trim_matches('"').to_owned(),
+        None => text,
+    };
     let base = text.split('(').next().unwrap_or(&text).trim();
     match base {
         "int" | "integer" | "int4" => "int4",
@@ -207,6 +225,12 @@ mod tests {
                 "SELECT CASE WHEN a THEN 1 END, (SELECT max(v) FROM u), date '2020-01-01' FROM t"
             ),
             ["case", "max", "date"]
+        );
+        assert_eq!(
+            names(
+                "SELECT CASE WHEN a THEN '' ELSE c.kind::pg_catalog.text END, n::pg_catalog.text, (CASE WHEN a THEN 1 END)::text FROM t"
+            ),
+            ["kind", "n", "text"]
         );
     }
 

@@ -335,6 +335,7 @@ impl Planner {
         // Named from the statement as written, before the compatibility
         // rewrites change how functions are spelled.
         super::apply_postgres_names(&mut statement);
+        super::compat::apply_postgres_compatibility(&mut statement);
         let statement = self.compatibility.rewrite(statement);
         match self.plan_statement(context, statement).await {
             Ok(planned) => Ok(planned),
@@ -372,6 +373,7 @@ impl Planner {
         }
         resolve_names(&mut statement, &context.names).ok()?;
         super::apply_postgres_names(&mut statement);
+        super::compat::apply_postgres_compatibility(&mut statement);
         Some(statement)
     }
 

@@ -115,10 +115,12 @@ fn params_of(text: &str) -> Vec<Option<String>> {
         } else {
             let value: String = chars.by_ref().take_while(|c| *c != ',').collect();
             let value = value.trim().to_owned();
-            (value != "NULL").then_some(value)
+            values.push((value != "NULL").then_some(value));
+            continue;
         };
         values.push(value);
-        while let Some(c) = chars.next() {
+        // After a quoted value: up to and past the next comma.
+        for c in chars.by_ref() {
             if c == ',' {
                 break;
             }
@@ -135,12 +137,29 @@ async fn tools_startup_and_browsing_queries_answer_with_the_columns_they_read() 
     let server = Server::start(&source.dataset("accounts", &name, "")).await;
     server.wait_ready().await;
     let port = server.runtime.pg_addr().port();
+    // Tools put the OIDs they read earlier into their SQL; the recordings
+    // stand them in as regclass/regnamespace casts, replaced here by the
+    // OIDs pgaccel gives.
+    let client = server.client().await;
+    let oids = crate::support::simple_rows(
+        &client,
+        "SELECT c.oid, c.relnamespace FROM pg_catalog.pg_class c WHERE c.relname = 'accounts'",
+    )
+    .await;
+    let (table_oid, namespace_oid) = (
+        oids[0][0].clone().expect("the table's oid"),
+        oids[0][1].clone().expect("the schema's oid"),
+    );
     let recorded = recordings();
     assert!(recorded.len() > 300, "{} recordings", recorded.len());
     let mut failures = Vec::new();
     for query in &recorded {
         let fill = |text: &str| {
-            text.replace("{schema}", &source.name)
+            text.replace("'{schema}.{table}'::pg_catalog.regclass", &format!("'{table_oid}'"))
+                .replace("'{schema}.{table}'::regclass", &format!("'{table_oid}'"))
+                .replace("'{schema}'::pg_catalog.regnamespace", &format!("'{namespace_oid}'"))
+                .replace("'{schema}'::regnamespace", &format!("'{namespace_oid}'"))
+                .replace("{schema}", &source.name)
                 .replace("{table}", "accounts")
                 .replace("{database}", "test")
                 .replace("{user}", "postgres")

@@ -313,12 +313,15 @@ fn user_name(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
 /// PostgreSQL's `quote_literal`: doubled quotes, and `E'...'` with doubled
 /// backslashes when the text has any.
 fn quote_literal(_: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
-    let value = text_of(args.first())?;
+    text(literal(&text_of(args.first())?))
+}
+
+fn literal(value: &str) -> String {
     let escaped = value.replace('\'', "''");
     if value.contains('\\') {
-        text(format!("E'{}'", escaped.replace('\\', "\\\\")))
+        format!("E'{}'", escaped.replace('\\', "\\\\"))
     } else {
-        text(format!("'{escaped}'"))
+        format!("'{escaped}'")
     }
 }
 
@@ -405,6 +408,47 @@ fn procedure(call: &Call<'_>, object: i32) -> Option<(Vec<i32>, Vec<String>, i32
         .as_primitive::<Int32Type>()
         .value(row);
     Some((types, names, result))
+}
+
+/// `age(xid)`: every catalog row was written by one frozen transaction, so
+/// it is as old as it can be. `age(timestamp)` is refused, not guessed.
+fn transaction_age(_: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    match args.first()? {
+        ScalarValue::Int64(_) | ScalarValue::Int32(_) | ScalarValue::UInt32(_) => {
+            Some(ScalarValue::Int32(Some(0)))
+        }
+        _ => None,
+    }
+}
+
+/// PostgreSQL's `format(fmt, ...)`: `%s` (text, NULL as empty), `%I` (an
+/// identifier, quoted when needed), `%L` (a literal, NULL as `NULL`), `%%`.
+fn format(_: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    let template = text_of(args.first())?;
+    let mut values = args[1..].iter();
+    let mut out = String::new();
+    let mut chars = template.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('%') => out.push('%'),
+            Some(kind @ ('s' | 'I' | 'L')) => {
+                let value = values.next().and_then(|v| text_of(Some(v)));
+                match (kind, value) {
+                    ('s', value) => out.push_str(&value.unwrap_or_default()),
+                    ('I', Some(value)) => out.push_str(&super::relations::quote(&value)),
+                    ('L', Some(value)) => out.push_str(&literal(&value)),
+                    ('L', None) => out.push_str("NULL"),
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        }
+    }
+    text(out)
 }
 
 fn always_true(_: &Call<'_>, _: &[ScalarValue]) -> Option<ScalarValue> {
@@ -590,6 +634,10 @@ pub fn register(state: &mut SessionState, system: Arc<System>) -> Result<()> {
         ("pg_jit_available", vec![Nullary], DataType::Boolean, |_, _| {
             Some(ScalarValue::Boolean(Some(false)))
         }),
+        ("pg_get_function_sqlbody", vec![Any(1)], text_type.clone(), nothing),
+        ("pg_get_functiondef", vec![Any(1)], text_type.clone(), nothing),
+        ("age", vec![Any(1)], DataType::Int32, transaction_age),
+        ("format", vec![TypeSignature::VariadicAny], text_type.clone(), format),
     ];
     for (name, arguments, returns, body) in definitions {
         let signature = match arguments.len() {
@@ -608,4 +656,78 @@ pub fn register(state: &mut SessionState, system: Arc<System>) -> Result<()> {
             .map_err(|e| DataFusionError::Internal(e.to_string()))?;
     }
     Ok(())
+}
+
+/// The catalog's set-returning functions, called in FROM.
+#[derive(Debug)]
+struct CatalogTableFunction {
+    name: &'static str,
+    system: Arc<System>,
+}
+
+impl datafusion::catalog::TableFunctionImpl for CatalogTableFunction {
+    fn call_with_args(
+        &self,
+        args: datafusion::catalog::TableFunctionArgs,
+    ) -> Result<Arc<dyn datafusion::catalog::TableProvider>> {
+        use datafusion::arrow::datatypes::{Field, Schema};
+        use datafusion::catalog::MemTable;
+        match self.name {
+            "pg_show_all_settings" => Ok(Arc::new(super::SystemTable {
+                name: "pg_settings",
+                schema: self.system.schema_of("pg_settings")?,
+                system: Arc::clone(&self.system),
+            })),
+            // A table that is not partitioned is its own only ancestor.
+            "pg_partition_ancestors" => {
+                let relation = match args.exprs().first() {
+                    Some(datafusion::logical_expr::Expr::Literal(value, _)) => oid(Some(value)),
+                    _ => None,
+                };
+                let schema = Arc::new(Schema::new(vec![Field::new("relid", DataType::Int32, true)]));
+                let rows = datafusion::arrow::array::Int32Array::from(vec![relation]);
+                let batch = datafusion::arrow::array::RecordBatch::try_new(
+                    Arc::clone(&schema),
+                    vec![Arc::new(rows)],
+                )?;
+                Ok(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))
+            }
+            // pgaccel has no extensions to offer.
+            _ => {
+                let text = |name: &str| Field::new(name, DataType::Utf8, true);
+                let schema = Arc::new(Schema::new(vec![
+                    text("name"),
+                    text("version"),
+                    Field::new("installed", DataType::Boolean, true),
+                    Field::new("superuser", DataType::Boolean, true),
+                    Field::new("trusted", DataType::Boolean, true),
+                    Field::new("relocatable", DataType::Boolean, true),
+                    text("schema"),
+                    text("requires"),
+                    text("comment"),
+                    text("default_version"),
+                    text("installed_version"),
+                ]));
+                Ok(Arc::new(MemTable::try_new(schema, vec![vec![]])?))
+            }
+        }
+    }
+}
+
+/// Registers the catalog's set-returning functions in `state`.
+pub fn register_table_functions(state: &mut SessionState, system: &Arc<System>) {
+    for name in [
+        "pg_show_all_settings",
+        "pg_partition_ancestors",
+        "pg_available_extension_versions",
+        "pg_available_extensions",
+    ] {
+        state.register_udtf(
+            name,
+            Arc::new(CatalogTableFunction {
+                name,
+                system: Arc::clone(system),
+            }),
+        );
+    }
 }

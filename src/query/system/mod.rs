@@ -128,6 +128,27 @@ const ARRAY_COLUMNS: &[(&str, &[(&str, ArrayColumn)])] = &[
         ],
     ),
     ("pg_default_acl", &[("defaclacl", ArrayColumn::TextArray("_aclitem"))]),
+    (
+        "pg_foreign_data_wrapper",
+        &[
+            ("fdwacl", ArrayColumn::TextArray("_aclitem")),
+            ("fdwoptions", ArrayColumn::TextArray("_text")),
+        ],
+    ),
+    (
+        "pg_foreign_server",
+        &[
+            ("srvacl", ArrayColumn::TextArray("_aclitem")),
+            ("srvoptions", ArrayColumn::TextArray("_text")),
+        ],
+    ),
+    ("pg_foreign_table", &[("ftoptions", ArrayColumn::TextArray("_text"))]),
+    ("pg_user_mapping", &[("umoptions", ArrayColumn::TextArray("_text"))]),
+    ("pg_largeobject_metadata", &[("lomacl", ArrayColumn::TextArray("_aclitem"))]),
+    ("pg_policy", &[("polroles", ArrayColumn::OidArray)]),
+    ("pg_publication_rel", &[("prattrs", ArrayColumn::Int2Vector)]),
+    ("pg_partitioned_table", &[("partattrs", ArrayColumn::Int2Vector)]),
+    ("pg_db_role_setting", &[("setconfig", ArrayColumn::TextArray("_text"))]),
     ("pg_language", &[("lanacl", ArrayColumn::TextArray("_aclitem"))]),
 ];
 
@@ -301,10 +322,10 @@ fn shipped_tables_by_name(
 
 /// A catalog table built when a query scans it, for the session scanning.
 #[derive(Debug)]
-struct SystemTable {
-    name: &'static str,
-    schema: SchemaRef,
-    system: Arc<System>,
+pub(super) struct SystemTable {
+    pub(super) name: &'static str,
+    pub(super) schema: SchemaRef,
+    pub(super) system: Arc<System>,
 }
 
 impl std::fmt::Debug for System {
@@ -443,5 +464,6 @@ pub fn install(
             system: Arc::clone(&system),
         }),
     )?;
+    functions::register_table_functions(state, &system);
     functions::register(state, system)
 }

@@ -42,6 +42,31 @@ pub fn stable(kind: &str, name: &str) -> i32 {
     (FIRST_USER_OID as u64 + hash % span) as i32
 }
 
+/// The OID of catalog relation `pg_catalog.name`: PostgreSQL's own for the
+/// catalogs tools look up by OID, a stable one for the rest.
+pub fn catalog_relation(name: &str) -> i32 {
+    match name {
+        "pg_type" => 1247,
+        "pg_attribute" => 1249,
+        "pg_proc" => 1255,
+        "pg_class" => 1259,
+        "pg_authid" => 1260,
+        "pg_database" => 1262,
+        "pg_tablespace" => 1213,
+        "pg_am" => 2601,
+        "pg_attrdef" => 2604,
+        "pg_constraint" => 2606,
+        "pg_description" => 2609,
+        "pg_index" => 2610,
+        "pg_namespace" => 2615,
+        "pg_trigger" => 2620,
+        "pg_depend" => 2608,
+        "pg_extension" => 3079,
+        "pg_language" => 2612,
+        other => stable("relation", &format!("pg_catalog.{other}")),
+    }
+}
+
 /// The OID of schema `name`.
 pub fn namespace(name: &str) -> i32 {
     match name {

@@ -151,27 +151,6 @@ pub struct SystemRelation {
     pub columns: Vec<(String, ColumnType)>,
 }
 
-/// PostgreSQL's OIDs for the catalogs tools look up by OID.
-fn catalog_oid(name: &str) -> i32 {
-    match name {
-        "pg_type" => 1247,
-        "pg_attribute" => 1249,
-        "pg_proc" => 1255,
-        "pg_class" => 1259,
-        "pg_authid" => 1260,
-        "pg_database" => 1262,
-        "pg_tablespace" => 1213,
-        "pg_am" => 2601,
-        "pg_attrdef" => 2604,
-        "pg_constraint" => 2606,
-        "pg_description" => 2609,
-        "pg_index" => 2610,
-        "pg_namespace" => 2615,
-        "pg_trigger" => 2620,
-        other => oids::stable("relation", &format!("pg_catalog.{other}")),
-    }
-}
-
 /// The catalog's own relations, read once from the shipped catalog's schema
 /// and pgaccel's built tables.
 pub fn system_relations(
@@ -205,7 +184,7 @@ pub fn system_relations(
                     | "pg_timezone_abbrevs" | "pg_prepared_statements" | "pg_replication_slots"
             );
         relations.push(SystemRelation {
-            oid: catalog_oid(&name),
+            oid: oids::catalog_relation(&name),
             namespace: oids::PG_CATALOG_NAMESPACE,
             kind: if is_view { "v" } else { "r" },
             name,
@@ -230,10 +209,6 @@ fn columns_of(types: &Types, schema: &Schema) -> Vec<(String, ColumnType)> {
         .iter()
         .map(|field| (field.name().clone(), types.column(field)))
         .collect()
-}
-
-fn aclitems() -> DataType {
-    DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)))
 }
 
 fn namespace_schema() -> SchemaRef {
@@ -623,7 +598,3 @@ pub fn table_statistics(name: &str, datasets: &Datasets) -> Result<RecordBatch> 
     rows.finish()
 }
 
-#[allow(dead_code)]
-fn acl_type() -> DataType {
-    aclitems()
-}
