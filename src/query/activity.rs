@@ -26,10 +26,19 @@ pub struct Backend {
     pub query: String,
 }
 
-/// Every connection's entry.
+/// Every connection's entry, and the transactions each database has seen.
 #[derive(Debug, Default)]
 pub struct Activity {
     backends: Mutex<BTreeMap<i32, Backend>>,
+    transactions: Mutex<BTreeMap<String, Transactions>>,
+}
+
+/// A database's ended transactions since pgaccel started, for
+/// `pg_stat_database`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Transactions {
+    pub committed: i64,
+    pub rolled_back: i64,
 }
 
 impl Activity {
@@ -48,6 +57,14 @@ impl Activity {
         self.lock().values().cloned().collect()
     }
 
+    /// The ended transactions of each database that has had one.
+    pub fn transactions(&self) -> BTreeMap<String, Transactions> {
+        self.transactions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<i32, Backend>> {
         self.backends.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -64,6 +81,31 @@ impl ActivityHandle {
     pub fn update(&self, change: impl FnOnce(&mut Backend)) {
         if let Some(backend) = self.activity.lock().get_mut(&self.pid) {
             change(backend);
+        }
+    }
+}
+
+impl ActivityHandle {
+    /// Counts a transaction of this connection's database as ended.
+    pub fn transaction_ended(&self, committed: bool) {
+        let Some(database) = self
+            .activity
+            .lock()
+            .get(&self.pid)
+            .map(|b| b.database.clone())
+        else {
+            return;
+        };
+        let mut transactions = self
+            .activity
+            .transactions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let entry = transactions.entry(database).or_default();
+        if committed {
+            entry.committed += 1;
+        } else {
+            entry.rolled_back += 1;
         }
     }
 }

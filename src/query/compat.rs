@@ -13,7 +13,12 @@
 //! - `int2vector`/`oidvector` subscripts, which start at 0;
 //! - scalar subqueries, which must give at most one row (21000 otherwise),
 //!   through an aggregate that checks it (DataFusion also requires
-//!   correlated ones to be aggregated).
+//!   correlated ones to be aggregated);
+//! - `EXISTS (subquery)` in a select list, as a count of its rows
+//!   (DataFusion plans `EXISTS` only in filters);
+//! - `generate_series()` in a select list, whose rows are the query's;
+//! - `substring(text FROM pattern)`, the regular-expression form;
+//! - `row_to_json(alias)` of a derived table whose columns are named.
 //!
 //! Each rewrite keeps PostgreSQL's result; a query that does not use these
 //! constructs is left as it is.
@@ -22,10 +27,10 @@ use std::collections::HashMap;
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    AccessExpr, ArrayElemTypeDef, BinaryOperator, CastKind, DataType, Expr, Function,
-    FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident, ObjectName,
-    ObjectNamePart, Query, Select, SelectItem, SetExpr, Statement, Subscript, TableAlias,
-    TableAliasColumnDef, TableFactor, Value, ValueWithSpan, VisitMut, VisitorMut,
+    AccessExpr, ArrayElemTypeDef, BinaryOperator, CastKind, DataType, Expr, Function, FunctionArg,
+    FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident, ObjectName, ObjectNamePart,
+    Query, Select, SelectItem, SetExpr, Statement, Subscript, TableAlias, TableAliasColumnDef,
+    TableFactor, Value, ValueWithSpan, VisitMut, VisitorMut,
 };
 
 /// The aggregate scalar subqueries are wrapped in (see the module doc).
@@ -45,6 +50,29 @@ const VECTOR_COLUMNS: &[&str] = &[
 
 const SYSTEM_COLUMNS: &[&str] = &["xmin", "xmax", "cmin", "cmax", "ctid", "tableoid"];
 
+/// Catalog columns of type `regproc` (kept as function names), which tools
+/// cast to `oid` to join with `pg_proc`.
+const REGPROC_COLUMNS: &[&str] = &[
+    "amhandler",
+    "aggfnoid",
+    "aggtransfn",
+    "aggfinalfn",
+    "typinput",
+    "typoutput",
+    "typreceive",
+    "typsend",
+    "typmodin",
+    "typmodout",
+    "typanalyze",
+    "typsubscript",
+    "oprcode",
+    "oprrest",
+    "oprjoin",
+    "prosupport",
+    "castfunc",
+    "lanplcallfoid",
+];
+
 /// Rewrites `statement` as the module doc says.
 pub fn apply_postgres_compatibility(statement: &mut Statement) {
     let _ = statement.visit(&mut Compatibility::default());
@@ -57,6 +85,9 @@ struct Compatibility {
     relations: Vec<HashMap<String, String>>,
     /// Per select being visited: its output column names.
     outputs: Vec<Vec<String>>,
+    /// Per select being visited: the derived tables of its FROM whose
+    /// column names are all known, by alias.
+    derived: Vec<HashMap<String, Vec<Ident>>>,
 }
 
 impl VisitorMut for Compatibility {
@@ -64,10 +95,29 @@ impl VisitorMut for Compatibility {
 
     fn pre_visit_select(&mut self, select: &mut Select) -> ControlFlow<()> {
         expand_pg_expandarray(select);
+        select_list_set_functions(select);
         let mut relations = HashMap::new();
+        let mut derived = HashMap::new();
         for table in &select.from {
-            for factor in std::iter::once(&table.relation).chain(table.joins.iter().map(|j| &j.relation)) {
-                if let TableFactor::Table { name, alias, args: None, .. } = factor {
+            for factor in
+                std::iter::once(&table.relation).chain(table.joins.iter().map(|j| &j.relation))
+            {
+                if let TableFactor::Derived {
+                    subquery,
+                    alias: Some(alias),
+                    ..
+                } = factor
+                    && let Some(columns) = derived_columns(subquery, alias)
+                {
+                    derived.insert(alias.name.value.to_lowercase(), columns);
+                }
+                if let TableFactor::Table {
+                    name,
+                    alias,
+                    args: None,
+                    ..
+                } = factor
+                {
                     let relation = last_part(name).to_lowercase();
                     relations.insert(relation.clone(), relation.clone());
                     if let Some(alias) = alias {
@@ -77,6 +127,7 @@ impl VisitorMut for Compatibility {
             }
         }
         self.relations.push(relations);
+        self.derived.push(derived);
         self.outputs.push(
             select
                 .projection
@@ -98,6 +149,7 @@ impl VisitorMut for Compatibility {
     fn post_visit_select(&mut self, _select: &mut Select) -> ControlFlow<()> {
         self.relations.pop();
         self.outputs.pop();
+        self.derived.pop();
         ControlFlow::Continue(())
     }
 
@@ -142,16 +194,55 @@ impl Compatibility {
                 if let Expr::AnyOp { right, .. } | Expr::AllOp { right, .. } = &mut rewritten {
                     **right = cast_to(
                         (**right).clone(),
-                        DataType::Array(ArrayElemTypeDef::SquareBracket(Box::new(DataType::Text), None)),
+                        DataType::Array(ArrayElemTypeDef::SquareBracket(
+                            Box::new(DataType::Text),
+                            None,
+                        )),
                     );
                 }
                 Some(rewritten)
             }
-            Expr::Function(function) => function_call(function),
+            Expr::Function(function) => self
+                .row_to_json(function)
+                .or_else(|| function_call(function)),
+            Expr::Substring {
+                expr: text,
+                substring_from: Some(pattern),
+                substring_for: None,
+                ..
+            } if is_string_literal(pattern) => Some(regexp_substring(text, pattern)),
+            Expr::BinaryOp { left, op, right }
+                if matches!(op, BinaryOperator::Eq | BinaryOperator::NotEq) =>
+            {
+                regproc_comparison(left, op, right)
+            }
             Expr::CompoundFieldAccess { root, access_chain } => field_access(root, access_chain),
-            Expr::Subquery(query) => single_value(query),
+            Expr::Subquery(query) => scalar_subquery(query),
             _ => None,
         }
+    }
+
+    /// `row_to_json(t)` of a derived table `t` of this select whose column
+    /// names are known, as name, value pairs for `pgaccel_row_to_json`.
+    fn row_to_json(&self, function: &Function) -> Option<Expr> {
+        if function_name(function) != "row_to_json" {
+            return None;
+        }
+        let arguments = arguments(function);
+        let [Expr::Identifier(alias)] = arguments.as_slice() else {
+            return None;
+        };
+        let columns = self.derived.last()?.get(&alias.value.to_lowercase())?;
+        let pairs = columns
+            .iter()
+            .flat_map(|column| {
+                [
+                    string(&column.value),
+                    Expr::CompoundIdentifier(vec![alias.clone(), column.clone()]),
+                ]
+            })
+            .collect();
+        Some(call("pgaccel_row_to_json", pairs))
     }
 
     /// `xmin` and friends: pgaccel's catalog rows were all written by one
@@ -166,7 +257,11 @@ impl Compatibility {
             Some(qualifier) => relations.get(&qualifier.value.to_lowercase())?.clone(),
             None => {
                 // A bare name that the select list defines is that column.
-                if self.outputs.last().is_some_and(|outputs| outputs.contains(&name)) {
+                if self
+                    .outputs
+                    .last()
+                    .is_some_and(|outputs| outputs.contains(&name))
+                {
                     return None;
                 }
                 relations.values().find(|r| r.starts_with("pg_"))?.clone()
@@ -185,7 +280,34 @@ impl Compatibility {
 
 /// `FROM unnest(a)` names its column `unnest`, and `FROM unnest(a) AS x`
 /// names it `x`, as PostgreSQL does for a function returning one column.
+/// `pg_catalog.unnest(a)` is the same function.
 fn name_unnest_column(factor: &mut TableFactor) {
+    scalar_function_as_table(factor);
+    if let TableFactor::Table {
+        name,
+        alias,
+        args: Some(args),
+        with_ordinality: false,
+        ..
+    } = factor
+        && last_part(name).eq_ignore_ascii_case("unnest")
+    {
+        let array_exprs = args
+            .args
+            .iter()
+            .filter_map(|arg| match arg {
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => Some(expr.clone()),
+                _ => None,
+            })
+            .collect();
+        *factor = TableFactor::UNNEST {
+            alias: alias.take(),
+            array_exprs,
+            with_offset: false,
+            with_offset_alias: None,
+            with_ordinality: false,
+        };
+    }
     let TableFactor::UNNEST {
         alias, array_exprs, ..
     } = factor
@@ -206,6 +328,75 @@ fn name_unnest_column(factor: &mut TableFactor) {
     }
 }
 
+/// Functions DataFusion calls in FROM itself.
+const TABLE_FUNCTIONS: &[&str] = &[
+    "unnest",
+    "generate_series",
+    "range",
+    "pg_show_all_settings",
+    "pg_partition_ancestors",
+    "pg_available_extension_versions",
+    "pg_available_extensions",
+    "pg_get_keywords",
+];
+
+/// A function that returns one value, in FROM (`FROM string_to_array(...)
+/// AS s`): a one-row relation whose column is named by the alias, as in
+/// PostgreSQL.
+fn scalar_function_as_table(factor: &mut TableFactor) {
+    let TableFactor::Table {
+        name,
+        alias,
+        args: Some(args),
+        with_ordinality: false,
+        ..
+    } = factor
+    else {
+        return;
+    };
+    let function = last_part(name).to_lowercase();
+    if TABLE_FUNCTIONS.contains(&function.as_str()) {
+        return;
+    }
+    let alias = alias.take().unwrap_or_else(|| TableAlias {
+        explicit: true,
+        name: Ident::new(function.clone()),
+        columns: Vec::new(),
+        at: None,
+    });
+    let column = alias
+        .columns
+        .first()
+        .map_or_else(|| alias.name.clone(), |c| c.name.clone());
+    let arguments = args
+        .args
+        .iter()
+        .filter_map(|arg| match arg {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => Some(expr.clone()),
+            _ => None,
+        })
+        .collect();
+    let sql = format!("SELECT {} AS {column}", call(&function, arguments));
+    let Ok(mut statements) = datafusion::sql::sqlparser::parser::Parser::parse_sql(
+        &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
+        &sql,
+    ) else {
+        return;
+    };
+    let Some(Statement::Query(subquery)) = statements.pop() else {
+        return;
+    };
+    *factor = TableFactor::Derived {
+        lateral: false,
+        subquery,
+        alias: Some(TableAlias {
+            columns: Vec::new(),
+            ..alias
+        }),
+        sample: None,
+    };
+}
+
 fn last_part(name: &ObjectName) -> String {
     match name.0.last() {
         Some(ObjectNamePart::Identifier(ident)) => ident.value.clone(),
@@ -214,7 +405,9 @@ fn last_part(name: &ObjectName) -> String {
 }
 
 fn string(text: &str) -> Expr {
-    Expr::Value(ValueWithSpan::from(Value::SingleQuotedString(text.to_owned())))
+    Expr::Value(ValueWithSpan::from(Value::SingleQuotedString(
+        text.to_owned(),
+    )))
 }
 
 fn number(text: &str) -> Expr {
@@ -286,7 +479,10 @@ fn name_function(reg_type: &str) -> Option<&'static str> {
 fn is_text_type(data_type: &DataType) -> bool {
     match data_type {
         DataType::Text | DataType::Varchar(_) | DataType::CharacterVarying(_) => true,
-        other => matches!(custom_type(other).as_deref(), Some("text" | "name" | "varchar")),
+        other => matches!(
+            custom_type(other).as_deref(),
+            Some("text" | "name" | "varchar")
+        ),
     }
 }
 
@@ -308,7 +504,9 @@ fn cast(inner: &Expr, data_type: &DataType, kind: &CastKind) -> Option<Expr> {
         }
         // The catalog keeps function references (`typinput`) as names.
         Some("regproc" | "regprocedure") if is_string_literal(inner) => {
-            let Expr::Value(value) = inner else { return None };
+            let Expr::Value(value) = inner else {
+                return None;
+            };
             let text = match &value.value {
                 Value::SingleQuotedString(text) | Value::EscapedStringLiteral(text) => text,
                 _ => return None,
@@ -318,6 +516,34 @@ fn cast(inner: &Expr, data_type: &DataType, kind: &CastKind) -> Option<Expr> {
             return Some(string(name));
         }
         _ => {}
+    }
+    // A regproc column as an OID: the function of that name.
+    if matches!(
+        data_type,
+        DataType::Int(_) | DataType::Integer(_) | DataType::BigInt(_)
+    ) || target.as_deref() == Some("oid")
+    {
+        let column = match inner {
+            Expr::Identifier(ident) => Some(ident),
+            Expr::CompoundIdentifier(parts) => parts.last(),
+            _ => None,
+        };
+        if column.is_some_and(|c| REGPROC_COLUMNS.contains(&c.value.to_lowercase().as_str())) {
+            return Some(call("pgaccel_regproc_oid", vec![inner.clone()]));
+        }
+    }
+    // `format('%I.%I', s, t)::regclass`: the relation that text names.
+    if target.as_deref() == Some("regclass")
+        && matches!(
+            inner,
+            Expr::Function(_)
+                | Expr::BinaryOp {
+                    op: BinaryOperator::StringConcat,
+                    ..
+                }
+        )
+    {
+        return Some(call("to_regclass", vec![inner.clone()]));
     }
     // `oid::regclass::text`: the name, as PostgreSQL prints a regclass.
     if is_text_type(data_type)
@@ -332,6 +558,32 @@ fn cast(inner: &Expr, data_type: &DataType, kind: &CastKind) -> Option<Expr> {
         return Some(call(function, vec![(**oid).clone()]));
     }
     None
+}
+
+/// A regproc column (a function name in pgaccel's catalog) compared with an
+/// OID column: the function's OID is compared.
+fn regproc_comparison(left: &Expr, op: &BinaryOperator, right: &Expr) -> Option<Expr> {
+    let is_regproc = |expr: &Expr| match expr {
+        Expr::Identifier(ident) => REGPROC_COLUMNS.contains(&ident.value.to_lowercase().as_str()),
+        Expr::CompoundIdentifier(parts) => parts
+            .last()
+            .is_some_and(|ident| REGPROC_COLUMNS.contains(&ident.value.to_lowercase().as_str())),
+        _ => false,
+    };
+    let is_column = |expr: &Expr| matches!(expr, Expr::Identifier(_) | Expr::CompoundIdentifier(_));
+    let oid_of = |expr: &Expr| call("pgaccel_regproc_oid", vec![expr.clone()]);
+    let (left, right) = if is_regproc(left) && is_column(right) && !is_regproc(right) {
+        (oid_of(left), right.clone())
+    } else if is_regproc(right) && is_column(left) && !is_regproc(left) {
+        (left.clone(), oid_of(right))
+    } else {
+        return None;
+    };
+    Some(Expr::BinaryOp {
+        left: Box::new(left),
+        op: op.clone(),
+        right: Box::new(right),
+    })
 }
 
 /// `LIKE ... ESCAPE 'c'`: DataFusion only knows `\` as the escape, so the
@@ -441,12 +693,124 @@ fn function_call(function: &Function) -> Option<Expr> {
     }
 }
 
+/// The column names of a derived table, when each is known without
+/// planning: from the alias's column list, or from each select item's
+/// alias or column name.
+fn derived_columns(subquery: &Query, alias: &TableAlias) -> Option<Vec<Ident>> {
+    if !alias.columns.is_empty() {
+        return Some(alias.columns.iter().map(|c| c.name.clone()).collect());
+    }
+    let SetExpr::Select(select) = subquery.body.as_ref() else {
+        return None;
+    };
+    select
+        .projection
+        .iter()
+        .map(|item| match item {
+            SelectItem::ExprWithAlias { alias, .. } => Some(alias.clone()),
+            SelectItem::UnnamedExpr(Expr::Identifier(ident)) => Some(ident.clone()),
+            SelectItem::UnnamedExpr(Expr::CompoundIdentifier(parts)) => parts.last().cloned(),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `substring(text FROM 'pattern')`: the part of `text` the regular
+/// expression matches, or its first parenthesized group when it has one.
+fn regexp_substring(text: &Expr, pattern: &Expr) -> Expr {
+    call(
+        "array_element",
+        vec![
+            call("regexp_match", vec![text.clone(), pattern.clone()]),
+            number("1"),
+        ],
+    )
+}
+
+/// Select-list constructs DataFusion plans elsewhere only:
+/// `generate_series()` gives the query's rows (as `unnest` of its list), and
+/// `EXISTS (subquery)` becomes a count of the subquery's rows.
+fn select_list_set_functions(select: &mut Select) {
+    for item in &mut select.projection {
+        let (expr, alias) = match item {
+            SelectItem::UnnamedExpr(expr) => (expr, None),
+            SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias)),
+            _ => continue,
+        };
+        if let Expr::Function(function) = expr
+            && function_name(function) == "generate_series"
+            && matches!(function.args, FunctionArguments::List(_))
+        {
+            let unnested = call("unnest", vec![expr.clone()]);
+            *item = SelectItem::ExprWithAlias {
+                expr: unnested,
+                alias: alias
+                    .cloned()
+                    .unwrap_or_else(|| Ident::new("generate_series")),
+            };
+            continue;
+        }
+        let _ = datafusion::sql::sqlparser::ast::visit_expressions_mut(expr, |e| {
+            if let Expr::Exists { subquery, negated } = e
+                && let Some(count) = count_of_rows(subquery)
+            {
+                *e = Expr::BinaryOp {
+                    left: Box::new(call("coalesce", vec![count, number("0")])),
+                    op: if *negated {
+                        BinaryOperator::Eq
+                    } else {
+                        BinaryOperator::Gt
+                    },
+                    right: Box::new(number("0")),
+                };
+            }
+            ControlFlow::<()>::Continue(())
+        });
+    }
+}
+
+/// `(SELECT count(*) FROM ... WHERE ...)` for a plain `SELECT ... FROM ...
+/// WHERE ... [ORDER BY] [LIMIT]`, whose rows (not values) are what counts.
+fn count_of_rows(query: &Query) -> Option<Expr> {
+    let SetExpr::Select(select) = query.body.as_ref() else {
+        return None;
+    };
+    let grouped = !matches!(
+        &select.group_by,
+        datafusion::sql::sqlparser::ast::GroupByExpr::Expressions(exprs, _) if exprs.is_empty()
+    );
+    if grouped
+        || select.having.is_some()
+        || select.distinct.is_some()
+        || query.with.is_some()
+        || select.from.is_empty()
+        || select.projection.iter().any(|item| match item {
+            SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. } => {
+                aggregates(expr)
+            }
+            _ => false,
+        })
+    {
+        return None;
+    }
+    let mut counted = query.clone();
+    counted.order_by = None;
+    counted.limit_clause = None;
+    if let SetExpr::Select(select) = counted.body.as_mut() {
+        select.projection = vec![SelectItem::UnnamedExpr(call("count", vec![number("1")]))];
+    }
+    Some(Expr::Subquery(Box::new(counted)))
+}
+
 /// `ARRAY(SELECT e FROM ... [ORDER BY ...])` as the aggregated subquery
 /// `(SELECT array_agg(e [ORDER BY ...]) FROM ...)`.
 fn array_of_subquery(query: &Query) -> Option<Expr> {
     let SetExpr::Select(select) = query.body.as_ref() else {
         return None;
     };
+    if let Some(mapped) = concat_each(query, select) {
+        return Some(mapped);
+    }
     let [item] = select.projection.as_slice() else {
         return None;
     };
@@ -478,6 +842,63 @@ fn array_of_subquery(query: &Query) -> Option<Expr> {
         select.projection = vec![SelectItem::UnnamedExpr(aggregate)];
     }
     Some(Expr::Subquery(Box::new(rewritten)))
+}
+
+/// `ARRAY(SELECT 'p' || x || 's' FROM unnest(a) x)`: each element with a
+/// prefix or suffix, as one function (a correlated unnest is only planned
+/// at the top of a select list).
+fn concat_each(query: &Query, select: &Select) -> Option<Expr> {
+    let [from] = select.from.as_slice() else {
+        return None;
+    };
+    let (array, element) = match &from.relation {
+        TableFactor::UNNEST {
+            alias: Some(alias),
+            array_exprs,
+            with_ordinality: false,
+            ..
+        } if array_exprs.len() == 1 && from.joins.is_empty() => {
+            let element = alias.columns.first().map_or(&alias.name, |c| &c.name);
+            (array_exprs[0].clone(), element.value.to_lowercase())
+        }
+        _ => return None,
+    };
+    if select.selection.is_some() || query.order_by.is_some() || query.limit_clause.is_some() {
+        return None;
+    }
+    let [SelectItem::UnnamedExpr(item) | SelectItem::ExprWithAlias { expr: item, .. }] =
+        select.projection.as_slice()
+    else {
+        return None;
+    };
+    let literal = |expr: &Expr| match expr {
+        Expr::Value(value) => match &value.value {
+            Value::SingleQuotedString(text) => Some(text.clone()),
+            _ => None,
+        },
+        _ => None,
+    };
+    let is_element =
+        |expr: &Expr| matches!(expr, Expr::Identifier(i) if i.value.to_lowercase() == element);
+    let Expr::BinaryOp {
+        left,
+        op: BinaryOperator::StringConcat,
+        right,
+    } = item
+    else {
+        return None;
+    };
+    let (prefix, suffix) = if is_element(right) {
+        (literal(left)?, String::new())
+    } else if is_element(left) {
+        (String::new(), literal(right)?)
+    } else {
+        return None;
+    };
+    Some(call(
+        "pgaccel_concat_each",
+        vec![array, string(&prefix), string(&suffix)],
+    ))
 }
 
 /// `(information_schema._pg_expandarray(a)).x` / `.n`, and `(alias).x` of
@@ -528,7 +949,10 @@ fn field_access(root: &Expr, chain: &[AccessExpr]) -> Option<Expr> {
         Expr::CompoundIdentifier(parts) => {
             let (alias, qualifiers) = parts.split_last()?;
             let mut parts = qualifiers.to_vec();
-            parts.push(Ident::new(format!("{}__{field}", alias.value.to_lowercase())));
+            parts.push(Ident::new(format!(
+                "{}__{field}",
+                alias.value.to_lowercase()
+            )));
             Some(Expr::CompoundIdentifier(parts))
         }
         _ => None,
@@ -569,6 +993,388 @@ fn expand_pg_expandarray(select: &mut Select) {
         projection.push(item);
     }
     select.projection = projection;
+}
+
+/// A scalar subquery DataFusion can decorrelate: an aggregate's `LIMIT`
+/// dropped (it gives one row anyway), conditions on the outer row alone
+/// moved out of it (`CASE WHEN outer_condition THEN (subquery) END`), and
+/// its value checked to be a single row ([`single_value`]).
+fn scalar_subquery(query: &Query) -> Option<Expr> {
+    let mut rewritten = query.clone();
+    let mut changed = false;
+    if let SetExpr::Select(select) = rewritten.body.as_ref()
+        && rewritten.limit_clause.is_some()
+        && single_aggregate_row(select)
+        && limits_to_one_or_more(&rewritten)
+    {
+        rewritten.limit_clause = None;
+        changed = true;
+    }
+    let (guard, substituted) = move_outer_conditions(&mut rewritten);
+    changed |= substituted || guard.is_some();
+    let empty = guard.as_ref().and_then(|_| empty_value(&rewritten));
+    let value = match split_outer_value(&rewritten).or_else(|| single_value(&rewritten)) {
+        Some(value) => value,
+        None if changed => Expr::Subquery(Box::new(rewritten)),
+        None => return None,
+    };
+    Some(match (guard, empty) {
+        (Some(condition), Some(empty)) => case_when(condition, value, Some(empty)),
+        _ => value,
+    })
+}
+
+/// `CASE WHEN condition THEN result [ELSE otherwise] END`.
+fn case_when(condition: Expr, result: Expr, otherwise: Option<Expr>) -> Expr {
+    use datafusion::sql::sqlparser::ast::helpers::attached_token::AttachedToken;
+    Expr::Case {
+        case_token: AttachedToken::empty(),
+        end_token: AttachedToken::empty(),
+        operand: None,
+        conditions: vec![datafusion::sql::sqlparser::ast::CaseWhen { condition, result }],
+        else_result: otherwise.map(Box::new),
+    }
+}
+
+/// A subquery whose value is computed from the outer row as well as its
+/// own, `(SELECT f(s.x, o.y) FROM s WHERE ...)`, which DataFusion does not
+/// decorrelate: as `f` of one subquery per column of its own
+/// (`(SELECT s.x FROM s WHERE ...)`, each checked to give one row), when
+/// the subquery has a row at all.
+fn split_outer_value(query: &Query) -> Option<Expr> {
+    let SetExpr::Select(select) = query.body.as_ref() else {
+        return None;
+    };
+    let [SelectItem::UnnamedExpr(value) | SelectItem::ExprWithAlias { expr: value, .. }] =
+        select.projection.as_slice()
+    else {
+        return None;
+    };
+    let inner = relation_names(select);
+    let found = references(value, &inner);
+    if !found.outer
+        || found.unknown
+        || aggregates(value)
+        || select.distinct.is_some()
+        || select.having.is_some()
+        || query.with.is_some()
+        || query.limit_clause.is_some()
+        || !matches!(
+            &select.group_by,
+            datafusion::sql::sqlparser::ast::GroupByExpr::Expressions(exprs, _) if exprs.is_empty()
+        )
+    {
+        return None;
+    }
+    let with_projection = |projection: Expr| {
+        let mut each = query.clone();
+        each.order_by = None;
+        if let SetExpr::Select(select) = each.body.as_mut() {
+            select.projection = vec![SelectItem::UnnamedExpr(projection)];
+        }
+        Expr::Subquery(Box::new(each))
+    };
+    let mut split = value.clone();
+    let _ = datafusion::sql::sqlparser::ast::visit_expressions_mut(&mut split, |e| {
+        let own = match e {
+            Expr::Identifier(_) => true,
+            Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
+                inner.contains(&parts[parts.len() - 2].value.to_lowercase())
+            }
+            _ => false,
+        };
+        if own {
+            *e = with_projection(call(SINGLE_VALUE, vec![e.clone()]));
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    let rows = with_projection(call("count", vec![number("1")]));
+    Some(case_when(
+        Expr::BinaryOp {
+            left: Box::new(call("coalesce", vec![rows, number("0")])),
+            op: BinaryOperator::Gt,
+            right: Box::new(number("0")),
+        },
+        Expr::Nested(Box::new(split)),
+        None,
+    ))
+}
+
+/// Whether `select` is an aggregate without groups, which gives one row.
+fn single_aggregate_row(select: &Select) -> bool {
+    let ungrouped = matches!(
+        &select.group_by,
+        datafusion::sql::sqlparser::ast::GroupByExpr::Expressions(exprs, _) if exprs.is_empty()
+    );
+    ungrouped
+        && select.having.is_none()
+        && !select.projection.is_empty()
+        && select.projection.iter().all(|item| match item {
+            SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. } => {
+                aggregates(expr)
+            }
+            _ => false,
+        })
+}
+
+fn limits_to_one_or_more(query: &Query) -> bool {
+    use datafusion::sql::sqlparser::ast::LimitClause;
+    match &query.limit_clause {
+        Some(LimitClause::LimitOffset {
+            limit: Some(Expr::Value(value)),
+            offset: None,
+            limit_by,
+        }) if limit_by.is_empty() => {
+            matches!(&value.value, Value::Number(n, _) if n.parse::<u64>().is_ok_and(|n| n >= 1))
+        }
+        _ => false,
+    }
+}
+
+/// What the subquery gives when its conditions select no row, if known:
+/// 0 for `count()`, NULL for the other aggregates and for a plain value.
+fn empty_value(query: &Query) -> Option<Expr> {
+    const NULL_ON_EMPTY: &[&str] = &[
+        "min",
+        "max",
+        "sum",
+        "avg",
+        "array_agg",
+        "string_agg",
+        "bool_and",
+        "bool_or",
+        "every",
+        "json_agg",
+        "jsonb_agg",
+        "json_object_agg",
+        "jsonb_object_agg",
+    ];
+    let SetExpr::Select(select) = query.body.as_ref() else {
+        return None;
+    };
+    let [item] = select.projection.as_slice() else {
+        return None;
+    };
+    let (SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. }) = item else {
+        return None;
+    };
+    let null = Expr::Value(ValueWithSpan::from(Value::Null));
+    match expr {
+        Expr::Function(function) if function.over.is_none() => {
+            match function_name(function).as_str() {
+                "count" => Some(number("0")),
+                name if NULL_ON_EMPTY.contains(&name) => Some(null),
+                _ if !aggregates(expr) => Some(null),
+                _ => None,
+            }
+        }
+        _ if !aggregates(expr) && !single_aggregate_row(select) => Some(null),
+        _ => None,
+    }
+}
+
+/// The relations a select's FROM names (aliases, or table names), lower
+/// case.
+fn relation_names(select: &Select) -> Vec<String> {
+    let mut names = Vec::new();
+    for table in &select.from {
+        for factor in
+            std::iter::once(&table.relation).chain(table.joins.iter().map(|j| &j.relation))
+        {
+            match factor {
+                TableFactor::Table {
+                    alias: Some(alias), ..
+                }
+                | TableFactor::Derived {
+                    alias: Some(alias), ..
+                }
+                | TableFactor::UNNEST {
+                    alias: Some(alias), ..
+                }
+                | TableFactor::Function {
+                    alias: Some(alias), ..
+                } => {
+                    names.push(alias.name.value.to_lowercase());
+                }
+                TableFactor::Table { name, .. } => names.push(last_part(name).to_lowercase()),
+                _ => names.push(String::new()),
+            }
+        }
+    }
+    names
+}
+
+/// Which side of a subquery the column references of `expr` are on.
+#[derive(Default)]
+struct References {
+    inner: bool,
+    outer: bool,
+    /// A nested subquery, or anything else not classified.
+    unknown: bool,
+}
+
+fn references(expr: &Expr, inner: &[String]) -> References {
+    let mut found = References::default();
+    let _ = datafusion::sql::sqlparser::ast::visit_expressions(expr, |e| {
+        match e {
+            Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
+                let qualifier = parts[parts.len() - 2].value.to_lowercase();
+                if inner.contains(&qualifier) {
+                    found.inner = true;
+                } else {
+                    found.outer = true;
+                }
+            }
+            // Unqualified: taken as the subquery's own column.
+            Expr::Identifier(_) => found.inner = true,
+            Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. } => {
+                found.unknown = true;
+            }
+            _ => {}
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    found
+}
+
+fn conjuncts(expr: Expr, into: &mut Vec<Expr>) {
+    match expr {
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::And,
+            right,
+        } => {
+            conjuncts(*left, into);
+            conjuncts(*right, into);
+        }
+        Expr::Nested(inner)
+            if matches!(
+                inner.as_ref(),
+                Expr::BinaryOp {
+                    op: BinaryOperator::And,
+                    ..
+                }
+            ) =>
+        {
+            conjuncts(*inner, into)
+        }
+        other => into.push(other),
+    }
+}
+
+fn conjunction(exprs: Vec<Expr>) -> Option<Expr> {
+    let nested = |expr: Expr| match expr {
+        Expr::BinaryOp {
+            op: BinaryOperator::Or,
+            ..
+        } => Expr::Nested(Box::new(expr)),
+        other => other,
+    };
+    exprs
+        .into_iter()
+        .map(nested)
+        .reduce(|all, next| Expr::BinaryOp {
+            left: Box::new(all),
+            op: BinaryOperator::And,
+            right: Box::new(next),
+        })
+}
+
+/// DataFusion decorrelates an aggregated subquery only when each condition
+/// naming the outer row is an equality with the subquery's own columns.
+/// Others are made so: an outer column a condition equates with an inner
+/// expression stands for it in the other conditions, and conditions on the
+/// outer row alone are returned, to be tested outside the subquery. The
+/// second value tells whether a condition was rewritten.
+fn move_outer_conditions(query: &mut Query) -> (Option<Expr>, bool) {
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return (None, false);
+    };
+    let Some(selection) = select.selection.take() else {
+        return (None, false);
+    };
+    let inner = relation_names(select);
+    let original = selection.clone();
+    let mut all = Vec::new();
+    conjuncts(selection, &mut all);
+    // Outer column (as written) -> the inner expression it equals.
+    let mut equated: HashMap<String, Expr> = HashMap::new();
+    for condition in &all {
+        if let Expr::BinaryOp {
+            left,
+            op: BinaryOperator::Eq,
+            right,
+        } = condition
+        {
+            for (mine, theirs) in [(left, right), (right, left)] {
+                let (m, t) = (references(mine, &inner), references(theirs, &inner));
+                if matches!(theirs.as_ref(), Expr::CompoundIdentifier(_))
+                    && t.outer
+                    && !t.inner
+                    && m.inner
+                    && !m.outer
+                    && !m.unknown
+                {
+                    equated
+                        .entry(theirs.to_string())
+                        .or_insert_with(|| (**mine).clone());
+                }
+            }
+        }
+    }
+    let mut substituted = false;
+    let mut kept = Vec::new();
+    let mut outer_only = Vec::new();
+    for mut condition in all {
+        let found = references(&condition, &inner);
+        if found.outer && found.inner && !found.unknown && !is_correlation(&condition, &inner) {
+            let _ = datafusion::sql::sqlparser::ast::visit_expressions_mut(&mut condition, |e| {
+                if matches!(e, Expr::CompoundIdentifier(_))
+                    && let Some(replacement) = equated.get(&e.to_string())
+                {
+                    *e = replacement.clone();
+                    substituted = true;
+                }
+                ControlFlow::<()>::Continue(())
+            });
+        }
+        let found = references(&condition, &inner);
+        if found.outer && !found.inner && !found.unknown {
+            outer_only.push(condition);
+        } else {
+            kept.push(condition);
+        }
+    }
+    let movable = !outer_only.is_empty() && empty_value(query).is_some();
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        unreachable!("checked above");
+    };
+    if !movable {
+        select.selection = if substituted {
+            kept.append(&mut outer_only);
+            conjunction(kept)
+        } else {
+            Some(original)
+        };
+        return (None, substituted);
+    }
+    select.selection = conjunction(kept);
+    (conjunction(outer_only), substituted)
+}
+
+/// Whether `condition` is an equality of an inner and an outer expression,
+/// which DataFusion decorrelates as it is.
+fn is_correlation(condition: &Expr, inner: &[String]) -> bool {
+    let Expr::BinaryOp {
+        left,
+        op: BinaryOperator::Eq,
+        right,
+    } = condition
+    else {
+        return false;
+    };
+    let (l, r) = (references(left, inner), references(right, inner));
+    (l.inner && !l.outer && r.outer && !r.inner) || (l.outer && !l.inner && r.inner && !r.outer)
 }
 
 /// A scalar subquery's value through [`SINGLE_VALUE`], which fails with
@@ -618,9 +1424,26 @@ fn single_value(query: &Query) -> Option<Expr> {
 /// subquery already gives one row per group.
 fn aggregates(expr: &Expr) -> bool {
     const AGGREGATES: &[&str] = &[
-        "count", "sum", "min", "max", "avg", "array_agg", "string_agg", "bool_and", "bool_or",
-        "every", "json_agg", "jsonb_agg", "json_object_agg", "jsonb_object_agg", "stddev",
-        "variance", "bit_and", "bit_or", "first_value", "last_value",
+        "count",
+        "sum",
+        "min",
+        "max",
+        "avg",
+        "array_agg",
+        "string_agg",
+        "bool_and",
+        "bool_or",
+        "every",
+        "json_agg",
+        "jsonb_agg",
+        "json_object_agg",
+        "jsonb_object_agg",
+        "stddev",
+        "variance",
+        "bit_and",
+        "bit_or",
+        "first_value",
+        "last_value",
     ];
     let found = datafusion::sql::sqlparser::ast::visit_expressions(expr, |e| match e {
         Expr::Function(function)
@@ -643,7 +1466,9 @@ mod tests {
     use datafusion::sql::sqlparser::parser::Parser;
 
     fn rewrite(sql: &str) -> String {
-        let mut statement = Parser::parse_sql(&PostgreSqlDialect {}, sql).unwrap().remove(0);
+        let mut statement = Parser::parse_sql(&PostgreSqlDialect {}, sql)
+            .unwrap()
+            .remove(0);
         apply_postgres_compatibility(&mut statement);
         statement.to_string()
     }
@@ -697,6 +1522,41 @@ mod tests {
         assert_eq!(
             rewrite("SELECT ARRAY(SELECT r FROM m WHERE m.x = a.x ORDER BY r) FROM a"),
             "SELECT (SELECT array_agg(r ORDER BY r) FROM m WHERE m.x = a.x) FROM a"
+        );
+    }
+
+    #[test]
+    fn correlated_subqueries_become_decorrelatable() {
+        // A condition on the outer row alone is tested outside.
+        assert_eq!(
+            rewrite("SELECT (SELECT max(d.n) FROM d WHERE d.r = a.r AND a.has) FROM a"),
+            "SELECT CASE WHEN a.has THEN (SELECT max(d.n) FROM d WHERE d.r = a.r) ELSE NULL END FROM a"
+        );
+        // An outer column equated with an inner one stands for it.
+        assert_eq!(
+            rewrite(
+                "SELECT (SELECT count(*) FROM c, t WHERE c.oid = a.coll AND t.oid = a.typ AND a.coll <> t.coll) FROM a"
+            ),
+            "SELECT (SELECT count(*) FROM c, t WHERE c.oid = a.coll AND t.oid = a.typ AND c.oid <> t.coll) FROM a"
+        );
+        // A value computed from both rows: one subquery per inner column.
+        assert_eq!(
+            rewrite("SELECT (SELECT s.x + a.y FROM s WHERE s.k = a.k) FROM a"),
+            "SELECT CASE WHEN coalesce((SELECT count(1) FROM s WHERE s.k = a.k), 0) > 0 THEN ((SELECT pgaccel_single_value(s.x) FROM s WHERE s.k = a.k) + a.y) END FROM a"
+        );
+        // An aggregate gives one row whatever its LIMIT.
+        assert_eq!(
+            rewrite("SELECT (SELECT count(1) FROM i WHERE i.r = a.oid LIMIT 1) FROM a"),
+            "SELECT (SELECT count(1) FROM i WHERE i.r = a.oid) FROM a"
+        );
+        // EXISTS in a select list counts rows.
+        assert_eq!(
+            rewrite("SELECT EXISTS (SELECT 1 FROM c WHERE c.n = a.oid LIMIT 1) FROM a"),
+            "SELECT coalesce((SELECT count(1) FROM c WHERE c.n = a.oid), 0) > 0 FROM a"
+        );
+        assert_eq!(
+            rewrite("SELECT generate_series(1, 3), substring(x FROM 'a(b)')"),
+            "SELECT unnest(generate_series(1, 3)) AS generate_series, array_element(regexp_match(x, 'a(b)'), 1)"
         );
     }
 }

@@ -618,7 +618,11 @@ impl datafusion::logical_expr::AggregateUDFImpl for SingleValue {
     ) -> Result<Vec<FieldRef>> {
         Ok(vec![
             Arc::new(Field::new("rows", DataType::UInt64, false)),
-            Arc::new(Field::new("value", args.return_field.data_type().clone(), true)),
+            Arc::new(Field::new(
+                "value",
+                args.return_field.data_type().clone(),
+                true,
+            )),
         ])
     }
 }
@@ -656,7 +660,10 @@ impl datafusion::logical_expr::Accumulator for SingleValueAccumulator {
     }
 
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
-        Ok(vec![ScalarValue::UInt64(Some(self.rows)), self.value.clone()])
+        Ok(vec![
+            ScalarValue::UInt64(Some(self.rows)),
+            self.value.clone(),
+        ])
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {

@@ -29,6 +29,7 @@ pub mod sqlstate;
 pub mod statement;
 pub mod system;
 mod table;
+mod unknown_literals;
 mod zero_results;
 
 use std::sync::Arc;
@@ -93,6 +94,15 @@ pub fn engine(
         .ok_or_else(|| DataFusionError::Internal(format!("catalog {CATALOG} is missing")))?;
     let activity = Arc::new(activity::Activity::default());
     system::install(&mut state, &catalog, registry, &activity)?;
+    // Untyped literals take the other operand's type before DataFusion's
+    // type coercion runs.
+    let mut rules: Vec<Arc<dyn datafusion::optimizer::AnalyzerRule + Send + Sync>> =
+        vec![Arc::new(unknown_literals::UnknownLiterals)];
+    rules.extend(state.analyzer().rules.iter().cloned());
+    let mut state =
+        datafusion::execution::session_state::SessionStateBuilder::new_from_existing(state)
+            .with_analyzer_rules(rules)
+            .build();
     functions::register(&mut state)?;
     functions::register_aggregates(&mut state)?;
     Ok(Arc::new(Engine::new(

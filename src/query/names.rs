@@ -45,10 +45,17 @@ fn leftmost_select(body: &mut SetExpr) -> Option<&mut datafusion::sql::sqlparser
 }
 
 fn name_items(items: &mut [SelectItem]) {
+    // Beside a `*`, a column may come twice (`SELECT n.oid, n.*`).
+    let wildcard = items.iter().any(|item| {
+        matches!(
+            item,
+            SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)
+        )
+    });
     let figured: Vec<Option<String>> = items
         .iter()
         .map(|item| match item {
-            SelectItem::UnnamedExpr(expr) if needs_alias(expr) => {
+            SelectItem::UnnamedExpr(expr) if needs_alias(expr) || wildcard => {
                 Some(figure(expr).unwrap_or_else(|| "?column?".into()))
             }
             _ => None,
@@ -59,12 +66,21 @@ fn name_items(items: &mut [SelectItem]) {
         let Some(name) = &figured[index] else {
             continue;
         };
-        let repeats = figured
-            .iter()
-            .flatten()
-            .filter(|other| *other == name)
-            .count()
-            > 1
+        // A name taken from a column inside an expression (`c.oid::regclass`
+        // is named `oid`) is kept apart from that column, which the query
+        // may also sort or group by.
+        let from_column = matches!(
+            item,
+            SelectItem::UnnamedExpr(Expr::Cast { .. } | Expr::Case { .. } | Expr::Nested(_))
+        );
+        let repeats = from_column
+            || wildcard
+            || figured
+                .iter()
+                .flatten()
+                .filter(|other| *other == name)
+                .count()
+                > 1
             || taken.iter().any(|other| other == name);
         let alias = if repeats {
             format!("{name}{HIDDEN_SUFFIX}{index}")

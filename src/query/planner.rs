@@ -26,6 +26,7 @@ use datafusion::sql::sqlparser::ast::{Expr, Statement, Value, visit_expressions}
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 use datafusion_pg_catalog::sql::PostgresCompatibilityParser;
+use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
 use lru::LruCache;
 
 use super::error::PgError;
@@ -96,6 +97,8 @@ pub struct PlanContext<'a> {
 /// The shared planner.
 pub struct Planner {
     compatibility: PostgresCompatibilityParser,
+    /// The crate's statement rewrites pgaccel applies (see [`rewrite_rules`]).
+    rules: Vec<Arc<dyn SqlStatementRewriteRule>>,
     cache: Mutex<LruCache<String, Prepared>>,
     /// Simple-protocol lookups by their text with the key literals replaced
     /// by parameters; `None` for a shape that is not a lookup.
@@ -103,11 +106,34 @@ pub struct Planner {
     planned: AtomicU64,
 }
 
+/// datafusion-pg-catalog's statement rewrites that keep PostgreSQL's
+/// answer. Its `RemoveSubqueryFromProjection` is left out: it answers a
+/// correlated subquery in a select list with NULL and cuts an uncorrelated
+/// one to its first row, where PostgreSQL computes the value or fails with
+/// 21000 ([`super::compat`] makes both plannable instead).
+fn rewrite_rules() -> Vec<Arc<dyn SqlStatementRewriteRule>> {
+    use datafusion_pg_catalog::sql::rules::*;
+    vec![
+        Arc::new(AliasDuplicatedProjectionRewrite),
+        Arc::new(ResolveUnqualifiedIdentifier),
+        Arc::new(RewriteArrayAnyAllOperation),
+        Arc::new(PrependUnqualifiedPgTableName),
+        Arc::new(StripCallableQualifier),
+        Arc::new(FixArrayLiteral),
+        Arc::new(CurrentUserVariableToSessionUserFunctionCall),
+        Arc::new(StripCollate),
+        Arc::new(RewritePgCatalogOperator),
+        Arc::new(RewriteRegCastToSubquery::new()),
+        Arc::new(FixVersionColumnName),
+    ]
+}
+
 impl Default for Planner {
     fn default() -> Self {
         let capacity = NonZeroUsize::new(CACHED_STATEMENTS).expect("a positive capacity");
         Planner {
             compatibility: PostgresCompatibilityParser::new(),
+            rules: rewrite_rules(),
             cache: Mutex::new(LruCache::new(capacity)),
             shapes: Mutex::new(LruCache::new(capacity)),
             planned: AtomicU64::new(0),
@@ -334,15 +360,20 @@ impl Planner {
         resolve_names(&mut statement, &context.names)?;
         // Named from the statement as written, before the compatibility
         // rewrites change how functions are spelled.
+        // A tool query the compatibility parser stands in for is planned as
+        // its stand-in straight away: some fail only when they run.
+        if let Some(substitute) = source.and_then(|sql| self.substitute(context, sql, false)) {
+            return self.plan_statement(context, substitute).await;
+        }
         super::apply_postgres_names(&mut statement);
         super::compat::apply_postgres_compatibility(&mut statement);
-        let statement = self.compatibility.rewrite(statement);
+        let statement = self.rewrite(statement);
         match self.plan_statement(context, statement).await {
-            Ok(planned) => Ok(planned),
-            Err(error) => match source.and_then(|sql| self.substitute(context, sql)) {
+            Err(error) => match source.and_then(|sql| self.substitute(context, sql, true)) {
                 Some(substitute) => self.plan_statement(context, substitute).await,
                 None => Err(error),
             },
+            planned => planned,
         }
     }
 
@@ -361,7 +392,19 @@ impl Planner {
     /// DataFusion cannot plan (psql's and pgcli's queries over row policies,
     /// publications, extended statistics: pgaccel has none, and the
     /// stand-in returns no rows with the columns the tool reads).
-    fn substitute(&self, context: &PlanContext<'_>, sql: &str) -> Option<Statement> {
+    ///
+    /// Grafana's search-path query gets its stand-in only when it cannot be
+    /// planned (`last_resort`): the stand-in drops the search path, which
+    /// `current_setting()` answers.
+    fn substitute(
+        &self,
+        context: &PlanContext<'_>,
+        sql: &str,
+        last_resort: bool,
+    ) -> Option<Statement> {
+        if !last_resort && sql.contains("current_setting('search_path')") {
+            return None;
+        }
         let original = self.parse(sql).ok()?;
         let mut substituted = self.compatibility.parse(sql).ok()?;
         if substituted.len() != 1 || original.len() != 1 {
@@ -375,6 +418,13 @@ impl Planner {
         super::apply_postgres_names(&mut statement);
         super::compat::apply_postgres_compatibility(&mut statement);
         Some(statement)
+    }
+
+    fn rewrite(&self, mut statement: Statement) -> Statement {
+        for rule in &self.rules {
+            statement = rule.rewrite(statement);
+        }
+        statement
     }
 
     /// Plans a query that a command carries (`DECLARE`, `COPY (query)`).
@@ -413,8 +463,42 @@ async fn plan(state: &SessionState, statement: Statement) -> Result<LogicalPlan,
         LogicalPlan::Dml(dml) => Err(sqlstate::read_only(&dml.op.to_string().to_uppercase())),
         LogicalPlan::Ddl(ddl) => Err(sqlstate::read_only(&ddl.name().to_uppercase())),
         LogicalPlan::Copy(_) => Err(sqlstate::read_only("COPY")),
-        _ => Ok(plan),
+        _ => {
+            refuse_correlated_unnest(&plan)?;
+            Ok(plan)
+        }
     }
+}
+
+/// DataFusion plans `(SELECT count(*) FROM unnest(t.a))`, a subquery
+/// unnesting a column of the outer query, as if the array were empty; such
+/// a query is refused rather than answered wrong.
+fn refuse_correlated_unnest(plan: &LogicalPlan) -> Result<(), PgError> {
+    use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+    let mut correlated = false;
+    let _ = plan.apply_with_subqueries(|node| {
+        if let LogicalPlan::Unnest(unnest) = node {
+            let _ = unnest.input.apply(|below| {
+                below.apply_expressions(|expr| {
+                    correlated |= expr.contains_outer();
+                    Ok(TreeNodeRecursion::Continue)
+                })
+            });
+        }
+        Ok(if correlated {
+            TreeNodeRecursion::Stop
+        } else {
+            TreeNodeRecursion::Continue
+        })
+    });
+    if correlated {
+        return Err(PgError::new(
+            sqlstate::FEATURE_NOT_SUPPORTED,
+            "unnest() of a column of the outer query inside a subquery is not supported; \
+             unnest it in the outer query's select list instead",
+        ));
+    }
+    Ok(())
 }
 
 fn is_parameterized_lookup(prepared: &Prepared) -> bool {

@@ -104,6 +104,9 @@ pub struct Session {
     reported: BTreeMap<&'static str, String>,
     notices: Vec<Notice>,
     activity: ActivityHandle,
+    /// The statement running ended a transaction block, which counted the
+    /// transaction already.
+    ended_block: bool,
 }
 
 impl Session {
@@ -163,6 +166,7 @@ impl Session {
             reported: BTreeMap::new(),
             notices: Vec::new(),
             activity,
+            ended_block: false,
         };
         session.settings_changed();
         session.reported = session.settings.reported().into_iter().collect();
@@ -350,9 +354,12 @@ impl Session {
 
     /// A statement failed: a transaction block it ran in is now failed.
     pub fn statement_failed(&mut self) {
-        if let Some(block) = &mut self.block {
-            block.failed = true;
+        match &mut self.block {
+            Some(block) => block.failed = true,
+            None if !self.ended_block => self.activity.transaction_ended(false),
+            None => {}
         }
+        self.ended_block = false;
         self.info
             .set_requests
             .lock()
@@ -376,6 +383,10 @@ impl Session {
                 self.notices.extend(notices);
             }
         }
+        if self.block.is_none() && !self.ended_block {
+            self.activity.transaction_ended(true);
+        }
+        self.ended_block = false;
         self.update_activity_state();
     }
 
@@ -651,6 +662,8 @@ impl Session {
     }
 
     fn end_block(&mut self, block: Block, committed: bool) {
+        self.activity.transaction_ended(committed);
+        self.ended_block = true;
         if committed {
             self.settings.end_transaction();
             // Holdable cursors outlive the transaction; the rest close.

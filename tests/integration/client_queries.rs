@@ -129,6 +129,40 @@ fn params_of(text: &str) -> Vec<Option<String>> {
     values
 }
 
+/// Recorded queries pgaccel refuses, with the SQLSTATE it refuses them
+/// with (documented in the README's known differences). Each still fails
+/// as listed, or the test asks for the entry to go.
+const REFUSED: &[(&str, &str, &str)] = &[
+    // `ARRAY(SELECT ... FROM unnest(outer.column) WHERE ...)`: DataFusion
+    // cannot unnest an outer row's array inside a subquery.
+    ("datagrip", "datagrip introspection: pg extension", "0A000"),
+    (
+        "datagrip",
+        "datagrip introspection: constraint details",
+        "0A000",
+    ),
+    // `CROSS JOIN unnest(...) WITH ORDINALITY`.
+    ("datagrip", "datagrip introspection: index columns", "0A000"),
+    // A recursive CTE correlated with the outer query.
+    (
+        "pgadmin",
+        "pgadmin connect: current role and its rights",
+        "42601",
+    ),
+    // A correlated subquery under `DISTINCT ON`.
+    ("pgadmin", "pgadmin browser: {table} > Indexes", "42601"),
+    // `regexp_split_to_table()`; pgcli sends it only with its
+    // generate_casing_file option on.
+    (
+        "pgcli",
+        "pgcli completion refresh: casing (only when generate_casing_file is on)",
+        "42883",
+    ),
+    // A lateral `pg_partition_ancestors()`; psql sends it only for a table
+    // whose relhastriggers is true, which pgaccel's never are.
+    ("psql", "psql \\d {schema}.{table}: triggers", "42601"),
+];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_startup_and_browsing_queries_answer_with_the_columns_they_read() {
     let source = SourceSchema::create("tools").await;
@@ -153,19 +187,34 @@ async fn tools_startup_and_browsing_queries_answer_with_the_columns_they_read() 
     let recorded = recordings();
     assert!(recorded.len() > 300, "{} recordings", recorded.len());
     let mut failures = Vec::new();
+    let mut refused_as_listed = 0;
     for query in &recorded {
+        let listed = REFUSED
+            .iter()
+            .find(|(tool, what, _)| *tool == query.tool && *what == query.what)
+            .map(|(_, _, code)| *code);
         let fill = |text: &str| {
-            text.replace("'{schema}.{table}'::pg_catalog.regclass", &format!("'{table_oid}'"))
-                .replace("'{schema}.{table}'::regclass", &format!("'{table_oid}'"))
-                .replace("'{schema}'::pg_catalog.regnamespace", &format!("'{namespace_oid}'"))
-                .replace("'{schema}'::regnamespace", &format!("'{namespace_oid}'"))
-                .replace("{schema}", &source.name)
-                .replace("{table}", "accounts")
-                .replace("{database}", "test")
-                .replace("{user}", "postgres")
+            text.replace(
+                "'{schema}.{table}'::pg_catalog.regclass",
+                &format!("'{table_oid}'"),
+            )
+            .replace("'{schema}.{table}'::regclass", &format!("'{table_oid}'"))
+            .replace(
+                "'{schema}'::pg_catalog.regnamespace",
+                &format!("'{namespace_oid}'"),
+            )
+            .replace("'{schema}'::regnamespace", &format!("'{namespace_oid}'"))
+            .replace("{schema}", &source.name)
+            .replace("{table}", "accounts")
+            .replace("{database}", "test")
+            .replace("{user}", "postgres")
         };
         let sql = fill(&query.sql);
-        let params: Vec<Option<String>> = query.params.iter().map(|p| p.as_deref().map(fill)).collect();
+        let params: Vec<Option<String>> = query
+            .params
+            .iter()
+            .map(|p| p.as_deref().map(fill))
+            .collect();
         let (mut client, _) =
             RawClient::connect(port, &[("user", "postgres"), ("database", "test")]).await;
         client.parse("", sql.trim()).await;
@@ -185,9 +234,25 @@ async fn tools_startup_and_browsing_queries_answer_with_the_columns_they_read() 
                 _ => None,
             })
             .unwrap_or_default();
-        let missing: Vec<&String> = query.reads.iter().filter(|r| !columns.contains(r)).collect();
+        // psql reads its columns by position, the others by name.
+        let missing: Vec<&String> = if query.tool == "psql" {
+            query.reads.iter().skip(columns.len()).collect()
+        } else {
+            query
+                .reads
+                .iter()
+                .filter(|r| !columns.contains(r))
+                .collect()
+        };
         match (error, missing.is_empty()) {
+            (Some(error), _) if listed.is_some_and(|code| error.starts_with(code)) => {
+                refused_as_listed += 1;
+            }
             (Some(error), _) => failures.push(format!("{} / {}: {error}", query.tool, query.what)),
+            (None, _) if listed.is_some() => failures.push(format!(
+                "{} / {}: answered now; take it off REFUSED",
+                query.tool, query.what
+            )),
             (None, false) => failures.push(format!(
                 "{} / {}: missing columns {missing:?} in {columns:?}",
                 query.tool, query.what
@@ -195,6 +260,11 @@ async fn tools_startup_and_browsing_queries_answer_with_the_columns_they_read() 
             (None, true) => {}
         }
     }
+    assert_eq!(
+        refused_as_listed,
+        REFUSED.len(),
+        "a REFUSED entry matches no recording"
+    );
     assert!(
         failures.is_empty(),
         "{} of {} recorded queries failed:\n{}",

@@ -144,13 +144,10 @@ fn text_of(value: Option<&ScalarValue>) -> Option<String> {
 }
 
 fn number(value: Option<&ScalarValue>) -> Option<i64> {
-    value?
-        .cast_to(&DataType::Int64)
-        .ok()
-        .and_then(|v| match v {
-            ScalarValue::Int64(n) => n,
-            _ => None,
-        })
+    value?.cast_to(&DataType::Int64).ok().and_then(|v| match v {
+        ScalarValue::Int64(n) => n,
+        _ => None,
+    })
 }
 
 fn text(value: impl Into<String>) -> Option<ScalarValue> {
@@ -163,7 +160,12 @@ fn format_type(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
     if oid == 0 {
         return text("-");
     }
-    text(call.system.types.format(oid, typmod).unwrap_or_else(|| "???".to_owned()))
+    text(
+        call.system
+            .types
+            .format(oid, typmod)
+            .unwrap_or_else(|| "???".to_owned()),
+    )
 }
 
 fn index_definition(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
@@ -182,7 +184,10 @@ fn index_definition(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue
 fn constraint_definition(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
     let datasets = call.datasets();
     let relation = datasets.by_constraint_oid(oid(args.first())?)?;
-    text(format!("PRIMARY KEY ({})", relation.key_columns().join(", ")))
+    text(format!(
+        "PRIMARY KEY ({})",
+        relation.key_columns().join(", ")
+    ))
 }
 
 /// The `pg_description` class OID a catalog name stands for.
@@ -398,7 +403,10 @@ fn procedure(call: &Call<'_>, object: i32) -> Option<(Vec<i32>, Vec<String>, i32
             })
             .unwrap_or_default()
     };
-    let types = list("proargtypes").iter().filter_map(|v| oid(Some(v))).collect();
+    let types = list("proargtypes")
+        .iter()
+        .filter_map(|v| oid(Some(v)))
+        .collect();
     let names = list("proargnames")
         .iter()
         .map(|v| text_of(Some(v)).unwrap_or_default())
@@ -449,6 +457,193 @@ fn format(_: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
         }
     }
     text(out)
+}
+
+/// PostgreSQL's encodings, by number.
+const ENCODINGS: &[&str] = &[
+    "SQL_ASCII",
+    "EUC_JP",
+    "EUC_CN",
+    "EUC_KR",
+    "EUC_TW",
+    "EUC_JIS_2004",
+    "UTF8",
+    "MULE_INTERNAL",
+    "LATIN1",
+    "LATIN2",
+    "LATIN3",
+    "LATIN4",
+    "LATIN5",
+    "LATIN6",
+    "LATIN7",
+    "LATIN8",
+    "LATIN9",
+    "LATIN10",
+    "WIN1256",
+    "WIN1258",
+    "WIN866",
+    "WIN874",
+    "KOI8R",
+    "WIN1251",
+    "WIN1252",
+    "ISO_8859_5",
+    "ISO_8859_6",
+    "ISO_8859_7",
+    "ISO_8859_8",
+    "WIN1250",
+    "WIN1253",
+    "WIN1254",
+    "WIN1255",
+    "WIN1257",
+    "KOI8U",
+    "SJIS",
+    "BIG5",
+    "GBK",
+    "UHC",
+    "GB18030",
+    "JOHAB",
+    "SHIFT_JIS_2004",
+];
+
+/// `pg_encoding_to_char(n)`: the encoding's name, empty for no encoding.
+fn encoding_name(_: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    let number = usize::try_from(number(args.first())?).ok();
+    text(number.and_then(|n| ENCODINGS.get(n)).copied().unwrap_or(""))
+}
+
+/// `row_to_json()` of a row given as name, value pairs: PostgreSQL's
+/// compact form, `{"a":1,"b":"x"}`.
+fn row_to_json(_: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    text(json_object(args, ",", ":")?)
+}
+
+/// `json_build_object(key, value, ...)`, spaced as PostgreSQL spaces it:
+/// `{"a" : 1, "b" : "x"}`.
+fn build_json_object(_: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    text(json_object(args, ", ", " : ")?)
+}
+
+fn json_object(pairs: &[ScalarValue], between: &str, colon: &str) -> Option<String> {
+    let mut out = String::from("{");
+    for (i, pair) in pairs.chunks(2).enumerate() {
+        if i > 0 {
+            out.push_str(between);
+        }
+        json_string(&mut out, &text_of(pair.first())?);
+        out.push_str(colon);
+        json_value(&mut out, pair.get(1)?);
+    }
+    out.push('}');
+    Some(out)
+}
+
+/// `value` as PostgreSQL writes it in JSON: numbers and booleans bare,
+/// arrays as JSON arrays, timestamps in ISO 8601, everything else as a
+/// string of its text form.
+fn json_value(out: &mut String, value: &ScalarValue) {
+    use std::fmt::Write;
+    if value.is_null() {
+        out.push_str("null");
+        return;
+    }
+    match value {
+        ScalarValue::Boolean(Some(b)) => out.push_str(if *b { "true" } else { "false" }),
+        ScalarValue::Int8(_)
+        | ScalarValue::Int16(_)
+        | ScalarValue::Int32(_)
+        | ScalarValue::Int64(_)
+        | ScalarValue::UInt8(_)
+        | ScalarValue::UInt16(_)
+        | ScalarValue::UInt32(_)
+        | ScalarValue::UInt64(_)
+        | ScalarValue::Decimal128(..)
+        | ScalarValue::Decimal256(..) => {
+            let _ = write!(out, "{value}");
+        }
+        ScalarValue::Float32(Some(f)) if f.is_finite() => {
+            let _ = write!(out, "{f}");
+        }
+        ScalarValue::Float64(Some(f)) if f.is_finite() => {
+            let _ = write!(out, "{f}");
+        }
+        ScalarValue::List(list) => {
+            out.push('[');
+            let elements = ScalarValue::convert_array_to_scalar_vec(list.as_ref())
+                .ok()
+                .and_then(|mut rows| rows.pop().flatten())
+                .unwrap_or_default();
+            for (i, element) in elements.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                json_value(out, element);
+            }
+            out.push(']');
+        }
+        ScalarValue::TimestampSecond(..)
+        | ScalarValue::TimestampMillisecond(..)
+        | ScalarValue::TimestampMicrosecond(..)
+        | ScalarValue::TimestampNanosecond(..) => {
+            let iso = value
+                .cast_to(&DataType::Utf8)
+                .ok()
+                .and_then(|v| text_of(Some(&v)))
+                .unwrap_or_default()
+                .replacen(' ', "T", 1);
+            json_string(out, &iso);
+        }
+        other => json_string(out, &text_of(Some(other)).unwrap_or_default()),
+    }
+}
+
+/// `text` as a JSON string literal, escaped as PostgreSQL escapes it.
+fn json_string(out: &mut String, text: &str) {
+    use std::fmt::Write;
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if u32::from(c) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Each element of a text array with a prefix and suffix; NULL stays NULL,
+/// and a NULL array gives an empty one (PostgreSQL's `ARRAY(SELECT ...
+/// FROM unnest(NULL))`).
+fn concat_each(_: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    let prefix = text_of(args.get(1)).unwrap_or_default();
+    let suffix = text_of(args.get(2)).unwrap_or_default();
+    let elements = match args.first()? {
+        ScalarValue::List(list) if !list.is_null(0) => {
+            ScalarValue::convert_array_to_scalar_vec(list.as_ref())
+                .ok()?
+                .pop()
+                .flatten()
+                .unwrap_or_default()
+        }
+        _ => Vec::new(),
+    };
+    let values: Vec<ScalarValue> = elements
+        .iter()
+        .map(|element| {
+            ScalarValue::Utf8(text_of(Some(element)).map(|e| format!("{prefix}{e}{suffix}")))
+        })
+        .collect();
+    Some(ScalarValue::List(ScalarValue::new_list_nullable(
+        &values,
+        &DataType::Utf8,
+    )))
 }
 
 fn always_true(_: &Call<'_>, _: &[ScalarValue]) -> Option<ScalarValue> {
@@ -517,8 +712,10 @@ fn to_regtype(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
 
 fn to_regnamespace(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
     let name = text_of(args.first())?;
-    let known = matches!(name.as_str(), "pg_catalog" | "public" | "information_schema")
-        || call.datasets().schemas().contains(&name);
+    let known = matches!(
+        name.as_str(),
+        "pg_catalog" | "public" | "information_schema"
+    ) || call.datasets().schemas().contains(&name);
     known.then(|| ScalarValue::Int32(Some(oids::namespace(&name))))
 }
 
@@ -556,7 +753,12 @@ fn relation_name(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
 
 fn type_name(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
     let object = oid(args.first())?;
-    text(call.system.types.format(object, -1).unwrap_or_else(|| object.to_string()))
+    text(
+        call.system
+            .types
+            .format(object, -1)
+            .unwrap_or_else(|| object.to_string()),
+    )
 }
 
 fn namespace_name(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
@@ -573,6 +775,22 @@ fn namespace_name(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> 
         .find(|name| oids::namespace(name) == object || (name == "pg_toast" && object == 99))
         .or_else(|| Some(object.to_string()))
         .and_then(text)
+}
+
+/// The OID of the (first) function named `name`, for the catalog's
+/// `regproc` columns, which keep names.
+fn procedure_oid(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    let name = text_of(args.first())?;
+    let name = name.rsplit('.').next().unwrap_or(&name);
+    if name == "-" {
+        return Some(ScalarValue::Int32(Some(0)));
+    }
+    let rows = call.system.shipped("pg_proc")?;
+    let oids = rows.column_by_name("oid")?.as_primitive::<Int32Type>();
+    let names = rows.column_by_name("proname")?.as_string::<i32>();
+    (0..rows.num_rows())
+        .find(|&row| names.value(row) == name)
+        .map(|row| ScalarValue::Int32(Some(oids.value(row))))
 }
 
 fn procedure_name(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
@@ -593,55 +811,290 @@ pub fn register(state: &mut SessionState, system: Arc<System>) -> Result<()> {
     let text_type = DataType::Utf8;
     let definitions: Vec<(&'static str, Vec<TypeSignature>, DataType, Body)> = vec![
         ("format_type", vec![Any(2)], text_type.clone(), format_type),
-        ("pg_get_indexdef", vec![Any(1), Any(3)], text_type.clone(), index_definition),
-        ("pg_get_constraintdef", vec![Any(1), Any(2)], text_type.clone(), constraint_definition),
-        ("obj_description", vec![Any(1), Any(2)], text_type.clone(), object_description),
-        ("col_description", vec![Any(2)], text_type.clone(), column_description),
-        ("shobj_description", vec![Any(2)], text_type.clone(), nothing),
-        ("pg_get_serial_sequence", vec![Any(2)], text_type.clone(), nothing),
-        ("pg_get_viewdef", vec![Any(1), Any(2)], text_type.clone(), nothing),
-        ("pg_get_triggerdef", vec![Any(1), Any(2)], text_type.clone(), nothing),
-        ("pg_get_ruledef", vec![Any(1), Any(2)], text_type.clone(), nothing),
-        ("pg_get_statisticsobjdef", vec![Any(1)], text_type.clone(), nothing),
-        ("pg_tablespace_location", vec![Any(1)], text_type.clone(), empty_text),
-        ("pg_relation_size", vec![Any(1), Any(2)], DataType::Int64, relation_size),
-        ("pg_total_relation_size", vec![Any(1)], DataType::Int64, relation_size),
-        ("pg_table_size", vec![Any(1)], DataType::Int64, relation_size),
-        ("pg_indexes_size", vec![Any(1)], DataType::Int64, relation_size),
-        ("pg_size_pretty", vec![Any(1)], text_type.clone(), size_pretty),
-        ("pg_table_is_visible", vec![Any(1)], DataType::Boolean, table_is_visible),
-        ("pg_type_is_visible", vec![Any(1)], DataType::Boolean, always_true),
-        ("pg_function_is_visible", vec![Any(1)], DataType::Boolean, always_true),
-        ("pg_collation_is_visible", vec![Any(1)], DataType::Boolean, always_true),
-        ("pg_opclass_is_visible", vec![Any(1)], DataType::Boolean, always_true),
-        ("pg_operator_is_visible", vec![Any(1)], DataType::Boolean, always_true),
-        ("pg_conversion_is_visible", vec![Any(1)], DataType::Boolean, always_true),
-        ("pg_ts_config_is_visible", vec![Any(1)], DataType::Boolean, always_true),
-        ("pg_get_userbyid", vec![Any(1)], text_type.clone(), user_name),
-        ("quote_literal", vec![Any(1)], text_type.clone(), quote_literal),
-        ("quote_nullable", vec![Any(1)], text_type.clone(), quote_nullable),
-        ("pg_get_function_arguments", vec![Any(1)], text_type.clone(), function_arguments),
-        ("pg_get_function_identity_arguments", vec![Any(1)], text_type.clone(), function_arguments),
-        ("pg_get_function_result", vec![Any(1)], text_type.clone(), function_result),
+        (
+            "pg_get_indexdef",
+            vec![Any(1), Any(3)],
+            text_type.clone(),
+            index_definition,
+        ),
+        (
+            "pg_get_constraintdef",
+            vec![Any(1), Any(2)],
+            text_type.clone(),
+            constraint_definition,
+        ),
+        (
+            "obj_description",
+            vec![Any(1), Any(2)],
+            text_type.clone(),
+            object_description,
+        ),
+        (
+            "col_description",
+            vec![Any(2)],
+            text_type.clone(),
+            column_description,
+        ),
+        (
+            "shobj_description",
+            vec![Any(2)],
+            text_type.clone(),
+            nothing,
+        ),
+        (
+            "pg_get_serial_sequence",
+            vec![Any(2)],
+            text_type.clone(),
+            nothing,
+        ),
+        (
+            "pg_get_viewdef",
+            vec![Any(1), Any(2)],
+            text_type.clone(),
+            nothing,
+        ),
+        (
+            "pg_get_triggerdef",
+            vec![Any(1), Any(2)],
+            text_type.clone(),
+            nothing,
+        ),
+        (
+            "pg_get_ruledef",
+            vec![Any(1), Any(2)],
+            text_type.clone(),
+            nothing,
+        ),
+        (
+            "pg_get_statisticsobjdef",
+            vec![Any(1)],
+            text_type.clone(),
+            nothing,
+        ),
+        (
+            "pg_tablespace_location",
+            vec![Any(1)],
+            text_type.clone(),
+            empty_text,
+        ),
+        (
+            "pg_relation_size",
+            vec![Any(1), Any(2)],
+            DataType::Int64,
+            relation_size,
+        ),
+        (
+            "pg_total_relation_size",
+            vec![Any(1)],
+            DataType::Int64,
+            relation_size,
+        ),
+        (
+            "pg_table_size",
+            vec![Any(1)],
+            DataType::Int64,
+            relation_size,
+        ),
+        (
+            "pg_indexes_size",
+            vec![Any(1)],
+            DataType::Int64,
+            relation_size,
+        ),
+        (
+            "pg_size_pretty",
+            vec![Any(1)],
+            text_type.clone(),
+            size_pretty,
+        ),
+        (
+            "pg_table_is_visible",
+            vec![Any(1)],
+            DataType::Boolean,
+            table_is_visible,
+        ),
+        (
+            "pg_type_is_visible",
+            vec![Any(1)],
+            DataType::Boolean,
+            always_true,
+        ),
+        (
+            "pg_function_is_visible",
+            vec![Any(1)],
+            DataType::Boolean,
+            always_true,
+        ),
+        (
+            "pg_collation_is_visible",
+            vec![Any(1)],
+            DataType::Boolean,
+            always_true,
+        ),
+        (
+            "pg_opclass_is_visible",
+            vec![Any(1)],
+            DataType::Boolean,
+            always_true,
+        ),
+        (
+            "pg_operator_is_visible",
+            vec![Any(1)],
+            DataType::Boolean,
+            always_true,
+        ),
+        (
+            "pg_conversion_is_visible",
+            vec![Any(1)],
+            DataType::Boolean,
+            always_true,
+        ),
+        (
+            "pg_ts_config_is_visible",
+            vec![Any(1)],
+            DataType::Boolean,
+            always_true,
+        ),
+        (
+            "pg_get_userbyid",
+            vec![Any(1)],
+            text_type.clone(),
+            user_name,
+        ),
+        (
+            "quote_literal",
+            vec![Any(1)],
+            text_type.clone(),
+            quote_literal,
+        ),
+        (
+            "quote_nullable",
+            vec![Any(1)],
+            text_type.clone(),
+            quote_nullable,
+        ),
+        (
+            "pg_get_function_arguments",
+            vec![Any(1)],
+            text_type.clone(),
+            function_arguments,
+        ),
+        (
+            "pg_get_function_identity_arguments",
+            vec![Any(1)],
+            text_type.clone(),
+            function_arguments,
+        ),
+        (
+            "pg_get_function_result",
+            vec![Any(1)],
+            text_type.clone(),
+            function_result,
+        ),
         ("to_regclass", vec![Any(1)], DataType::Int32, to_regclass),
         ("to_regtype", vec![Any(1)], DataType::Int32, to_regtype),
-        ("to_regnamespace", vec![Any(1)], DataType::Int32, to_regnamespace),
-        ("pgaccel_regclass_name", vec![Any(1)], text_type.clone(), relation_name),
-        ("pgaccel_regtype_name", vec![Any(1)], text_type.clone(), type_name),
-        ("pgaccel_regnamespace_name", vec![Any(1)], text_type.clone(), namespace_name),
-        ("pgaccel_regproc_name", vec![Any(1)], text_type.clone(), procedure_name),
-        ("pgaccel_regrole_name", vec![Any(1)], text_type.clone(), user_name),
-        ("pg_jit_available", vec![Nullary], DataType::Boolean, |_, _| {
-            Some(ScalarValue::Boolean(Some(false)))
-        }),
-        ("pg_get_function_sqlbody", vec![Any(1)], text_type.clone(), nothing),
-        ("pg_get_functiondef", vec![Any(1)], text_type.clone(), nothing),
+        (
+            "to_regnamespace",
+            vec![Any(1)],
+            DataType::Int32,
+            to_regnamespace,
+        ),
+        (
+            "pgaccel_regclass_name",
+            vec![Any(1)],
+            text_type.clone(),
+            relation_name,
+        ),
+        (
+            "pgaccel_regtype_name",
+            vec![Any(1)],
+            text_type.clone(),
+            type_name,
+        ),
+        (
+            "pgaccel_regnamespace_name",
+            vec![Any(1)],
+            text_type.clone(),
+            namespace_name,
+        ),
+        (
+            "pgaccel_regproc_name",
+            vec![Any(1)],
+            text_type.clone(),
+            procedure_name,
+        ),
+        (
+            "pgaccel_regproc_oid",
+            vec![Any(1)],
+            DataType::Int32,
+            procedure_oid,
+        ),
+        (
+            "pgaccel_regrole_name",
+            vec![Any(1)],
+            text_type.clone(),
+            user_name,
+        ),
+        (
+            "pg_jit_available",
+            vec![Nullary],
+            DataType::Boolean,
+            |_, _| Some(ScalarValue::Boolean(Some(false))),
+        ),
+        (
+            "pg_get_function_sqlbody",
+            vec![Any(1)],
+            text_type.clone(),
+            nothing,
+        ),
+        (
+            "pg_get_functiondef",
+            vec![Any(1)],
+            text_type.clone(),
+            nothing,
+        ),
         ("age", vec![Any(1)], DataType::Int32, transaction_age),
-        ("format", vec![TypeSignature::VariadicAny], text_type.clone(), format),
+        (
+            "pg_encoding_to_char",
+            vec![Any(1)],
+            text_type.clone(),
+            encoding_name,
+        ),
+        (
+            "pgaccel_concat_each",
+            vec![Any(3)],
+            DataType::List(Arc::new(datafusion::arrow::datatypes::Field::new(
+                "item",
+                DataType::Utf8,
+                true,
+            ))),
+            concat_each,
+        ),
+        (
+            "format",
+            vec![TypeSignature::VariadicAny],
+            text_type.clone(),
+            format,
+        ),
+        (
+            "pgaccel_row_to_json",
+            vec![TypeSignature::VariadicAny],
+            text_type.clone(),
+            row_to_json,
+        ),
+        (
+            "json_build_object",
+            vec![TypeSignature::VariadicAny],
+            text_type.clone(),
+            build_json_object,
+        ),
     ];
     for (name, arguments, returns, body) in definitions {
         let signature = match arguments.len() {
-            1 => Signature::new(arguments.into_iter().next().expect("one"), Volatility::Stable),
+            1 => Signature::new(
+                arguments.into_iter().next().expect("one"),
+                Volatility::Stable,
+            ),
             _ => Signature::one_of(arguments, Volatility::Stable),
         };
         let function = CatalogFunction {
@@ -684,7 +1137,11 @@ impl datafusion::catalog::TableFunctionImpl for CatalogTableFunction {
                     Some(datafusion::logical_expr::Expr::Literal(value, _)) => oid(Some(value)),
                     _ => None,
                 };
-                let schema = Arc::new(Schema::new(vec![Field::new("relid", DataType::Int32, true)]));
+                let schema = Arc::new(Schema::new(vec![Field::new(
+                    "relid",
+                    DataType::Int32,
+                    true,
+                )]));
                 let rows = datafusion::arrow::array::Int32Array::from(vec![relation]);
                 let batch = datafusion::arrow::array::RecordBatch::try_new(
                     Arc::clone(&schema),

@@ -184,7 +184,11 @@ fn tables(system: &System, datasets: &Datasets, database: &str) -> Result<Record
         } else {
             "information_schema"
         };
-        let kind = if relation.kind == "r" { "BASE TABLE" } else { "VIEW" };
+        let kind = if relation.kind == "r" {
+            "BASE TABLE"
+        } else {
+            "VIEW"
+        };
         push(schema, &relation.name, kind);
     }
     rows.finish()
@@ -253,10 +257,19 @@ fn columns(system: &System, datasets: &Datasets, database: &str) -> Result<Recor
                 ("ordinal_position", int(position)),
                 ("is_nullable", yes(!column.not_null)),
                 ("data_type", text(sql.data_type)),
-                ("character_maximum_length", optional(sql.character_maximum_length)),
-                ("character_octet_length", optional(sql.character_octet_length)),
+                (
+                    "character_maximum_length",
+                    optional(sql.character_maximum_length),
+                ),
+                (
+                    "character_octet_length",
+                    optional(sql.character_octet_length),
+                ),
                 ("numeric_precision", optional(sql.numeric_precision)),
-                ("numeric_precision_radix", optional(sql.numeric_precision_radix)),
+                (
+                    "numeric_precision_radix",
+                    optional(sql.numeric_precision_radix),
+                ),
                 ("numeric_scale", optional(sql.numeric_scale)),
                 ("datetime_precision", optional(sql.datetime_precision)),
                 ("udt_catalog", text(database)),
@@ -320,7 +333,10 @@ fn table_constraints(datasets: &Datasets, database: &str) -> Result<RecordBatch>
         }
         for (index, (_, column)) in relation.columns.iter().enumerate() {
             if column.not_null {
-                push(not_null_name(&relation.schema, relation.oid, index + 1), "CHECK");
+                push(
+                    not_null_name(&relation.schema, relation.oid, index + 1),
+                    "CHECK",
+                );
             }
         }
     }
@@ -339,7 +355,10 @@ fn key_column_usage(datasets: &Datasets, database: &str, key_usage: bool) -> Res
     let fields = if key_usage {
         let mut fields = constraint_fields();
         fields.extend(table_fields);
-        fields.extend([cardinal("ordinal_position"), cardinal("position_in_unique_constraint")]);
+        fields.extend([
+            cardinal("ordinal_position"),
+            cardinal("position_in_unique_constraint"),
+        ]);
         fields
     } else {
         let mut fields = table_fields.to_vec();
@@ -356,7 +375,10 @@ fn key_column_usage(datasets: &Datasets, database: &str, key_usage: bool) -> Res
                 ("table_catalog", text(database)),
                 ("table_schema", text(&relation.schema)),
                 ("table_name", text(&relation.table)),
-                ("column_name", text(&relation.columns[(*attnum - 1) as usize].0)),
+                (
+                    "column_name",
+                    text(&relation.columns[(*attnum - 1) as usize].0),
+                ),
                 ("ordinal_position", int(position as i32 + 1)),
             ]);
         }
@@ -451,40 +473,92 @@ fn enabled_roles(session: Option<&SessionInfo>) -> Result<RecordBatch> {
 fn empty(view: &str) -> Result<RecordBatch> {
     let names: &[&str] = match view {
         "views" => &[
-            "table_catalog", "table_schema", "table_name", "view_definition", "check_option",
-            "is_updatable", "is_insertable_into", "is_trigger_updatable", "is_trigger_deletable",
+            "table_catalog",
+            "table_schema",
+            "table_name",
+            "view_definition",
+            "check_option",
+            "is_updatable",
+            "is_insertable_into",
+            "is_trigger_updatable",
+            "is_trigger_deletable",
             "is_trigger_insertable_into",
         ],
         "referential_constraints" => &[
-            "constraint_catalog", "constraint_schema", "constraint_name",
-            "unique_constraint_catalog", "unique_constraint_schema", "unique_constraint_name",
-            "match_option", "update_rule", "delete_rule",
+            "constraint_catalog",
+            "constraint_schema",
+            "constraint_name",
+            "unique_constraint_catalog",
+            "unique_constraint_schema",
+            "unique_constraint_name",
+            "match_option",
+            "update_rule",
+            "delete_rule",
         ],
         "routines" => &[
-            "specific_catalog", "specific_schema", "specific_name", "routine_catalog",
-            "routine_schema", "routine_name", "routine_type", "data_type", "type_udt_name",
-            "routine_body", "routine_definition", "external_language", "is_deterministic",
+            "specific_catalog",
+            "specific_schema",
+            "specific_name",
+            "routine_catalog",
+            "routine_schema",
+            "routine_name",
+            "routine_type",
+            "data_type",
+            "type_udt_name",
+            "routine_body",
+            "routine_definition",
+            "external_language",
+            "is_deterministic",
         ],
         "parameters" => &[
-            "specific_catalog", "specific_schema", "specific_name", "ordinal_position",
-            "parameter_mode", "parameter_name", "data_type", "udt_name",
+            "specific_catalog",
+            "specific_schema",
+            "specific_name",
+            "ordinal_position",
+            "parameter_mode",
+            "parameter_name",
+            "data_type",
+            "udt_name",
         ],
         "sequences" => &[
-            "sequence_catalog", "sequence_schema", "sequence_name", "data_type",
-            "numeric_precision", "start_value", "minimum_value", "maximum_value", "increment",
+            "sequence_catalog",
+            "sequence_schema",
+            "sequence_name",
+            "data_type",
+            "numeric_precision",
+            "start_value",
+            "minimum_value",
+            "maximum_value",
+            "increment",
             "cycle_option",
         ],
         "triggers" => &[
-            "trigger_catalog", "trigger_schema", "trigger_name", "event_manipulation",
-            "event_object_catalog", "event_object_schema", "event_object_table",
-            "action_order", "action_condition", "action_statement", "action_orientation",
+            "trigger_catalog",
+            "trigger_schema",
+            "trigger_name",
+            "event_manipulation",
+            "event_object_catalog",
+            "event_object_schema",
+            "event_object_table",
+            "action_order",
+            "action_condition",
+            "action_statement",
+            "action_orientation",
             "action_timing",
         ],
         "domains" => &[
-            "domain_catalog", "domain_schema", "domain_name", "data_type", "udt_name",
+            "domain_catalog",
+            "domain_schema",
+            "domain_name",
+            "data_type",
+            "udt_name",
         ],
         _ => &[
-            "object_catalog", "object_schema", "object_name", "object_type", "collection_type_identifier",
+            "object_catalog",
+            "object_schema",
+            "object_name",
+            "object_type",
+            "collection_type_identifier",
             "data_type",
         ],
     };

@@ -94,7 +94,10 @@ const ARRAY_COLUMNS: &[(&str, &[(&str, ArrayColumn)])] = &[
             ("reloptions", ArrayColumn::TextArray("_text")),
         ],
     ),
-    ("pg_namespace", &[("nspacl", ArrayColumn::TextArray("_aclitem"))]),
+    (
+        "pg_namespace",
+        &[("nspacl", ArrayColumn::TextArray("_aclitem"))],
+    ),
     (
         "pg_tablespace",
         &[
@@ -102,7 +105,10 @@ const ARRAY_COLUMNS: &[(&str, &[(&str, ArrayColumn)])] = &[
             ("spcoptions", ArrayColumn::TextArray("_text")),
         ],
     ),
-    ("pg_database", &[("datacl", ArrayColumn::TextArray("_aclitem"))]),
+    (
+        "pg_database",
+        &[("datacl", ArrayColumn::TextArray("_aclitem"))],
+    ),
     ("pg_type", &[("typacl", ArrayColumn::TextArray("_aclitem"))]),
     (
         "pg_attribute",
@@ -127,7 +133,10 @@ const ARRAY_COLUMNS: &[(&str, &[(&str, ArrayColumn)])] = &[
             ("extcondition", ArrayColumn::TextArray("_text")),
         ],
     ),
-    ("pg_default_acl", &[("defaclacl", ArrayColumn::TextArray("_aclitem"))]),
+    (
+        "pg_default_acl",
+        &[("defaclacl", ArrayColumn::TextArray("_aclitem"))],
+    ),
     (
         "pg_foreign_data_wrapper",
         &[
@@ -142,14 +151,35 @@ const ARRAY_COLUMNS: &[(&str, &[(&str, ArrayColumn)])] = &[
             ("srvoptions", ArrayColumn::TextArray("_text")),
         ],
     ),
-    ("pg_foreign_table", &[("ftoptions", ArrayColumn::TextArray("_text"))]),
-    ("pg_user_mapping", &[("umoptions", ArrayColumn::TextArray("_text"))]),
-    ("pg_largeobject_metadata", &[("lomacl", ArrayColumn::TextArray("_aclitem"))]),
+    (
+        "pg_foreign_table",
+        &[("ftoptions", ArrayColumn::TextArray("_text"))],
+    ),
+    (
+        "pg_user_mapping",
+        &[("umoptions", ArrayColumn::TextArray("_text"))],
+    ),
+    (
+        "pg_largeobject_metadata",
+        &[("lomacl", ArrayColumn::TextArray("_aclitem"))],
+    ),
     ("pg_policy", &[("polroles", ArrayColumn::OidArray)]),
-    ("pg_publication_rel", &[("prattrs", ArrayColumn::Int2Vector)]),
-    ("pg_partitioned_table", &[("partattrs", ArrayColumn::Int2Vector)]),
-    ("pg_db_role_setting", &[("setconfig", ArrayColumn::TextArray("_text"))]),
-    ("pg_language", &[("lanacl", ArrayColumn::TextArray("_aclitem"))]),
+    (
+        "pg_publication_rel",
+        &[("prattrs", ArrayColumn::Int2Vector)],
+    ),
+    (
+        "pg_partitioned_table",
+        &[("partattrs", ArrayColumn::Int2Vector)],
+    ),
+    (
+        "pg_db_role_setting",
+        &[("setconfig", ArrayColumn::TextArray("_text"))],
+    ),
+    (
+        "pg_language",
+        &[("lanacl", ArrayColumn::TextArray("_aclitem"))],
+    ),
 ];
 
 /// The tables pgaccel builds (all others are shipped as they are).
@@ -168,6 +198,7 @@ const BUILT: &[&str] = &[
     "pg_authid",
     "pg_settings",
     "pg_stat_activity",
+    "pg_stat_database",
     "pg_locks",
     "pg_stat_ssl",
     "pg_timezone_names",
@@ -240,6 +271,11 @@ impl System {
             "pg_roles" | "pg_user" | "pg_authid" => server::roles(self, name, session),
             "pg_settings" => server::settings(session),
             "pg_stat_activity" => server::activity(&self.activity),
+            "pg_stat_database" => server::database_statistics(
+                &self.activity,
+                session,
+                session.map_or_else(chrono::Utc::now, |s| s.started),
+            ),
             "pg_locks" => server::locks(),
             "pg_stat_ssl" => server::ssl(&self.activity),
             "pg_timezone_names" => server::time_zone_names(),
@@ -258,7 +294,10 @@ impl System {
 
 fn shipped_tables_by_name(
     tables: &PgCatalogStaticTables,
-) -> Vec<(&'static str, Arc<datafusion_pg_catalog::pg_catalog::ArrowTable>)> {
+) -> Vec<(
+    &'static str,
+    Arc<datafusion_pg_catalog::pg_catalog::ArrowTable>,
+)> {
     vec![
         ("pg_aggregate", Arc::clone(&tables.pg_aggregate)),
         ("pg_am", Arc::clone(&tables.pg_am)),
@@ -289,20 +328,35 @@ fn shipped_tables_by_name(
         ("pg_enum", Arc::clone(&tables.pg_enum)),
         ("pg_event_trigger", Arc::clone(&tables.pg_event_trigger)),
         ("pg_extension", Arc::clone(&tables.pg_extension)),
-        ("pg_foreign_data_wrapper", Arc::clone(&tables.pg_foreign_data_wrapper)),
+        (
+            "pg_foreign_data_wrapper",
+            Arc::clone(&tables.pg_foreign_data_wrapper),
+        ),
         ("pg_foreign_server", Arc::clone(&tables.pg_foreign_server)),
         ("pg_foreign_table", Arc::clone(&tables.pg_foreign_table)),
         ("pg_index", Arc::clone(&tables.pg_index)),
         ("pg_inherits", Arc::clone(&tables.pg_inherits)),
         ("pg_init_privs", Arc::clone(&tables.pg_init_privs)),
         ("pg_largeobject", Arc::clone(&tables.pg_largeobject)),
-        ("pg_largeobject_metadata", Arc::clone(&tables.pg_largeobject_metadata)),
-        ("pg_partitioned_table", Arc::clone(&tables.pg_partitioned_table)),
+        (
+            "pg_largeobject_metadata",
+            Arc::clone(&tables.pg_largeobject_metadata),
+        ),
+        (
+            "pg_partitioned_table",
+            Arc::clone(&tables.pg_partitioned_table),
+        ),
         ("pg_policy", Arc::clone(&tables.pg_policy)),
         ("pg_publication", Arc::clone(&tables.pg_publication)),
-        ("pg_publication_namespace", Arc::clone(&tables.pg_publication_namespace)),
+        (
+            "pg_publication_namespace",
+            Arc::clone(&tables.pg_publication_namespace),
+        ),
         ("pg_publication_rel", Arc::clone(&tables.pg_publication_rel)),
-        ("pg_replication_origin", Arc::clone(&tables.pg_replication_origin)),
+        (
+            "pg_replication_origin",
+            Arc::clone(&tables.pg_replication_origin),
+        ),
         ("pg_rewrite", Arc::clone(&tables.pg_rewrite)),
         ("pg_seclabel", Arc::clone(&tables.pg_seclabel)),
         ("pg_sequence", Arc::clone(&tables.pg_sequence)),
@@ -311,9 +365,15 @@ fn shipped_tables_by_name(
         ("pg_shseclabel", Arc::clone(&tables.pg_shseclabel)),
         ("pg_statistic", Arc::clone(&tables.pg_statistic)),
         ("pg_statistic_ext", Arc::clone(&tables.pg_statistic_ext)),
-        ("pg_statistic_ext_data", Arc::clone(&tables.pg_statistic_ext_data)),
+        (
+            "pg_statistic_ext_data",
+            Arc::clone(&tables.pg_statistic_ext_data),
+        ),
         ("pg_subscription", Arc::clone(&tables.pg_subscription)),
-        ("pg_subscription_rel", Arc::clone(&tables.pg_subscription_rel)),
+        (
+            "pg_subscription_rel",
+            Arc::clone(&tables.pg_subscription_rel),
+        ),
         ("pg_tablespace", Arc::clone(&tables.pg_tablespace)),
         ("pg_trigger", Arc::clone(&tables.pg_trigger)),
         ("pg_user_mapping", Arc::clone(&tables.pg_user_mapping)),
@@ -357,9 +417,12 @@ impl TableProvider for SystemTable {
         } else {
             self.system.build(self.name, session)?
         };
-        let source =
-            MemorySourceConfig::try_new(&[vec![batch]], Arc::clone(&self.schema), projection.cloned())?
-                .with_limit(limit);
+        let source = MemorySourceConfig::try_new(
+            &[vec![batch]],
+            Arc::clone(&self.schema),
+            projection.cloned(),
+        )?
+        .with_limit(limit);
         Ok(DataSourceExec::from_data_source(source))
     }
 }
@@ -392,7 +455,8 @@ impl SchemaProvider for PgCatalog {
             })));
         }
         if let Some(batch) = self.system.shipped(name) {
-            let table = datafusion::catalog::MemTable::try_new(batch.schema(), vec![vec![batch.clone()]])?;
+            let table =
+                datafusion::catalog::MemTable::try_new(batch.schema(), vec![vec![batch.clone()]])?;
             return Ok(Some(Arc::new(table)));
         }
         self.shipped.table(name).await

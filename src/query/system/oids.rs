@@ -118,6 +118,9 @@ mod tests {
         assert!(oid >= 16384);
         assert_eq!(namespace("public"), 2200);
         // Pinned: a change here breaks OIDs that tools remember.
-        assert_eq!(stable("relation", "public.items"), stable("relation", "public.items"));
+        assert_eq!(
+            stable("relation", "public.items"),
+            stable("relation", "public.items")
+        );
     }
 }

@@ -179,9 +179,19 @@ pub fn system_relations(
         let is_view = name.starts_with("pg_stat")
             || matches!(
                 name.as_str(),
-                "pg_tables" | "pg_indexes" | "pg_roles" | "pg_user" | "pg_settings" | "pg_locks"
-                    | "pg_cursors" | "pg_views" | "pg_matviews" | "pg_timezone_names"
-                    | "pg_timezone_abbrevs" | "pg_prepared_statements" | "pg_replication_slots"
+                "pg_tables"
+                    | "pg_indexes"
+                    | "pg_roles"
+                    | "pg_user"
+                    | "pg_settings"
+                    | "pg_locks"
+                    | "pg_cursors"
+                    | "pg_views"
+                    | "pg_matviews"
+                    | "pg_timezone_names"
+                    | "pg_timezone_abbrevs"
+                    | "pg_prepared_statements"
+                    | "pg_replication_slots"
             );
         relations.push(SystemRelation {
             oid: oids::catalog_relation(&name),
@@ -231,7 +241,10 @@ pub fn namespaces(_system: &System, datasets: &Datasets) -> Result<RecordBatch> 
         ]);
     }
     for schema in datasets.schemas() {
-        if !matches!(schema.as_str(), "public" | "pg_catalog" | "information_schema") {
+        if !matches!(
+            schema.as_str(),
+            "public" | "pg_catalog" | "information_schema"
+        ) {
             rows.push(&[
                 ("oid", int(oids::namespace(&schema))),
                 ("nspname", text(&schema)),
@@ -313,16 +326,32 @@ pub fn classes(system: &System, datasets: &Datasets) -> Result<RecordBatch> {
             relation.kind,
             relation.columns.len(),
         );
-        row.push(("relam", int(if relation.kind == "r" { oids::HEAP_ACCESS_METHOD } else { 0 })));
+        row.push((
+            "relam",
+            int(if relation.kind == "r" {
+                oids::HEAP_ACCESS_METHOD
+            } else {
+                0
+            }),
+        ));
         rows.push(&row);
     }
     for relation in &datasets.0 {
         let namespace = oids::namespace(&relation.schema);
-        let mut table = class_row(relation.oid, &relation.table, namespace, "r", relation.columns.len());
+        let mut table = class_row(
+            relation.oid,
+            &relation.table,
+            namespace,
+            "r",
+            relation.columns.len(),
+        );
         table.extend([
             ("relam", int(oids::HEAP_ACCESS_METHOD)),
             ("relhasindex", flag(!relation.key.is_empty())),
-            ("reltuples", ScalarValue::Float32(Some(relation.rows as f32))),
+            (
+                "reltuples",
+                ScalarValue::Float32(Some(relation.rows as f32)),
+            ),
             ("relpages", int((relation.bytes / 8192) as i32)),
         ]);
         rows.push(&table);
@@ -336,7 +365,10 @@ pub fn classes(system: &System, datasets: &Datasets) -> Result<RecordBatch> {
             );
             index.extend([
                 ("relam", int(oids::BTREE_ACCESS_METHOD)),
-                ("reltuples", ScalarValue::Float32(Some(relation.rows as f32))),
+                (
+                    "reltuples",
+                    ScalarValue::Float32(Some(relation.rows as f32)),
+                ),
             ]);
             rows.push(&index);
         }
@@ -408,12 +440,24 @@ pub fn attributes(system: &System, datasets: &Datasets) -> Result<RecordBatch> {
     let mut rows = Rows::new(attribute_schema());
     for relation in &system.system_relations {
         for (index, (name, column)) in relation.columns.iter().enumerate() {
-            rows.push(&attribute_row(types, relation.oid, index as i16 + 1, name, column));
+            rows.push(&attribute_row(
+                types,
+                relation.oid,
+                index as i16 + 1,
+                name,
+                column,
+            ));
         }
     }
     for relation in &datasets.0 {
         for (index, (name, column)) in relation.columns.iter().enumerate() {
-            rows.push(&attribute_row(types, relation.oid, index as i16 + 1, name, column));
+            rows.push(&attribute_row(
+                types,
+                relation.oid,
+                index as i16 + 1,
+                name,
+                column,
+            ));
         }
         for (position, attnum) in relation.key.iter().enumerate() {
             let (name, column) = &relation.columns[(*attnum - 1) as usize];
@@ -438,7 +482,11 @@ pub fn indexes(system: &System, datasets: &Datasets) -> Result<RecordBatch> {
         let collations = relation
             .key
             .iter()
-            .map(|k| int(system.types.collation(relation.columns[(*k - 1) as usize].1.oid)))
+            .map(|k| {
+                int(system
+                    .types
+                    .collation(relation.columns[(*k - 1) as usize].1.oid))
+            })
             .collect();
         rows.push(&[
             ("indexrelid", int(relation.index_oid())),
@@ -455,16 +503,24 @@ pub fn indexes(system: &System, datasets: &Datasets) -> Result<RecordBatch> {
             ("indcollation", list(collations, &DataType::Int32)),
             (
                 "indclass",
-                list(vec![int(oids::DEFAULT_OPCLASS); keys as usize], &DataType::Int32),
+                list(
+                    vec![int(oids::DEFAULT_OPCLASS); keys as usize],
+                    &DataType::Int32,
+                ),
             ),
-            ("indoption", list(vec![small(0); keys as usize], &DataType::Int16)),
+            (
+                "indoption",
+                list(vec![small(0); keys as usize], &DataType::Int16),
+            ),
         ]);
     }
     concat(shipped, rows.finish()?)
 }
 
 pub fn constraints(system: &System, datasets: &Datasets) -> Result<RecordBatch> {
-    let shipped = system.shipped("pg_constraint").expect("pg_constraint is shipped");
+    let shipped = system
+        .shipped("pg_constraint")
+        .expect("pg_constraint is shipped");
     let mut rows = Rows::new(shipped.schema());
     for relation in datasets.0.iter().filter(|r| !r.key.is_empty()) {
         let key_values: Vec<ScalarValue> = relation.key.iter().map(|k| small(*k)).collect();
@@ -488,7 +544,9 @@ pub fn constraints(system: &System, datasets: &Datasets) -> Result<RecordBatch> 
 }
 
 pub fn descriptions(system: &System, datasets: &Datasets) -> Result<RecordBatch> {
-    let shipped = system.shipped("pg_description").expect("pg_description is shipped");
+    let shipped = system
+        .shipped("pg_description")
+        .expect("pg_description is shipped");
     let mut rows = Rows::new(shipped.schema());
     for relation in &datasets.0 {
         if let Some(description) = &relation.description {
@@ -578,13 +636,29 @@ pub fn table_statistics(name: &str, datasets: &Datasets) -> Result<RecordBatch> 
     if name == "pg_stat_user_tables" {
         fields.extend(
             [
-                "seq_scan", "seq_tup_read", "idx_scan", "idx_tup_fetch", "n_tup_ins", "n_tup_upd",
-                "n_tup_del", "n_tup_hot_upd", "n_live_tup", "n_dead_tup",
+                "seq_scan",
+                "seq_tup_read",
+                "idx_scan",
+                "idx_tup_fetch",
+                "n_tup_ins",
+                "n_tup_upd",
+                "n_tup_del",
+                "n_tup_hot_upd",
+                "n_live_tup",
+                "n_dead_tup",
             ]
             .map(counter),
         );
     } else {
-        fields.extend(["heap_blks_read", "heap_blks_hit", "idx_blks_read", "idx_blks_hit"].map(counter));
+        fields.extend(
+            [
+                "heap_blks_read",
+                "heap_blks_hit",
+                "idx_blks_read",
+                "idx_blks_hit",
+            ]
+            .map(counter),
+        );
     }
     let mut rows = Rows::new(Arc::new(Schema::new(fields)));
     for relation in &datasets.0 {
@@ -597,4 +671,3 @@ pub fn table_statistics(name: &str, datasets: &Datasets) -> Result<RecordBatch> 
     }
     rows.finish()
 }
-

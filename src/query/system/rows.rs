@@ -142,9 +142,8 @@ impl ArrayColumn {
     /// The field for such a column.
     pub fn field(self, name: &str) -> Field {
         let item = Arc::new(Field::new("item", self.element(), true));
-        Field::new(name, DataType::List(item), true).with_metadata(
-            [(PG_TYPE_METADATA.to_owned(), self.pg_type().to_owned())].into(),
-        )
+        Field::new(name, DataType::List(item), true)
+            .with_metadata([(PG_TYPE_METADATA.to_owned(), self.pg_type().to_owned())].into())
     }
 
     /// A value from its text form.
@@ -170,7 +169,7 @@ impl ArrayColumn {
 }
 
 /// The elements of a one-dimensional array literal (`{a,"b c"}`).
-fn array_items(text: &str) -> Vec<String> {
+pub fn array_items(text: &str) -> Vec<String> {
     let inner = text.trim().trim_start_matches('{').trim_end_matches('}');
     let mut items = Vec::new();
     let mut current = String::new();

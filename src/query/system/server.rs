@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Datelike, NaiveDate, TimeZone, Utc};
 use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::datatypes::{DataType, Field, IntervalMonthDayNano, IntervalUnit, Schema, SchemaRef, TimeUnit};
+use datafusion::arrow::datatypes::{
+    DataType, Field, IntervalMonthDayNano, IntervalUnit, Schema, SchemaRef, TimeUnit,
+};
 use datafusion::common::{Result, ScalarValue};
 use datafusion_pg_catalog::pg_catalog::oid_field::{kind, oid_field};
 
@@ -22,7 +24,11 @@ use crate::query::settings::catalog::{self, Kind};
 use crate::query::settings::zone::iso_offset;
 
 fn timestamptz_field(name: &str) -> Field {
-    Field::new(name, DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())), true)
+    Field::new(
+        name,
+        DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+        true,
+    )
 }
 
 fn timestamp(at: DateTime<Utc>) -> ScalarValue {
@@ -128,8 +134,11 @@ pub fn roles(system: &System, name: &str, session: Option<&SessionInfo>) -> Resu
             // The predefined roles (pg_read_all_data, ...) as PostgreSQL has them.
             for row in 0..shipped.num_rows() {
                 let value = |column: &str| {
-                    ScalarValue::try_from_array(shipped.column_by_name(column).expect("a column"), row)
-                        .unwrap_or(ScalarValue::Null)
+                    ScalarValue::try_from_array(
+                        shipped.column_by_name(column).expect("a column"),
+                        row,
+                    )
+                    .unwrap_or(ScalarValue::Null)
                 };
                 rows.push(&[
                     ("rolname", value("rolname")),
@@ -158,7 +167,10 @@ fn push_roles(rows: &mut Rows, session: Option<&SessionInfo>, password: Option<&
             ("rolreplication", flag(role.superuser)),
             ("rolbypassrls", flag(role.superuser)),
             ("rolconnlimit", int(-1)),
-            ("rolpassword", password.map_or(ScalarValue::Utf8(None), text)),
+            (
+                "rolpassword",
+                password.map_or(ScalarValue::Utf8(None), text),
+            ),
         ]);
     }
 }
@@ -227,9 +239,18 @@ pub fn settings(session: Option<&SessionInfo>) -> Result<RecordBatch> {
         };
         let enumvals = match &definition.kind {
             Kind::Enum(values) => list(values.iter().map(|v| text(*v)).collect(), &DataType::Utf8),
-            _ => ScalarValue::try_from(&ArrayColumn::TextArray("_text").field("x").data_type().clone())?,
+            _ => ScalarValue::try_from(
+                &ArrayColumn::TextArray("_text")
+                    .field("x")
+                    .data_type()
+                    .clone(),
+            )?,
         };
-        let source = if value == definition.boot { "default" } else { "session" };
+        let source = if value == definition.boot {
+            "default"
+        } else {
+            "session"
+        };
         rows.push(&[
             ("name", text(definition.name)),
             ("setting", text(&value)),
@@ -279,7 +300,12 @@ fn activity_schema() -> SchemaRef {
 
 pub fn activity(activity: &Activity) -> Result<RecordBatch> {
     let mut rows = Rows::new(activity_schema());
-    let optional = |at: Option<DateTime<Utc>>| at.map_or(ScalarValue::TimestampMicrosecond(None, Some("UTC".into())), timestamp);
+    let optional = |at: Option<DateTime<Utc>>| {
+        at.map_or(
+            ScalarValue::TimestampMicrosecond(None, Some("UTC".into())),
+            timestamp,
+        )
+    };
     for backend in activity.snapshot() {
         rows.push(&[
             ("datid", int(oids::database(&backend.database))),
@@ -298,6 +324,97 @@ pub fn activity(activity: &Activity) -> Result<RecordBatch> {
             ("query", text(&backend.query)),
             ("backend_type", text("client backend")),
         ]);
+    }
+    rows.finish()
+}
+
+/// `pg_stat_database`: per database, its connections and the transactions
+/// pgaccel ended since it started; block and tuple counters stay 0, as
+/// nothing reads PostgreSQL blocks here.
+pub fn database_statistics(
+    activity: &Activity,
+    session: Option<&SessionInfo>,
+    started: DateTime<Utc>,
+) -> Result<RecordBatch> {
+    const COUNTERS: &[&str] = &[
+        "xact_commit",
+        "xact_rollback",
+        "blks_read",
+        "blks_hit",
+        "tup_returned",
+        "tup_fetched",
+        "tup_inserted",
+        "tup_updated",
+        "tup_deleted",
+        "conflicts",
+        "temp_files",
+        "temp_bytes",
+        "deadlocks",
+        "checksum_failures",
+        "sessions",
+        "sessions_abandoned",
+        "sessions_fatal",
+        "sessions_killed",
+    ];
+    const TIMES: &[&str] = &[
+        "blk_read_time",
+        "blk_write_time",
+        "session_time",
+        "active_time",
+        "idle_in_transaction_time",
+    ];
+    let mut fields = vec![
+        oid_field("datid", kind::OID, true),
+        Field::new("datname", DataType::Utf8, true),
+        Field::new("numbackends", DataType::Int32, true),
+    ];
+    fields.extend(
+        COUNTERS[..COUNTERS.len() - 4]
+            .iter()
+            .map(|name| Field::new(*name, DataType::Int64, true)),
+    );
+    fields.push(timestamptz_field("checksum_last_failure"));
+    fields.extend(
+        TIMES
+            .iter()
+            .map(|name| Field::new(*name, DataType::Float64, true)),
+    );
+    fields.extend(
+        COUNTERS[COUNTERS.len() - 4..]
+            .iter()
+            .map(|name| Field::new(*name, DataType::Int64, true)),
+    );
+    fields.push(timestamptz_field("stats_reset"));
+    let mut rows = Rows::new(Arc::new(Schema::new(fields)));
+    let backends = activity.snapshot();
+    let transactions = activity.transactions();
+    let mut databases: std::collections::BTreeSet<String> = transactions.keys().cloned().collect();
+    databases.extend(backends.iter().map(|b| b.database.clone()));
+    databases.extend(session.map(|s| s.identity.database.clone()));
+    for database in databases {
+        let ended = transactions.get(&database).copied().unwrap_or_default();
+        let connected = backends.iter().filter(|b| b.database == database).count();
+        let mut values = vec![
+            ("datid", int(oids::database(&database))),
+            ("datname", text(&database)),
+            (
+                "numbackends",
+                int(i32::try_from(connected).unwrap_or(i32::MAX)),
+            ),
+            ("stats_reset", timestamp(started)),
+        ];
+        for counter in COUNTERS {
+            let value = match *counter {
+                "xact_commit" => ended.committed,
+                "xact_rollback" => ended.rolled_back,
+                _ => 0,
+            };
+            values.push((counter, ScalarValue::Int64(Some(value))));
+        }
+        for time in TIMES {
+            values.push((time, ScalarValue::Float64(Some(0.0))));
+        }
+        rows.push(&values);
     }
     rows.finish()
 }
@@ -436,7 +553,11 @@ pub fn cursors(session: Option<&SessionInfo>) -> Result<RecordBatch> {
     ]));
     let mut rows = Rows::new(schema);
     if let Some(session) = session {
-        let cursors = session.cursors.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let cursors = session
+            .cursors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         for cursor in cursors {
             rows.push(&[
                 ("name", text(cursor.name)),

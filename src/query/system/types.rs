@@ -132,8 +132,14 @@ impl Types {
                     (typmod - 4) & 0xffff
                 ))
             ),
-            "timestamp" => format!("timestamp{} without time zone", modifier(format!("({typmod})"))),
-            "timestamptz" => format!("timestamp{} with time zone", modifier(format!("({typmod})"))),
+            "timestamp" => format!(
+                "timestamp{} without time zone",
+                modifier(format!("({typmod})"))
+            ),
+            "timestamptz" => format!(
+                "timestamp{} with time zone",
+                modifier(format!("({typmod})"))
+            ),
             "time" => format!("time{} without time zone", modifier(format!("({typmod})"))),
             "timetz" => format!("time{} with time zone", modifier(format!("({typmod})"))),
             "interval" if typmod >= 0 => format!("interval({})", typmod & 0xffff),
@@ -247,9 +253,7 @@ impl Types {
             "time" => "time without time zone".to_owned(),
             "timetz" => "time with time zone".to_owned(),
             "numeric" => "numeric".to_owned(),
-            _ => self
-                .format(oid, -1)
-                .unwrap_or_else(|| info.name.clone()),
+            _ => self.format(oid, -1).unwrap_or_else(|| info.name.clone()),
         };
         sql
     }
