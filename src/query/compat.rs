@@ -5,9 +5,11 @@
 //! - `oid::regclass` (and `regtype`, `regnamespace`, `regproc`, `regrole`)
 //!   printed as names, and `'name'::regproc` compared with the catalog's
 //!   function-name columns;
-//! - `"char"`, `name`, `xid` casts;
+//! - `"char"`, `name`, `xid` casts, and `uuid` and `bytea` ones (see
+//!   [`super::pg_types`]), `json`/`jsonb` ones ([`super::json`]), and
+//!   `interval` ones and literals, read in
+//!   PostgreSQL's interval syntax;
 //! - `LIKE ... ESCAPE` with another escape character than `\`;
-//! - `x = ANY($1)` with the parameter an array;
 //! - `ARRAY(subquery)`, `generate_subscripts()`, pgjdbc's
 //!   `information_schema._pg_expandarray()`;
 //! - `int2vector`/`oidvector` subscripts, which start at 0;
@@ -27,10 +29,10 @@ use std::collections::HashMap;
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    AccessExpr, ArrayElemTypeDef, BinaryOperator, CastKind, DataType, Expr, Function, FunctionArg,
-    FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident, ObjectName, ObjectNamePart,
-    Query, Select, SelectItem, SetExpr, Statement, Subscript, TableAlias, TableAliasColumnDef,
-    TableFactor, Value, ValueWithSpan, VisitMut, VisitorMut,
+    AccessExpr, BinaryOperator, CastKind, DataType, Expr, Function, FunctionArg, FunctionArgExpr,
+    FunctionArgumentList, FunctionArguments, Ident, ObjectName, ObjectNamePart, Query, Select,
+    SelectItem, SetExpr, Statement, Subscript, TableAlias, TableAliasColumnDef, TableFactor, Value,
+    ValueWithSpan, VisitMut, VisitorMut,
 };
 
 /// The aggregate scalar subqueries are wrapped in (see the module doc).
@@ -189,19 +191,6 @@ impl Compatibility {
                 pattern,
                 escape_char: Some(escape),
             } => like(*negated, *any, value, pattern, escape, true),
-            Expr::AnyOp { right, .. } | Expr::AllOp { right, .. } if is_placeholder(right) => {
-                let mut rewritten = expr.clone();
-                if let Expr::AnyOp { right, .. } | Expr::AllOp { right, .. } = &mut rewritten {
-                    **right = cast_to(
-                        (**right).clone(),
-                        DataType::Array(ArrayElemTypeDef::SquareBracket(
-                            Box::new(DataType::Text),
-                            None,
-                        )),
-                    );
-                }
-                Some(rewritten)
-            }
             Expr::Function(function) => self
                 .row_to_json(function)
                 .or_else(|| function_call(function)),
@@ -218,6 +207,18 @@ impl Compatibility {
             }
             Expr::CompoundFieldAccess { root, access_chain } => field_access(root, access_chain),
             Expr::Subquery(query) => scalar_subquery(query),
+            // `INTERVAL '1 day 02:03:04'`, in PostgreSQL's syntax.
+            Expr::Interval(interval)
+                if interval.leading_field.is_none()
+                    && interval.last_field.is_none()
+                    && interval.fractional_seconds_precision.is_none()
+                    && is_string_literal(&interval.value) =>
+            {
+                Some(call(
+                    super::pg_types::INTERVAL_FUNCTION,
+                    vec![(*interval.value).clone()],
+                ))
+            }
             _ => None,
         }
     }
@@ -444,10 +445,6 @@ fn call(name: &str, args: Vec<Expr>) -> Expr {
     })
 }
 
-fn is_placeholder(expr: &Expr) -> bool {
-    matches!(expr, Expr::Value(value) if matches!(value.value, Value::Placeholder(_)))
-}
-
 fn is_string_literal(expr: &Expr) -> bool {
     matches!(
         expr,
@@ -487,6 +484,31 @@ fn is_text_type(data_type: &DataType) -> bool {
 }
 
 fn cast(inner: &Expr, data_type: &DataType, kind: &CastKind) -> Option<Expr> {
+    use datafusion::sql::sqlparser::ast::ExactNumberInfo;
+    // `$1::numeric`: the parameter keeps its own scale, as an unconstrained
+    // numeric does (a cast would give every value DataFusion's default).
+    if matches!(
+        data_type,
+        DataType::Numeric(ExactNumberInfo::None) | DataType::Decimal(ExactNumberInfo::None)
+    ) && matches!(inner, Expr::Value(value) if matches!(value.value, Value::Placeholder(_)))
+    {
+        return Some(inner.clone());
+    }
+    match data_type {
+        DataType::Uuid => return Some(call(super::pg_types::UUID_FUNCTION, vec![inner.clone()])),
+        DataType::Bytea => {
+            return Some(call(super::pg_types::BYTEA_FUNCTION, vec![inner.clone()]));
+        }
+        DataType::JSON => return Some(call("pgaccel_json", vec![inner.clone()])),
+        DataType::JSONB => return Some(call("pgaccel_jsonb", vec![inner.clone()])),
+        DataType::Interval { .. } if !matches!(inner, Expr::Interval(_)) => {
+            return Some(call(
+                super::pg_types::INTERVAL_FUNCTION,
+                vec![inner.clone()],
+            ));
+        }
+        _ => {}
+    }
     let target = custom_type(data_type);
     match target.as_deref() {
         // `"char"` and `name` hold text; `xid` a transaction number.
@@ -530,6 +552,17 @@ fn cast(inner: &Expr, data_type: &DataType, kind: &CastKind) -> Option<Expr> {
         };
         if column.is_some_and(|c| REGPROC_COLUMNS.contains(&c.value.to_lowercase().as_str())) {
             return Some(call("pgaccel_regproc_oid", vec![inner.clone()]));
+        }
+    }
+    // `'pg_class'::regclass`: the relation's OID along the search path
+    // (pg_catalog first), 42P01 when there is none.
+    if is_string_literal(inner) {
+        match target.as_deref() {
+            Some("regclass") => return Some(call("pgaccel_regclass_in", vec![inner.clone()])),
+            Some("regnamespace") => {
+                return Some(call("pgaccel_regnamespace_in", vec![inner.clone()]));
+            }
+            _ => {}
         }
     }
     // `format('%I.%I', s, t)::regclass`: the relation that text names.
@@ -587,7 +620,8 @@ fn regproc_comparison(left: &Expr, op: &BinaryOperator, right: &Expr) -> Option<
 }
 
 /// `LIKE ... ESCAPE 'c'`: DataFusion only knows `\` as the escape, so the
-/// pattern's literals are rewritten to use it.
+/// pattern (a literal, a parameter or any expression) is respelled with it
+/// when the query runs.
 fn like(
     negated: bool,
     any: bool,
@@ -597,21 +631,16 @@ fn like(
     case_insensitive: bool,
 ) -> Option<Expr> {
     let escape = match &escape.value {
-        Value::SingleQuotedString(text) => text.chars().next(),
-        _ => None,
-    }?;
-    if escape == '\\' {
+        Value::SingleQuotedString(text) => text.clone(),
+        _ => return None,
+    };
+    if escape == "\\" {
         return None;
     }
-    let mut pattern = pattern.clone();
-    let _ = datafusion::sql::sqlparser::ast::visit_expressions_mut(&mut pattern, |expr| {
-        if let Expr::Value(value) = expr
-            && let Value::SingleQuotedString(text) = &mut value.value
-        {
-            *text = text.replace('\\', "\\\\").replace(escape, "\\");
-        }
-        ControlFlow::<()>::Continue(())
-    });
+    let pattern = call(
+        super::pg_types::LIKE_PATTERN_FUNCTION,
+        vec![pattern.clone(), string(&escape)],
+    );
     let (value, pattern) = (Box::new(value.clone()), Box::new(pattern));
     Some(if case_insensitive {
         Expr::ILike {
@@ -1493,11 +1522,7 @@ mod tests {
         );
         assert_eq!(
             rewrite("SELECT 1 WHERE n NOT LIKE 'pg/_' || '%' ESCAPE '/'"),
-            "SELECT 1 WHERE n NOT LIKE 'pg\\_' || '%'"
-        );
-        assert_eq!(
-            rewrite("SELECT 1 FROM c WHERE relkind = ANY($1)"),
-            "SELECT 1 FROM c WHERE relkind = ANY(CAST($1 AS TEXT[]))"
+            "SELECT 1 WHERE n NOT LIKE pgaccel_like_pattern('pg/_' || '%', '/')"
         );
         assert_eq!(
             rewrite("SELECT i.indkey[k - 1] FROM pg_index i"),

@@ -4,6 +4,11 @@
 //! integer literal as `int8`, so such literals are wrapped in a cast to `int4`
 //! before planning.
 //!
+//! A numeric literal beyond what DataFusion's decimal holds (`1e300`, as
+//! drivers print large doubles) is read as `float8`: the nearest value
+//! pgaccel can compute with, where PostgreSQL's numeric would hold it
+//! exactly.
+//!
 //! Positional references are left alone: `ORDER BY 1`, `GROUP BY 1` and
 //! `LIMIT`/`OFFSET` must stay plain numbers, in the outer query and in every
 //! subquery. Every other literal is typed the same way wherever it appears,
@@ -20,8 +25,12 @@ use datafusion::sql::sqlparser::ast::{
 
 /// Types the integer literals of a query statement as PostgreSQL would.
 pub fn apply_postgres_literal_types(statement: &mut Statement) {
-    if let Statement::Query(query) = statement {
-        let _ = query.visit(&mut IntegerLiterals::default());
+    match statement {
+        Statement::Query(query) => {
+            let _ = query.visit(&mut IntegerLiterals::default());
+        }
+        Statement::Explain { statement, .. } => apply_postgres_literal_types(statement),
+        _ => {}
     }
 }
 
@@ -90,20 +99,49 @@ impl VisitorMut for IntegerLiterals {
     }
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
-        if let Expr::Value(value) = expr
-            && let Value::Number(text, false) = &value.value
-            && text.parse::<i32>().is_ok()
-        {
-            *expr = Expr::Cast {
-                kind: CastKind::Cast,
-                expr: Box::new(expr.clone()),
-                data_type: DataType::Int(None),
-                array: false,
-                format: None,
-            };
-        }
+        let Expr::Value(value) = expr else {
+            return ControlFlow::Continue(());
+        };
+        let Value::Number(text, false) = &value.value else {
+            return ControlFlow::Continue(());
+        };
+        let (operand, data_type) = if text.parse::<i32>().is_ok() {
+            (expr.clone(), DataType::Int(None))
+        } else if beyond_decimal(text) {
+            (
+                Expr::Value(Value::SingleQuotedString(text.clone()).into()),
+                DataType::DoublePrecision,
+            )
+        } else {
+            return ControlFlow::Continue(());
+        };
+        *expr = Expr::Cast {
+            kind: CastKind::Cast,
+            expr: Box::new(operand),
+            data_type,
+            array: false,
+            format: None,
+        };
         ControlFlow::Continue(())
     }
+}
+
+/// Whether the number `text` (`1e300`, `2.5E-200`) has more digits before
+/// or after the point than a 38-digit decimal holds.
+fn beyond_decimal(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    let (mantissa, exponent) = match lower.split_once('e') {
+        Some((mantissa, exponent)) => match exponent.parse::<i64>() {
+            Ok(exponent) => (mantissa, exponent),
+            Err(_) => return false,
+        },
+        None => (lower.as_str(), 0),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let whole = whole.trim_start_matches('0');
+    let integer_digits = whole.len() as i64 + exponent;
+    let scale = fraction.len() as i64 - exponent;
+    integer_digits > 38 || scale > 38
 }
 
 #[cfg(test)]
@@ -129,6 +167,14 @@ mod tests {
         assert_eq!(
             rewrite("SELECT a FROM t WHERE b = 7"),
             "SELECT a FROM t WHERE b = CAST(7 AS INT)"
+        );
+    }
+
+    #[test]
+    fn numbers_beyond_decimal_become_float8() {
+        assert_eq!(
+            rewrite("SELECT 1e300, 1.5e-200, 1e10, 0.000001"),
+            "SELECT CAST('1e300' AS DOUBLE PRECISION), CAST('1.5e-200' AS DOUBLE PRECISION), 1e10, 0.000001"
         );
     }
 

@@ -8,6 +8,7 @@
 //! how accelerations are refreshed.
 
 mod activity;
+mod array_types;
 mod catalog;
 mod compat;
 pub mod cursor;
@@ -15,12 +16,15 @@ mod direct;
 mod engine;
 pub mod error;
 mod functions;
+pub mod interval;
+pub mod json;
 mod literals;
 mod lookup;
 mod names;
 pub mod origins;
 mod overflow;
 pub mod parameterize;
+pub mod pg_types;
 pub mod planner;
 mod resolve;
 pub mod session;
@@ -29,6 +33,8 @@ pub mod sqlstate;
 pub mod statement;
 pub mod system;
 mod table;
+pub mod text;
+mod text_casts;
 mod unknown_literals;
 mod zero_results;
 
@@ -99,12 +105,23 @@ pub fn engine(
     let mut rules: Vec<Arc<dyn datafusion::optimizer::AnalyzerRule + Send + Sync>> =
         vec![Arc::new(unknown_literals::UnknownLiterals)];
     rules.extend(state.analyzer().rules.iter().cloned());
+    // After type coercion, which adds the implicit casts to text.
+    rules.push(Arc::new(text_casts::TextCasts));
+    // pgaccel's JSON operators come before DataFusion's own planners.
+    let mut planners: Vec<Arc<dyn datafusion::logical_expr::planner::ExprPlanner>> =
+        vec![Arc::new(json::JsonOperators)];
+    planners.extend(state.expr_planners().iter().cloned());
     let mut state =
         datafusion::execution::session_state::SessionStateBuilder::new_from_existing(state)
             .with_analyzer_rules(rules)
+            .with_expr_planners(planners)
             .build();
     functions::register(&mut state)?;
     functions::register_aggregates(&mut state)?;
+    json::register(&mut state)?;
+    for function in pg_types::functions() {
+        datafusion::execution::FunctionRegistry::register_udf(&mut state, function)?;
+    }
     Ok(Arc::new(Engine::new(
         state,
         catalog,

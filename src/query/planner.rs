@@ -58,6 +58,10 @@ pub struct PlannedQuery {
     pub direct: Option<DirectPlan>,
     /// Parameter types as DataFusion inferred them, by position.
     pub parameters: Vec<Option<DataType>>,
+    /// PostgreSQL type names parameters are cast to in the statement
+    /// (`$1::oid[]`), by position: reported as written where the Arrow type
+    /// would name another PostgreSQL type.
+    pub parameter_casts: Vec<Option<String>>,
     /// The result columns, each marked with the dataset column it comes
     /// from where it passes one through (for the row description).
     pub schema: SchemaRef,
@@ -156,21 +160,33 @@ impl Planner {
     }
 
     /// Parses one statement's text. `ABORT`, which the parser does not
-    /// know, is read as the `ROLLBACK` it mirrors.
+    /// know, is read as the `ROLLBACK` it mirrors, and `RESET TIME ZONE` as
+    /// `RESET timezone`.
     pub fn parse(&self, sql: &str) -> Result<Vec<Statement>, PgError> {
         match Parser::parse_sql(&PostgreSqlDialect {}, sql) {
             Ok(statements) => Ok(statements),
             Err(error) => {
                 let trimmed = sql.trim_start();
+                let words: Vec<String> = trimmed
+                    .trim_end_matches(|c: char| c == ';' || c.is_whitespace())
+                    .split_whitespace()
+                    .map(str::to_lowercase)
+                    .collect();
                 let aborts = trimmed
                     .get(..5)
                     .is_some_and(|start| start.eq_ignore_ascii_case("abort"))
                     && !trimmed[5..].starts_with(|c: char| c.is_alphanumeric());
-                if aborts
-                    && let Ok(statements) = Parser::parse_sql(
-                        &PostgreSqlDialect {},
-                        &format!("ROLLBACK{}", &trimmed[5..]),
-                    )
+                let stand_in = if aborts {
+                    Some(format!("ROLLBACK{}", &trimmed[5..]))
+                } else if words == ["reset", "time", "zone"] {
+                    Some("RESET timezone".to_owned())
+                } else if words == ["reset", "session", "authorization"] {
+                    Some("RESET session_authorization".to_owned())
+                } else {
+                    None
+                };
+                if let Some(stand_in) = stand_in
+                    && let Ok(statements) = Parser::parse_sql(&PostgreSqlDialect {}, &stand_in)
                 {
                     return Ok(statements);
                 }
@@ -358,19 +374,20 @@ impl Planner {
         self.planned.fetch_add(1, Ordering::Relaxed);
         metrics::statement_planned();
         resolve_names(&mut statement, &context.names)?;
+        let casts = parameter_casts(&statement);
         // Named from the statement as written, before the compatibility
         // rewrites change how functions are spelled.
         // A tool query the compatibility parser stands in for is planned as
         // its stand-in straight away: some fail only when they run.
         if let Some(substitute) = source.and_then(|sql| self.substitute(context, sql, false)) {
-            return self.plan_statement(context, substitute).await;
+            return self.plan_statement(context, substitute, &casts).await;
         }
         super::apply_postgres_names(&mut statement);
         super::compat::apply_postgres_compatibility(&mut statement);
         let statement = self.rewrite(statement);
-        match self.plan_statement(context, statement).await {
+        match self.plan_statement(context, statement, &casts).await {
             Err(error) => match source.and_then(|sql| self.substitute(context, sql, true)) {
-                Some(substitute) => self.plan_statement(context, substitute).await,
+                Some(substitute) => self.plan_statement(context, substitute, &casts).await,
                 None => Err(error),
             },
             planned => planned,
@@ -381,11 +398,15 @@ impl Planner {
         &self,
         context: &PlanContext<'_>,
         mut statement: Statement,
+        casts: &[Option<String>],
     ) -> Result<Prepared, PgError> {
         super::apply_postgres_literal_types(&mut statement);
         // Boxed: DataFusion's SQL planner takes a deep stack of its own.
         let plan = Box::pin(plan(context.state, statement)).await?;
-        Ok(Prepared::Query(Arc::new(planned(plan, context.state)?)))
+        let mut query = planned(plan, context.state)?;
+        query.parameter_casts = casts.to_vec();
+        query.schema = numeric_parameters_described(&query.plan, &query.schema, casts);
+        Ok(Prepared::Query(Arc::new(query)))
     }
 
     /// The stand-in the compatibility parser has for a catalog query that
@@ -451,7 +472,84 @@ fn planned(plan: LogicalPlan, state: &SessionState) -> Result<PlannedQuery, PgEr
         plan,
         direct,
         parameters,
+        parameter_casts: Vec::new(),
     })
+}
+
+/// `SELECT $1::numeric` leaves the parameter uncast, so the value keeps
+/// its own scale (see [`super::compat`]); its column is described as the
+/// numeric it is.
+fn numeric_parameters_described(
+    plan: &LogicalPlan,
+    schema: &SchemaRef,
+    casts: &[Option<String>],
+) -> SchemaRef {
+    let LogicalPlan::Projection(projection) = plan else {
+        return Arc::clone(schema);
+    };
+    let fields: Vec<_> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(index, field)| {
+            let mut expr = projection.expr.get(index);
+            while let Some(datafusion::logical_expr::Expr::Alias(alias)) = expr {
+                expr = Some(alias.expr.as_ref());
+            }
+            let numeric = matches!(
+                expr,
+                Some(datafusion::logical_expr::Expr::Placeholder(placeholder))
+                    if placeholder
+                        .id
+                        .strip_prefix('$')
+                        .and_then(|n| n.parse::<usize>().ok())
+                        .and_then(|n| casts.get(n.checked_sub(1)?).cloned().flatten())
+                        .is_some_and(|cast| cast == "numeric" || cast == "decimal")
+            );
+            if numeric && *field.data_type() == DataType::Null {
+                Arc::new(
+                    field
+                        .as_ref()
+                        .clone()
+                        .with_data_type(DataType::Decimal128(38, 10)),
+                )
+            } else {
+                Arc::clone(field)
+            }
+        })
+        .collect();
+    Arc::new(datafusion::arrow::datatypes::Schema::new_with_metadata(
+        fields,
+        schema.metadata().clone(),
+    ))
+}
+
+/// The type each parameter is cast to where the statement casts it
+/// (`$1::oid[]`), by position, lower case as written.
+fn parameter_casts(statement: &Statement) -> Vec<Option<String>> {
+    use datafusion::sql::sqlparser::ast::Expr as SqlExpr;
+    let mut casts: Vec<Option<String>> = Vec::new();
+    let _ = visit_expressions(statement, |expr| {
+        if let SqlExpr::Cast {
+            expr: inner,
+            data_type,
+            ..
+        } = expr
+            && let SqlExpr::Value(value) = inner.as_ref()
+            && let Value::Placeholder(id) = &value.value
+            && let Some(position) = id
+                .strip_prefix('$')
+                .and_then(|n| n.parse::<usize>().ok())
+                .filter(|n| (1..=MAX_PARAMETERS).contains(n))
+        {
+            if casts.len() < position {
+                casts.resize(position, None);
+            }
+            casts[position - 1] = Some(data_type.to_string().to_lowercase());
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    casts
 }
 
 async fn plan(state: &SessionState, statement: Statement) -> Result<LogicalPlan, PgError> {
@@ -465,7 +563,7 @@ async fn plan(state: &SessionState, statement: Statement) -> Result<LogicalPlan,
         LogicalPlan::Copy(_) => Err(sqlstate::read_only("COPY")),
         _ => {
             refuse_correlated_unnest(&plan)?;
-            Ok(plan)
+            super::array_types::annotate_arrays(plan).map_err(sqlstate::from_datafusion)
         }
     }
 }
@@ -536,10 +634,75 @@ fn check_parameter_numbers(statement: &Statement) -> Result<(), PgError> {
 }
 
 /// Parameter types in `$1, $2, ...` order.
+/// The types of parameters DataFusion leaves untyped, as PostgreSQL infers
+/// them: the type a parameter is cast to (`$1::int8[]`), and in
+/// `x = ANY($1)` (and the other `ANY`/`ALL` comparisons) an array of `x`'s
+/// type, so a client's array text (`{1,2}`) is read as one.
+fn array_parameter_types(plan: &LogicalPlan) -> Vec<(String, DataType)> {
+    use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+    use datafusion::logical_expr::{Expr, ExprSchemable, expr::ScalarFunction};
+    let mut found = Vec::new();
+    let _ = plan.apply_with_subqueries(|node| {
+        let schema = datafusion::logical_expr::utils::merge_schema(&node.inputs());
+        let array_of = |placeholder: &Expr, other: &Expr| match placeholder {
+            Expr::Placeholder(placeholder) => {
+                let element = other.get_type(&schema).ok()?;
+                let item = datafusion::arrow::datatypes::Field::new_list_field(element, true);
+                Some((placeholder.id.clone(), DataType::List(Arc::new(item))))
+            }
+            _ => None,
+        };
+        let array_argument = |expr: &Expr| match expr {
+            Expr::ScalarFunction(ScalarFunction { func, args })
+                if matches!(func.name(), "array_min" | "array_max") && args.len() == 1 =>
+            {
+                Some(args[0].clone())
+            }
+            _ => None,
+        };
+        let _ = node.apply_expressions(|expr| {
+            expr.apply(|e| {
+                match e {
+                    // `$1::int8`, `$1::oid[]`: the type cast to, as in
+                    // PostgreSQL.
+                    Expr::Cast(datafusion::logical_expr::Cast { expr, field })
+                    | Expr::TryCast(datafusion::logical_expr::TryCast { expr, field }) => {
+                        if let Expr::Placeholder(placeholder) = expr.as_ref() {
+                            found.push((placeholder.id.clone(), field.data_type().clone()));
+                        }
+                    }
+                    Expr::ScalarFunction(ScalarFunction { func, args })
+                        if func.name() == "array_has" && args.len() == 2 =>
+                    {
+                        found.extend(array_of(&args[0], &args[1]));
+                    }
+                    Expr::BinaryExpr(binary) => {
+                        if let Some(array) = array_argument(&binary.left) {
+                            found.extend(array_of(&array, &binary.right));
+                        }
+                        if let Some(array) = array_argument(&binary.right) {
+                            found.extend(array_of(&array, &binary.left));
+                        }
+                    }
+                    _ => {}
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })
+        });
+        Ok(TreeNodeRecursion::Continue)
+    });
+    found
+}
+
 fn parameter_types(plan: &LogicalPlan) -> Result<Vec<Option<DataType>>, PgError> {
-    let types = plan
+    let mut types = plan
         .get_parameter_types()
         .map_err(sqlstate::from_datafusion)?;
+    for (id, data_type) in array_parameter_types(plan) {
+        if let Some(slot @ None) = types.get_mut(&id) {
+            *slot = Some(data_type);
+        }
+    }
     let mut ordered: Vec<(usize, Option<DataType>)> = types
         .into_iter()
         .filter_map(|(id, data_type)| {

@@ -1,8 +1,19 @@
-//! String literals compared with a boolean or an array, read as a value of
-//! that type, as PostgreSQL reads an untyped literal (`indisprimary = 'f'`,
-//! `polroles = '{0}'`). DataFusion types the literal as text and cannot
-//! compare, so before type coercion such a literal is replaced by the
-//! value it spells.
+//! Operand types settled the PostgreSQL way before DataFusion's type
+//! coercion:
+//!
+//! - string literals compared with a boolean or an array are read as a
+//!   value of that type, as PostgreSQL reads an untyped literal
+//!   (`indisprimary = 'f'`, `polroles = '{0}'`). DataFusion types the
+//!   literal as text and cannot compare, so such a literal is replaced by
+//!   the value it spells;
+//! - a float operand with a numeric one computes in `float8`
+//!   (`c_float8 = 0.1`, `f * 1.5`): PostgreSQL converts the numeric, where
+//!   DataFusion would convert the float to a decimal, which overflows for
+//!   large doubles and compares differently;
+//! - a jsonb compared with text (a parameter, a literal) compares with the
+//!   text read as jsonb, so `{"a":1}` equals the stored `{"a": 1}`;
+//! - intervals compare by their whole span, a month as 30 days
+//!   (`'1 mon' = '30 days'`), not field by field.
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
@@ -36,6 +47,20 @@ fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
     let Expr::BinaryExpr(BinaryExpr { left, op, right }) = &expr else {
         return Ok(Transformed::no(expr));
     };
+    if let Some(compared) = jsonb_comparison(left, op, right, schema) {
+        return Ok(Transformed::yes(compared));
+    }
+    if let Some(spans) = interval_spans(left, op, right, schema) {
+        return Ok(Transformed::yes(spans));
+    }
+    if let Some(in_float) = float_with_numeric(left, right, schema) {
+        let (left, right) = in_float;
+        return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr::new(
+            Box::new(left),
+            *op,
+            Box::new(right),
+        ))));
+    }
     use datafusion::logical_expr::Operator::{
         Eq, Gt, GtEq, IsDistinctFrom, IsNotDistinctFrom, Lt, LtEq, NotEq,
     };
@@ -65,6 +90,105 @@ fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         ))));
     }
     Ok(Transformed::no(expr))
+}
+
+/// A jsonb compared with a value that is not jsonb: the value read as
+/// jsonb.
+fn jsonb_comparison(
+    left: &Expr,
+    op: &datafusion::logical_expr::Operator,
+    right: &Expr,
+    schema: &DFSchema,
+) -> Option<Expr> {
+    use datafusion::logical_expr::Operator::{Eq, IsDistinctFrom, IsNotDistinctFrom, NotEq};
+    if !matches!(op, Eq | NotEq | IsDistinctFrom | IsNotDistinctFrom) {
+        return None;
+    }
+    let is_jsonb = |e: &Expr| {
+        e.to_field(schema).is_ok_and(|(_, field)| {
+            field
+                .metadata()
+                .get(crate::accelerator::PG_TYPE_METADATA)
+                .is_some_and(|t| t == "jsonb")
+        })
+    };
+    let read = |e: &Expr| {
+        Box::new(Expr::ScalarFunction(
+            datafusion::logical_expr::expr::ScalarFunction::new_udf(
+                super::json::jsonb_input(),
+                vec![e.clone()],
+            ),
+        ))
+    };
+    match (is_jsonb(left), is_jsonb(right)) {
+        (true, false) => Some(Expr::BinaryExpr(BinaryExpr::new(
+            Box::new(left.clone()),
+            *op,
+            read(right),
+        ))),
+        (false, true) => Some(Expr::BinaryExpr(BinaryExpr::new(
+            read(left),
+            *op,
+            Box::new(right.clone()),
+        ))),
+        _ => None,
+    }
+}
+
+/// A comparison of two intervals as a comparison of their spans.
+fn interval_spans(
+    left: &Expr,
+    op: &datafusion::logical_expr::Operator,
+    right: &Expr,
+    schema: &DFSchema,
+) -> Option<Expr> {
+    use datafusion::logical_expr::Operator::{
+        Eq, Gt, GtEq, IsDistinctFrom, IsNotDistinctFrom, Lt, LtEq, NotEq,
+    };
+    if !matches!(
+        op,
+        Eq | NotEq | Lt | LtEq | Gt | GtEq | IsDistinctFrom | IsNotDistinctFrom
+    ) {
+        return None;
+    }
+    let is_interval = |e: &Expr| matches!(e.get_type(schema), Ok(DataType::Interval(_)));
+    if !is_interval(left) || !is_interval(right) {
+        return None;
+    }
+    let span = |e: &Expr| {
+        Expr::ScalarFunction(datafusion::logical_expr::expr::ScalarFunction::new_udf(
+            std::sync::Arc::new(datafusion::logical_expr::ScalarUDF::new_from_impl(
+                super::pg_types::IntervalSpan::default(),
+            )),
+            vec![e.clone()],
+        ))
+    };
+    Some(Expr::BinaryExpr(BinaryExpr::new(
+        Box::new(span(left)),
+        *op,
+        Box::new(span(right)),
+    )))
+}
+
+/// Both operands as `float8` when one is a float and the other numeric.
+fn float_with_numeric(left: &Expr, right: &Expr, schema: &DFSchema) -> Option<(Expr, Expr)> {
+    let is_float = |t: &DataType| matches!(t, DataType::Float32 | DataType::Float64);
+    let is_numeric =
+        |t: &DataType| matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..));
+    let (l, r) = (left.get_type(schema).ok()?, right.get_type(schema).ok()?);
+    if !(is_float(&l) && is_numeric(&r) || is_numeric(&l) && is_float(&r)) {
+        return None;
+    }
+    let float8 = |expr: &Expr, t: &DataType| {
+        if *t == DataType::Float64 {
+            expr.clone()
+        } else {
+            expr.clone()
+                .cast_to(&DataType::Float64, schema)
+                .unwrap_or_else(|_| expr.clone())
+        }
+    };
+    Some((float8(left, &l), float8(right, &r)))
 }
 
 fn text_literal(expr: &Expr) -> Option<&str> {

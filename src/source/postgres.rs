@@ -90,8 +90,9 @@ impl PostgresSource {
             .read_table(provider)
             .map_err(|e| read_error(e.to_string()))?;
         let frame = super::restrict(&self.dataset, frame, filter)?;
-        // The selected columns, keeping their PostgreSQL type annotations.
-        let schema = Arc::new(Schema::new(
+        // The selected columns, keeping their PostgreSQL type annotations,
+        // and the table's (its comment).
+        let schema = Arc::new(Schema::new_with_metadata(
             frame
                 .schema()
                 .fields()
@@ -103,6 +104,7 @@ impl PostgresSource {
                         .unwrap_or_else(|_| Arc::clone(field))
                 })
                 .collect::<Vec<_>>(),
+            schema.metadata().clone(),
         ));
         let primary_key = super::key_within(primary_key, &schema);
         let stream = super::execute(&self.dataset, frame).await?;

@@ -375,21 +375,26 @@ impl Backend {
             vec![format; columns.len()],
         )))
         .await?;
-        if binary {
-            self.copy_data(copy::binary_header()).await?;
-        }
+        // The binary header goes out with the first row (or the trailer),
+        // in one message, as PostgreSQL sends it: some clients read a
+        // message without a row as a truncated one.
+        let mut header = binary.then(copy::binary_header);
+        let mut with_header = |data: Bytes| match header.take() {
+            Some(header) => [header, data].concat().into(),
+            None => data,
+        };
         if let Some(header) = framing.header(&columns) {
             self.copy_data(header).await?;
         }
         let mut rows = 0usize;
         while let Some(batch) = source.next(usize::MAX).await {
             for row in encoding.rows(&batch?)? {
-                self.copy_data(framing.row(&row)).await?;
+                self.copy_data(with_header(framing.row(&row))).await?;
                 rows += 1;
             }
         }
         if binary {
-            self.copy_data(copy::binary_trailer()).await?;
+            self.copy_data(with_header(copy::binary_trailer())).await?;
         }
         self.send(PgWireBackendMessage::CopyDone(CopyDone::new()))
             .await?;
@@ -465,11 +470,13 @@ impl Backend {
             .iter()
             .map(|oid| (*oid != 0).then(|| Type::from_oid(*oid).unwrap_or(Type::UNKNOWN)))
             .collect();
-        let inferred = match &prepared {
-            Some(Prepared::Query(query)) => query.parameters.clone(),
-            _ => Vec::new(),
+        let (inferred, casts) = match &prepared {
+            Some(Prepared::Query(query)) => {
+                (query.parameters.clone(), query.parameter_casts.clone())
+            }
+            _ => (Vec::new(), Vec::new()),
         };
-        let reported = params::reported_types(&declared, &inferred);
+        let reported = params::reported_types(&declared, &casts, &inferred);
         let statement = NamedStatement {
             sql: parse.query,
             prepared,

@@ -14,9 +14,7 @@ use arrow_pg::datatypes::field_into_pg_type;
 use arrow_pg::encoder::encode_value;
 use bytes::{BufMut, BytesMut};
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
-use datafusion::arrow::datatypes::{
-    DataType, Decimal128Type, Field, Float32Type, Float64Type, Schema,
-};
+use datafusion::arrow::datatypes::{DataType, Decimal128Type, Field, Schema};
 use pgwire::api::Type;
 use pgwire::api::results::{DataRowEncoder, FieldFormat, FieldInfo};
 use pgwire::error::PgWireResult;
@@ -25,11 +23,12 @@ use pgwire::types::ToSqlText;
 use pgwire::types::format::FormatOptions;
 use postgres_types::{IsNull, ToSql, to_sql_checked};
 
-use super::{numeric, text};
+use super::numeric;
 use crate::accelerator::{PG_TYPE_METADATA, TYPMOD_METADATA};
+use crate::query::display_name;
 use crate::query::origins::{ATTNUM_METADATA, TABLE_OID_METADATA};
 use crate::query::settings::Output;
-use crate::query::{PgError, display_name, sqlstate};
+use crate::query::text;
 
 /// The wire type of a result column.
 pub fn pg_type(field: &Arc<Field>) -> PgWireResult<Type> {
@@ -250,6 +249,27 @@ impl RowEncoding {
                             pg_field.format_options(),
                         )?;
                     }
+                    // NULL is the same for every type; arrow-pg's encoder
+                    // writes a zero interval for a NULL one.
+                    ColumnKind::Default if array.is_null(row) => {
+                        encoder.encode_field_with_type_and_format(
+                            &None::<i32>,
+                            pg_field.datatype(),
+                            pg_field.format(),
+                            pg_field.format_options(),
+                        )?;
+                    }
+                    ColumnKind::Default
+                        if pg_field.format() == FieldFormat::Binary
+                            && is_empty_list(array, row) =>
+                    {
+                        encoder.encode_field_with_type_and_format(
+                            &Some(EmptyArray),
+                            pg_field.datatype(),
+                            pg_field.format(),
+                            pg_field.format_options(),
+                        )?;
+                    }
                     ColumnKind::Default => {
                         encode_value(&mut encoder, array, row, schema.field(column), pg_field)?
                     }
@@ -282,152 +302,11 @@ fn pg_text(
     output: &Output,
     field_type: Option<&Type>,
 ) -> PgWireResult<Option<String>> {
-    if array.is_null(row) {
-        return Ok(None);
-    }
-    let unsupported = || {
-        super::user_error(PgError::new(
-            sqlstate::FEATURE_NOT_SUPPORTED,
-            format!("cannot print a value of type {}", array.data_type()),
-        ))
-    };
-    let text = match array.data_type() {
-        DataType::Float32 => text::float_with_digits(
-            f64::from(array.as_primitive::<Float32Type>().value(row)),
-            true,
-            output.extra_float_digits,
-        ),
-        DataType::Float64 => text::float_with_digits(
-            array.as_primitive::<Float64Type>().value(row),
-            false,
-            output.extra_float_digits,
-        ),
-        DataType::Timestamp(_, tz) => {
-            let at = temporal::timestamp(array, row).ok_or_else(unsupported)?;
-            if tz.is_some() {
-                text::timestamptz(at, &output.zone, output.date_style)
-            } else {
-                text::timestamp_styled(at, output.date_style, None)
-            }
-        }
-        DataType::Time32(_) | DataType::Time64(_) => {
-            text::time(temporal::time(array, row).ok_or_else(unsupported)?)
-        }
-        DataType::Date32 | DataType::Date64 => text::date(
-            temporal::date(array, row).ok_or_else(unsupported)?,
-            output.date_style,
-        ),
-        DataType::Interval(_) => {
-            let (months, days, micros) = temporal::interval(array, row).ok_or_else(unsupported)?;
-            text::interval(months, days, micros, output.interval_style)
-        }
-        DataType::List(_) => {
-            let values = array.as_list::<i32>().value(row);
-            let vector = matches!(
-                field_type,
-                Some(pg_type) if *pg_type == Type::INT2_VECTOR || *pg_type == Type::OID_VECTOR
-            );
-            text::list(&values, vector)
-        }
-        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => {
-            let bytes = temporal::bytes(array, row).ok_or_else(unsupported)?;
-            if output.bytea_hex {
-                let mut out = String::with_capacity(2 + bytes.len() * 2);
-                out.push_str("\\x");
-                for byte in bytes {
-                    out.push_str(&format!("{byte:02x}"));
-                }
-                out
-            } else {
-                text::bytea_escape(bytes)
-            }
-        }
-        _ => return Err(unsupported()),
-    };
-    Ok(Some(text))
-}
-
-mod temporal {
-    //! Arrow temporal values as chrono values.
-
-    use std::sync::Arc;
-
-    use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
-    use datafusion::arrow::array::{Array, AsArray};
-    use datafusion::arrow::datatypes::*;
-
-    pub fn timestamp(array: &Arc<dyn Array>, row: usize) -> Option<NaiveDateTime> {
-        match array.data_type() {
-            DataType::Timestamp(TimeUnit::Second, _) => array
-                .as_primitive::<TimestampSecondType>()
-                .value_as_datetime(row),
-            DataType::Timestamp(TimeUnit::Millisecond, _) => array
-                .as_primitive::<TimestampMillisecondType>()
-                .value_as_datetime(row),
-            DataType::Timestamp(TimeUnit::Microsecond, _) => array
-                .as_primitive::<TimestampMicrosecondType>()
-                .value_as_datetime(row),
-            DataType::Timestamp(TimeUnit::Nanosecond, _) => array
-                .as_primitive::<TimestampNanosecondType>()
-                .value_as_datetime(row),
-            _ => None,
-        }
-    }
-
-    pub fn date(array: &Arc<dyn Array>, row: usize) -> Option<NaiveDate> {
-        match array.data_type() {
-            DataType::Date32 => array.as_primitive::<Date32Type>().value_as_date(row),
-            DataType::Date64 => array.as_primitive::<Date64Type>().value_as_date(row),
-            _ => None,
-        }
-    }
-
-    /// Months, days and microseconds of an interval value.
-    pub fn interval(array: &Arc<dyn Array>, row: usize) -> Option<(i32, i32, i64)> {
-        Some(match array.data_type() {
-            DataType::Interval(IntervalUnit::MonthDayNano) => {
-                let value = array.as_primitive::<IntervalMonthDayNanoType>().value(row);
-                (value.months, value.days, value.nanoseconds / 1000)
-            }
-            DataType::Interval(IntervalUnit::DayTime) => {
-                let value = array.as_primitive::<IntervalDayTimeType>().value(row);
-                (0, value.days, i64::from(value.milliseconds) * 1000)
-            }
-            DataType::Interval(IntervalUnit::YearMonth) => (
-                array.as_primitive::<IntervalYearMonthType>().value(row),
-                0,
-                0,
-            ),
-            _ => return None,
-        })
-    }
-
-    pub fn bytes(array: &Arc<dyn Array>, row: usize) -> Option<&[u8]> {
-        match array.data_type() {
-            DataType::Binary => Some(array.as_binary::<i32>().value(row)),
-            DataType::LargeBinary => Some(array.as_binary::<i64>().value(row)),
-            DataType::BinaryView => Some(array.as_binary_view().value(row)),
-            _ => None,
-        }
-    }
-
-    pub fn time(array: &Arc<dyn Array>, row: usize) -> Option<NaiveTime> {
-        match array.data_type() {
-            DataType::Time32(TimeUnit::Second) => {
-                array.as_primitive::<Time32SecondType>().value_as_time(row)
-            }
-            DataType::Time32(TimeUnit::Millisecond) => array
-                .as_primitive::<Time32MillisecondType>()
-                .value_as_time(row),
-            DataType::Time64(TimeUnit::Microsecond) => array
-                .as_primitive::<Time64MicrosecondType>()
-                .value_as_time(row),
-            DataType::Time64(TimeUnit::Nanosecond) => array
-                .as_primitive::<Time64NanosecondType>()
-                .value_as_time(row),
-            _ => None,
-        }
-    }
+    let vector = matches!(
+        field_type,
+        Some(pg_type) if *pg_type == Type::INT2_VECTOR || *pg_type == Type::OID_VECTOR
+    );
+    text::value_text(array, row, output, vector).map_err(super::user_error)
 }
 
 fn numeric_value(array: &Arc<dyn Array>, row: usize) -> Numeric {
@@ -485,6 +364,55 @@ fn string_value(array: &Arc<dyn Array>, row: usize) -> String {
 /// A value stored as its PostgreSQL text form, encoded in binary by its type.
 #[derive(Debug)]
 struct TextBacked(String);
+
+/// Whether the value at `row` is a list with no elements.
+fn is_empty_list(array: &Arc<dyn Array>, row: usize) -> bool {
+    match array.data_type() {
+        DataType::List(_) => array.as_list::<i32>().value_length(row) == 0,
+        DataType::LargeList(_) => array.as_list::<i64>().value_length(row) == 0,
+        _ => false,
+    }
+}
+
+/// An array without elements in binary: PostgreSQL writes no dimension
+/// (pgwire writes one of length 0, which some clients refuse in `COPY`).
+#[derive(Debug)]
+struct EmptyArray;
+
+impl ToSql for EmptyArray {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut BytesMut,
+    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
+        let element = match ty.kind() {
+            postgres_types::Kind::Array(element) => element.oid(),
+            _ => 0,
+        };
+        out.put_i32(0); // dimensions
+        out.put_i32(0); // flags: no NULLs
+        out.put_u32(element);
+        Ok(IsNull::No)
+    }
+
+    fn accepts(_ty: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}
+
+impl ToSqlText for EmptyArray {
+    fn to_sql_text(
+        &self,
+        _ty: &Type,
+        out: &mut BytesMut,
+        _format_options: &FormatOptions,
+    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
+        out.put_slice(b"{}");
+        Ok(IsNull::No)
+    }
+}
 
 impl ToSql for TextBacked {
     fn to_sql(

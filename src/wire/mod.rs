@@ -13,7 +13,6 @@ mod copy;
 mod encode;
 mod numeric;
 mod params;
-mod text;
 
 use std::collections::HashMap;
 use std::fmt::Debug;

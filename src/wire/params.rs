@@ -164,6 +164,11 @@ fn element_type(array: &Type) -> Option<Type> {
         Type::BYTEA_ARRAY => Type::BYTEA,
         Type::JSONB_ARRAY => Type::JSONB,
         Type::JSON_ARRAY => Type::JSON,
+        Type::OID_ARRAY => Type::OID,
+        Type::NAME_ARRAY => Type::NAME,
+        Type::CHAR_ARRAY => Type::CHAR,
+        Type::TIME_ARRAY => Type::TIME,
+        Type::INTERVAL_ARRAY => Type::INTERVAL,
         _ => return None,
     })
 }
@@ -212,12 +217,17 @@ fn natural_type(pg_type: &Type) -> DataType {
         Type::INT2 => DataType::Int16,
         Type::INT4 => DataType::Int32,
         Type::INT8 => DataType::Int64,
+        Type::OID => DataType::UInt32,
         Type::FLOAT4 => DataType::Float32,
         Type::FLOAT8 => DataType::Float64,
         Type::BYTEA => DataType::Binary,
         Type::DATE => DataType::Date32,
         Type::TIMESTAMP => DataType::Timestamp(TimeUnit::Microsecond, None),
         Type::TIMESTAMPTZ => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+        Type::TIME => DataType::Time64(TimeUnit::Microsecond),
+        Type::INTERVAL => {
+            DataType::Interval(datafusion::arrow::datatypes::IntervalUnit::MonthDayNano)
+        }
         _ => DataType::Utf8,
     }
 }
@@ -271,8 +281,31 @@ fn numeric(bytes: &[u8]) -> Option<ScalarValue> {
     } else {
         format!("{sign}{integer}")
     };
+    decimal_text(&text)
+}
+
+/// A numeric's text (`-12.340`) as a decimal of its own scale, as
+/// PostgreSQL keeps an unconstrained numeric; `NaN` and infinities as
+/// float8, which holds them.
+fn decimal_text(text: &str) -> Option<ScalarValue> {
+    let trimmed = text.trim();
+    match trimmed.to_ascii_lowercase().as_str() {
+        "nan" => return Some(ScalarValue::Float64(Some(f64::NAN))),
+        "infinity" | "+infinity" => return Some(ScalarValue::Float64(Some(f64::INFINITY))),
+        "-infinity" => return Some(ScalarValue::Float64(Some(f64::NEG_INFINITY))),
+        _ => {}
+    }
+    let unsigned = trimmed.trim_start_matches(['-', '+']);
+    let (integer, fraction) = unsigned.split_once('.').unwrap_or((unsigned, ""));
+    if unsigned.contains(['e', 'E'])
+        || !(integer.chars().chain(fraction.chars())).all(|c| c.is_ascii_digit())
+    {
+        return None;
+    }
+    let integer = integer.trim_start_matches('0');
+    let scale = fraction.len();
     let precision = (integer.len() + scale).clamp(1, 38) as u8;
-    ScalarValue::Utf8(Some(text))
+    ScalarValue::Utf8(Some(trimmed.to_owned()))
         .cast_to(&DataType::Decimal128(
             precision.max(scale as u8),
             scale as i8,
@@ -291,7 +324,7 @@ fn text_value(
         Some(DataType::Binary | DataType::LargeBinary | DataType::BinaryView)
     );
     if *pg_type == Type::BYTEA || wants_binary {
-        return bytea_text(&text)
+        return crate::query::pg_types::bytea_input(&text)
             .map(|bytes| ScalarValue::Binary(Some(bytes)))
             .ok_or_else(|| {
                 PgError::new(
@@ -300,6 +333,22 @@ fn text_value(
                 )
             });
     }
+    if *pg_type == Type::UUID {
+        // Kept as its canonical text; clients may send `a0eebc99...` bare.
+        return crate::query::pg_types::canonical_uuid(&text)
+            .map(|text| ScalarValue::Utf8(Some(text)))
+            .map_err(|_| {
+                PgError::new(
+                    sqlstate::INVALID_TEXT_REPRESENTATION,
+                    format!("invalid input syntax for type uuid: \"{text}\""),
+                )
+            });
+    }
+    if *pg_type == Type::INTERVAL || matches!(target, Some(DataType::Interval(_))) {
+        return crate::query::interval::parse_interval(&text)
+            .map(|value| ScalarValue::IntervalMonthDayNano(Some(value)))
+            .map_err(|e| PgError::new(e.sqlstate(), e.to_string()));
+    }
     if let Some(element) = element_type(pg_type) {
         return text_array(&text, &element);
     }
@@ -307,6 +356,12 @@ fn text_value(
         return text_array(&text, &pg_type_of(field.data_type()));
     }
     Ok(match *pg_type {
+        Type::NUMERIC if target.is_none() => decimal_text(&text).ok_or_else(|| {
+            PgError::new(
+                sqlstate::INVALID_TEXT_REPRESENTATION,
+                format!("invalid input syntax for type numeric: \"{text}\""),
+            )
+        })?,
         Type::DATE => NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d")
             .map(|date| ScalarValue::Date32(Some(days(date))))
             .unwrap_or(ScalarValue::Utf8(Some(text))),
@@ -333,41 +388,6 @@ fn micros_of_day(time: NaiveTime) -> i64 {
 /// The PostgreSQL type for values of an Arrow type.
 fn pg_type_of(data_type: &DataType) -> Type {
     arrow_pg::datatypes::into_pg_type(data_type).unwrap_or(Type::TEXT)
-}
-
-/// bytea's text input: `\x` followed by hex digits, or the escape format
-/// (`\\` for a backslash, `\ooo` octal).
-pub fn bytea_text(text: &str) -> Option<Vec<u8>> {
-    if let Some(hex) = text
-        .strip_prefix("\\x")
-        .or_else(|| text.strip_prefix("\\X"))
-    {
-        let digits: Vec<u8> = hex.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-        if !digits.len().is_multiple_of(2) {
-            return None;
-        }
-        return digits
-            .chunks(2)
-            .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
-            .collect();
-    }
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] != b'\\' {
-            out.push(bytes[i]);
-            i += 1;
-        } else if bytes.get(i + 1) == Some(&b'\\') {
-            out.push(b'\\');
-            i += 2;
-        } else {
-            let octal = std::str::from_utf8(bytes.get(i + 1..i + 4)?).ok()?;
-            out.push(u8::from_str_radix(octal, 8).ok()?);
-            i += 4;
-        }
-    }
-    Some(out)
 }
 
 /// A one-dimensional array literal: `{1,2,NULL}`, `{"a b","c"}`.
@@ -436,7 +456,11 @@ fn text_array(text: &str, element: &Type) -> Result<ScalarValue, PgError> {
 
 /// The parameter types a statement reports: what the client declared, else
 /// what was inferred, else `text` (never "unknown", which drivers reject).
-pub fn reported_types(declared: &[Option<Type>], inferred: &[Option<DataType>]) -> Vec<Type> {
+pub fn reported_types(
+    declared: &[Option<Type>],
+    casts: &[Option<String>],
+    inferred: &[Option<DataType>],
+) -> Vec<Type> {
     let count = declared.len().max(inferred.len());
     (0..count)
         .map(|i| {
@@ -444,10 +468,36 @@ pub fn reported_types(declared: &[Option<Type>], inferred: &[Option<DataType>]) 
                 .get(i)
                 .cloned()
                 .flatten()
+                .or_else(|| casts.get(i).cloned().flatten().and_then(|t| cast_type(&t)))
                 .or_else(|| inferred.get(i).cloned().flatten().map(|t| pg_type_of(&t)))
                 .unwrap_or(Type::TEXT)
         })
         .collect()
+}
+
+/// The PostgreSQL types a cast names (`$1::oid[]`) that pgaccel computes in
+/// an Arrow type of another PostgreSQL type (oid in int4, name in text).
+fn cast_type(name: &str) -> Option<Type> {
+    let name = name.trim_start_matches("pg_catalog.");
+    Some(match name {
+        "oid" => Type::OID,
+        "oid[]" => Type::OID_ARRAY,
+        "name" => Type::NAME,
+        "name[]" => Type::NAME_ARRAY,
+        "regclass" => Type::REGCLASS,
+        "regtype" => Type::REGTYPE,
+        "regproc" => Type::REGPROC,
+        "\"char\"" => Type::CHAR,
+        "uuid" => Type::UUID,
+        "uuid[]" => Type::UUID_ARRAY,
+        "json" => Type::JSON,
+        "jsonb" => Type::JSONB,
+        "xid" => Type::XID,
+        "bytea" => Type::BYTEA,
+        "interval" => Type::INTERVAL,
+        "numeric" | "decimal" => Type::NUMERIC,
+        _ => return None,
+    })
 }
 
 #[allow(dead_code)]
@@ -516,12 +566,7 @@ mod tests {
     }
 
     #[test]
-    fn bytea_text_in_both_formats() {
-        assert_eq!(
-            bytea_text("\\xdeadbeef").unwrap(),
-            vec![0xde, 0xad, 0xbe, 0xef]
-        );
-        assert_eq!(bytea_text("a\\\\b\\000").unwrap(), b"a\\b\0".to_vec());
+    fn bytea_parameters_decode() {
         assert_eq!(
             text(Type::BYTEA, "\\x00ff", Some(DataType::Binary)),
             ScalarValue::Binary(Some(vec![0, 255]))

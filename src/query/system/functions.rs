@@ -20,6 +20,7 @@ use datafusion::logical_expr::{
 use super::System;
 use super::oids;
 use super::relations::Datasets;
+use crate::query::PgError;
 use crate::query::engine::SessionInfo;
 
 /// What a catalog function computes from the catalog, the session and its
@@ -43,6 +44,9 @@ struct CatalogFunction {
     signature: Signature,
     returns: DataType,
     body: Body,
+    /// The error when the body finds nothing for arguments that are not
+    /// NULL (a `'name'::regclass` input naming no relation); NULL without.
+    missing: Option<fn(&[ScalarValue]) -> PgError>,
     system: Arc<System>,
 }
 
@@ -92,7 +96,12 @@ impl ScalarUDFImpl for CatalogFunction {
             match (self.body)(&call, values) {
                 Some(value) if value.data_type() == self.returns => Ok(value),
                 Some(value) => value.cast_to(&self.returns),
-                None => null(),
+                None => match self.missing {
+                    Some(missing) if values.iter().all(|v| !v.is_null()) => {
+                        Err(DataFusionError::External(Box::new(missing(values))))
+                    }
+                    _ => null(),
+                },
             }
         };
         let rows = args.args.iter().find_map(|arg| match arg {
@@ -662,10 +671,20 @@ fn empty_text(_: &Call<'_>, _: &[ScalarValue]) -> Option<ScalarValue> {
 /// along the search path, or NULL.
 fn to_regclass(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
     let name = text_of(args.first())?;
-    let (schema, table) = match name.split_once('.') {
-        Some((schema, table)) => (Some(schema.trim_matches('"')), table.trim_matches('"')),
-        None => (None, name.trim_matches('"')),
+    // A number is the OID itself, as in PostgreSQL's regclass input.
+    if let Ok(number) = name.trim().parse::<u32>() {
+        return Some(ScalarValue::Int32(Some(number as i32)));
+    }
+    // An identifier folds to lower case unless quoted.
+    let part = |text: &str| match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        Some(quoted) => quoted.replace("\"\"", "\""),
+        None => text.to_lowercase(),
     };
+    let (schema, table) = match name.split_once('.') {
+        Some((schema, table)) => (Some(part(schema)), part(table)),
+        None => (None, part(&name)),
+    };
+    let (schema, table) = (schema.as_deref(), table.as_str());
     let datasets = call.datasets();
     let path = call
         .session
@@ -686,6 +705,24 @@ fn to_regclass(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
         .iter()
         .find(|relation| relation.name == table && schema.is_none_or(|s| s == "pg_catalog"))
         .map(|relation| ScalarValue::Int32(Some(relation.oid)))
+}
+
+/// `'name'::regclass` naming no relation.
+fn missing_relation(args: &[ScalarValue]) -> PgError {
+    let name = text_of(args.first()).unwrap_or_default();
+    PgError::new(
+        crate::query::sqlstate::UNDEFINED_TABLE,
+        format!("relation \"{name}\" does not exist"),
+    )
+}
+
+/// `'name'::regnamespace` naming no schema.
+fn missing_schema(args: &[ScalarValue]) -> PgError {
+    let name = text_of(args.first()).unwrap_or_default();
+    PgError::new(
+        crate::query::sqlstate::UNDEFINED_SCHEMA,
+        format!("schema \"{name}\" does not exist"),
+    )
 }
 
 fn to_regtype(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
@@ -712,6 +749,9 @@ fn to_regtype(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
 
 fn to_regnamespace(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
     let name = text_of(args.first())?;
+    if let Ok(number) = name.trim().parse::<u32>() {
+        return Some(ScalarValue::Int32(Some(number as i32)));
+    }
     let known = matches!(
         name.as_str(),
         "pg_catalog" | "public" | "information_schema"
@@ -806,8 +846,61 @@ fn procedure_name(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> 
 }
 
 /// Registers the catalog functions in `state`, over any of the same name.
+/// `pg_typeof(value)`: the name of the value's PostgreSQL type, as
+/// `format_type` prints it (without modifiers).
+#[derive(Debug)]
+struct TypeOf {
+    system: Arc<System>,
+    signature: Signature,
+}
+
+impl PartialEq for TypeOf {
+    fn eq(&self, _other: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for TypeOf {}
+
+impl std::hash::Hash for TypeOf {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        "pg_typeof".hash(state);
+    }
+}
+
+impl ScalarUDFImpl for TypeOf {
+    fn name(&self) -> &str {
+        "pg_typeof"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let field = args
+            .arg_fields
+            .first()
+            .ok_or_else(|| DataFusionError::Plan("pg_typeof takes one argument".to_owned()))?;
+        let types = &self.system.types;
+        let column = types.column(field);
+        let name = types
+            .format(column.oid, -1)
+            .unwrap_or_else(|| "unknown".to_owned());
+        Ok(ColumnarValue::Scalar(ScalarValue::Utf8(Some(name))))
+    }
+}
+
 pub fn register(state: &mut SessionState, system: Arc<System>) -> Result<()> {
     use TypeSignature::{Any, Nullary};
+    state.register_udf(Arc::new(ScalarUDF::new_from_impl(TypeOf {
+        system: Arc::clone(&system),
+        signature: Signature::any(1, Volatility::Immutable),
+    })))?;
     let text_type = DataType::Utf8;
     let definitions: Vec<(&'static str, Vec<TypeSignature>, DataType, Body)> = vec![
         ("format_type", vec![Any(2)], text_type.clone(), format_type),
@@ -992,6 +1085,18 @@ pub fn register(state: &mut SessionState, system: Arc<System>) -> Result<()> {
             function_result,
         ),
         ("to_regclass", vec![Any(1)], DataType::Int32, to_regclass),
+        (
+            "pgaccel_regclass_in",
+            vec![Any(1)],
+            DataType::Int32,
+            to_regclass,
+        ),
+        (
+            "pgaccel_regnamespace_in",
+            vec![Any(1)],
+            DataType::Int32,
+            to_regnamespace,
+        ),
         ("to_regtype", vec![Any(1)], DataType::Int32, to_regtype),
         (
             "to_regnamespace",
@@ -1097,11 +1202,17 @@ pub fn register(state: &mut SessionState, system: Arc<System>) -> Result<()> {
             ),
             _ => Signature::one_of(arguments, Volatility::Stable),
         };
+        let missing = match name {
+            "pgaccel_regclass_in" => Some(missing_relation as fn(&[ScalarValue]) -> PgError),
+            "pgaccel_regnamespace_in" => Some(missing_schema as fn(&[ScalarValue]) -> PgError),
+            _ => None,
+        };
         let function = CatalogFunction {
             name,
             signature,
             returns,
             body,
+            missing,
             system: Arc::clone(&system),
         };
         state

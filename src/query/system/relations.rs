@@ -259,9 +259,9 @@ fn class_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         oid_field("oid", kind::OID, false),
         Field::new("relname", DataType::Utf8, false),
-        oid_field("relnamespace", kind::REGNAMESPACE, false),
-        oid_field("reltype", kind::REGTYPE, false),
-        oid_field("reloftype", kind::REGTYPE, false),
+        oid_field("relnamespace", kind::OID, false),
+        oid_field("reltype", kind::OID, false),
+        oid_field("reloftype", kind::OID, false),
         oid_field("relowner", kind::OID, false),
         oid_field("relam", kind::OID, false),
         oid_field("relfilenode", kind::OID, false),
@@ -269,7 +269,7 @@ fn class_schema() -> SchemaRef {
         Field::new("relpages", DataType::Int32, false),
         Field::new("reltuples", DataType::Float32, false),
         Field::new("relallvisible", DataType::Int32, false),
-        oid_field("reltoastrelid", kind::REGCLASS, false),
+        oid_field("reltoastrelid", kind::OID, false),
         Field::new("relhasindex", DataType::Boolean, false),
         Field::new("relisshared", DataType::Boolean, false),
         Field::new("relpersistence", DataType::Utf8, false),
@@ -378,9 +378,9 @@ pub fn classes(system: &System, datasets: &Datasets) -> Result<RecordBatch> {
 
 fn attribute_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
-        oid_field("attrelid", kind::REGCLASS, false),
+        oid_field("attrelid", kind::OID, false),
         Field::new("attname", DataType::Utf8, false),
-        oid_field("atttypid", kind::REGTYPE, false),
+        oid_field("atttypid", kind::OID, false),
         Field::new("attlen", DataType::Int16, false),
         Field::new("attnum", DataType::Int16, false),
         Field::new("attcacheoff", DataType::Int32, false),

@@ -11,11 +11,170 @@
 
 use std::fmt::Write;
 
+use datafusion::arrow::array::{Array, ArrayRef, AsArray};
+use datafusion::arrow::datatypes::{DataType, Float32Type, Float64Type};
+
 use chrono::{Datelike, NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 
 use crate::query::settings::datestyle::{Order, Style};
 use crate::query::settings::zone::iso_offset;
-use crate::query::settings::{DateStyle, IntervalStyle, SessionZone};
+use crate::query::settings::{DateStyle, IntervalStyle, Output, SessionZone};
+use crate::query::{PgError, sqlstate};
+
+/// PostgreSQL's text form of a value whose printing depends on the
+/// session's settings.
+///
+/// `vector`: the list is an `int2vector` or `oidvector`, printed with
+/// spaces.
+pub fn value_text(
+    array: &ArrayRef,
+    row: usize,
+    output: &Output,
+    vector: bool,
+) -> Result<Option<String>, PgError> {
+    if array.is_null(row) {
+        return Ok(None);
+    }
+    let unsupported = || {
+        PgError::new(
+            sqlstate::FEATURE_NOT_SUPPORTED,
+            format!("cannot print a value of type {}", array.data_type()),
+        )
+    };
+    let text = match array.data_type() {
+        DataType::Float32 => float_with_digits(
+            f64::from(array.as_primitive::<Float32Type>().value(row)),
+            true,
+            output.extra_float_digits,
+        ),
+        DataType::Float64 => float_with_digits(
+            array.as_primitive::<Float64Type>().value(row),
+            false,
+            output.extra_float_digits,
+        ),
+        DataType::Timestamp(_, tz) => {
+            let at = temporal::timestamp(array, row).ok_or_else(unsupported)?;
+            if tz.is_some() {
+                timestamptz(at, &output.zone, output.date_style)
+            } else {
+                timestamp_styled(at, output.date_style, None)
+            }
+        }
+        DataType::Time32(_) | DataType::Time64(_) => {
+            time(temporal::time(array, row).ok_or_else(unsupported)?)
+        }
+        DataType::Date32 | DataType::Date64 => date(
+            temporal::date(array, row).ok_or_else(unsupported)?,
+            output.date_style,
+        ),
+        DataType::Interval(_) => {
+            let (months, days, micros) = temporal::interval(array, row).ok_or_else(unsupported)?;
+            interval(months, days, micros, output.interval_style)
+        }
+        DataType::List(_) => {
+            let values = array.as_list::<i32>().value(row);
+            list(&values, vector)
+        }
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => {
+            let bytes = temporal::bytes(array, row).ok_or_else(unsupported)?;
+            if output.bytea_hex {
+                let mut out = String::with_capacity(2 + bytes.len() * 2);
+                out.push_str("\\x");
+                for byte in bytes {
+                    out.push_str(&format!("{byte:02x}"));
+                }
+                out
+            } else {
+                bytea_escape(bytes)
+            }
+        }
+        _ => return Err(unsupported()),
+    };
+    Ok(Some(text))
+}
+
+pub mod temporal {
+    //! Arrow temporal values as chrono values.
+
+    use std::sync::Arc;
+
+    use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
+    use datafusion::arrow::array::{Array, AsArray};
+    use datafusion::arrow::datatypes::*;
+
+    pub fn timestamp(array: &Arc<dyn Array>, row: usize) -> Option<NaiveDateTime> {
+        match array.data_type() {
+            DataType::Timestamp(TimeUnit::Second, _) => array
+                .as_primitive::<TimestampSecondType>()
+                .value_as_datetime(row),
+            DataType::Timestamp(TimeUnit::Millisecond, _) => array
+                .as_primitive::<TimestampMillisecondType>()
+                .value_as_datetime(row),
+            DataType::Timestamp(TimeUnit::Microsecond, _) => array
+                .as_primitive::<TimestampMicrosecondType>()
+                .value_as_datetime(row),
+            DataType::Timestamp(TimeUnit::Nanosecond, _) => array
+                .as_primitive::<TimestampNanosecondType>()
+                .value_as_datetime(row),
+            _ => None,
+        }
+    }
+
+    pub fn date(array: &Arc<dyn Array>, row: usize) -> Option<NaiveDate> {
+        match array.data_type() {
+            DataType::Date32 => array.as_primitive::<Date32Type>().value_as_date(row),
+            DataType::Date64 => array.as_primitive::<Date64Type>().value_as_date(row),
+            _ => None,
+        }
+    }
+
+    /// Months, days and microseconds of an interval value.
+    pub fn interval(array: &Arc<dyn Array>, row: usize) -> Option<(i32, i32, i64)> {
+        Some(match array.data_type() {
+            DataType::Interval(IntervalUnit::MonthDayNano) => {
+                let value = array.as_primitive::<IntervalMonthDayNanoType>().value(row);
+                (value.months, value.days, value.nanoseconds / 1000)
+            }
+            DataType::Interval(IntervalUnit::DayTime) => {
+                let value = array.as_primitive::<IntervalDayTimeType>().value(row);
+                (0, value.days, i64::from(value.milliseconds) * 1000)
+            }
+            DataType::Interval(IntervalUnit::YearMonth) => (
+                array.as_primitive::<IntervalYearMonthType>().value(row),
+                0,
+                0,
+            ),
+            _ => return None,
+        })
+    }
+
+    pub fn bytes(array: &Arc<dyn Array>, row: usize) -> Option<&[u8]> {
+        match array.data_type() {
+            DataType::Binary => Some(array.as_binary::<i32>().value(row)),
+            DataType::LargeBinary => Some(array.as_binary::<i64>().value(row)),
+            DataType::BinaryView => Some(array.as_binary_view().value(row)),
+            _ => None,
+        }
+    }
+
+    pub fn time(array: &Arc<dyn Array>, row: usize) -> Option<NaiveTime> {
+        match array.data_type() {
+            DataType::Time32(TimeUnit::Second) => {
+                array.as_primitive::<Time32SecondType>().value_as_time(row)
+            }
+            DataType::Time32(TimeUnit::Millisecond) => array
+                .as_primitive::<Time32MillisecondType>()
+                .value_as_time(row),
+            DataType::Time64(TimeUnit::Microsecond) => array
+                .as_primitive::<Time64MicrosecondType>()
+                .value_as_time(row),
+            DataType::Time64(TimeUnit::Nanosecond) => array
+                .as_primitive::<Time64NanosecondType>()
+                .value_as_time(row),
+            _ => None,
+        }
+    }
+}
 
 /// PostgreSQL's `float8out`/`float4out` under `extra_float_digits`.
 pub fn float_with_digits(value: f64, single_precision: bool, extra_digits: i64) -> String {

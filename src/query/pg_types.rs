@@ -1,0 +1,532 @@
+//! PostgreSQL types that pgaccel keeps in other Arrow types, and the
+//! functions that give them (and `LIKE`) PostgreSQL's behaviour:
+//!
+//! - `uuid` is kept as its canonical text (lower case, hyphenated);
+//!   [`UUID_FUNCTION`] reads any spelling PostgreSQL accepts
+//!   (`'A0EEBC99...'::uuid`, braces, no hyphens) into it, so text
+//!   comparison is uuid comparison.
+//! - `bytea` text input (`'\xdeadbeef'::bytea`, the escape form) decodes
+//!   to the bytes it spells ([`BYTEA_FUNCTION`]); a plain cast would keep
+//!   the characters.
+//! - `interval` compares as PostgreSQL compares it, by its whole span with
+//!   a month of 30 days (`'1 mon' = '30 days'`): [`INTERVAL_SPAN_FUNCTION`]
+//!   gives that span in microseconds, where Arrow compares the months,
+//!   days and nanoseconds fields one by one.
+//! - `interval` text input in PostgreSQL's syntax (`'1 day 02:03:04'`,
+//!   ISO 8601, SQL standard) through [`INTERVAL_FUNCTION`] and
+//!   [`super::interval`]; arrow's parser knows only its own unit list.
+//! - `LIKE pattern ESCAPE 'c'`: DataFusion knows only `\` as the escape
+//!   character; [`LIKE_PATTERN_FUNCTION`] spells the pattern with it.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Decimal128Builder, StringBuilder};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef, IntervalUnit};
+use datafusion::common::{DataFusionError, Result};
+use datafusion::logical_expr::{
+    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    Volatility,
+};
+
+use super::{PgError, sqlstate};
+use crate::accelerator::PG_TYPE_METADATA;
+
+pub const UUID_FUNCTION: &str = "pgaccel_uuid";
+pub const INTERVAL_SPAN_FUNCTION: &str = "pgaccel_interval_span";
+pub const BYTEA_FUNCTION: &str = "pgaccel_bytea";
+pub const LIKE_PATTERN_FUNCTION: &str = "pgaccel_like_pattern";
+pub const INTERVAL_FUNCTION: &str = "pgaccel_interval";
+
+/// The functions of this module, for registration.
+pub fn functions() -> Vec<Arc<ScalarUDF>> {
+    vec![
+        Arc::new(ScalarUDF::new_from_impl(UuidFunction::default())),
+        Arc::new(ScalarUDF::new_from_impl(IntervalSpan::default())),
+        Arc::new(ScalarUDF::new_from_impl(ByteaFunction::default())),
+        Arc::new(ScalarUDF::new_from_impl(LikePattern::default())),
+        Arc::new(ScalarUDF::new_from_impl(IntervalFunction::default())),
+    ]
+}
+
+/// Runs `each` over the rows of a one-argument call, keeping a scalar
+/// argument scalar.
+fn map_rows(
+    args: ScalarFunctionArgs,
+    each: impl Fn(&ArrayRef) -> Result<ArrayRef>,
+) -> Result<ColumnarValue> {
+    let [value] = args.args.as_slice() else {
+        return Err(DataFusionError::Internal(
+            "a function of one argument got another number".to_owned(),
+        ));
+    };
+    match value {
+        ColumnarValue::Scalar(scalar) => {
+            let result = each(&scalar.to_array()?)?;
+            Ok(ColumnarValue::Scalar(
+                datafusion::common::ScalarValue::try_from_array(&result, 0)?,
+            ))
+        }
+        ColumnarValue::Array(array) => Ok(ColumnarValue::Array(each(array)?)),
+    }
+}
+
+/// `text::uuid`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct UuidFunction {
+    signature: Signature,
+}
+
+impl Default for UuidFunction {
+    fn default() -> Self {
+        UuidFunction {
+            signature: Signature::string(1, Volatility::Immutable),
+        }
+    }
+}
+
+impl ScalarUDFImpl for UuidFunction {
+    fn name(&self) -> &str {
+        UUID_FUNCTION
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn return_field_from_args(&self, _args: ReturnFieldArgs<'_>) -> Result<FieldRef> {
+        Ok(Arc::new(
+            Field::new(UUID_FUNCTION, DataType::Utf8, true)
+                .with_metadata([(PG_TYPE_METADATA.to_owned(), "uuid".to_owned())].into()),
+        ))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        map_rows(args, |array| {
+            let text = datafusion::arrow::compute::cast(array, &DataType::Utf8)?;
+            let text = text.as_string::<i32>();
+            let mut out = StringBuilder::with_capacity(text.len(), text.len() * 36);
+            for value in text.iter() {
+                match value {
+                    None => out.append_null(),
+                    Some(value) => out.append_value(canonical_uuid(value)?),
+                }
+            }
+            Ok(Arc::new(out.finish()))
+        })
+    }
+}
+
+/// A uuid in any spelling PostgreSQL's `uuid_in` reads, as its canonical
+/// text.
+pub fn canonical_uuid(text: &str) -> Result<String> {
+    let invalid = || {
+        DataFusionError::External(Box::new(PgError::new(
+            sqlstate::INVALID_TEXT_REPRESENTATION,
+            format!("invalid input syntax for type uuid: \"{text}\""),
+        )))
+    };
+    // PostgreSQL: optional braces around 32 hex digits, with a hyphen
+    // allowed after any group of four.
+    let inner = match text.strip_prefix('{') {
+        Some(rest) => rest.strip_suffix('}').ok_or_else(invalid)?,
+        None => text,
+    };
+    let mut digits = String::with_capacity(32);
+    let mut since_hyphen = 0;
+    for c in inner.chars() {
+        if c == '-' {
+            if since_hyphen == 0 || since_hyphen % 4 != 0 || digits.len() == 32 {
+                return Err(invalid());
+            }
+            since_hyphen = 0;
+            continue;
+        }
+        if !c.is_ascii_hexdigit() || digits.len() == 32 {
+            return Err(invalid());
+        }
+        digits.push(c.to_ascii_lowercase());
+        since_hyphen += 1;
+    }
+    if digits.len() != 32 || inner.ends_with('-') {
+        return Err(invalid());
+    }
+    Ok(format!(
+        "{}-{}-{}-{}-{}",
+        &digits[..8],
+        &digits[8..12],
+        &digits[12..16],
+        &digits[16..20],
+        &digits[20..]
+    ))
+}
+
+/// bytea's text input: `\x` followed by pairs of hex digits (whitespace
+/// between pairs allowed), or the escape format (`\\` for a backslash,
+/// `\ooo` an octal byte, other characters as themselves).
+pub fn bytea_input(text: &str) -> Option<Vec<u8>> {
+    if let Some(hex) = text
+        .strip_prefix("\\x")
+        .or_else(|| text.strip_prefix("\\X"))
+    {
+        let digits: Vec<u8> = hex.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+        if !digits.len().is_multiple_of(2) {
+            return None;
+        }
+        let nibble = |b: u8| (b as char).to_digit(16);
+        return digits
+            .chunks(2)
+            .map(|pair| Some((nibble(pair[0])? * 16 + nibble(pair[1])?) as u8))
+            .collect();
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            out.push(bytes[i]);
+            i += 1;
+        } else if bytes.get(i + 1) == Some(&b'\\') {
+            out.push(b'\\');
+            i += 2;
+        } else {
+            let octal = bytes.get(i + 1..i + 4)?;
+            if !matches!(octal, [b'0'..=b'3', b'0'..=b'7', b'0'..=b'7']) {
+                return None;
+            }
+            out.push((octal[0] - b'0') * 64 + (octal[1] - b'0') * 8 + (octal[2] - b'0'));
+            i += 4;
+        }
+    }
+    Some(out)
+}
+
+/// `text::bytea`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct ByteaFunction {
+    signature: Signature,
+}
+
+impl Default for ByteaFunction {
+    fn default() -> Self {
+        ByteaFunction {
+            signature: Signature::any(1, Volatility::Immutable),
+        }
+    }
+}
+
+impl ScalarUDFImpl for ByteaFunction {
+    fn name(&self) -> &str {
+        BYTEA_FUNCTION
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Binary)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        map_rows(args, |array| {
+            if matches!(
+                array.data_type(),
+                DataType::Binary | DataType::LargeBinary | DataType::BinaryView
+            ) {
+                return Ok(datafusion::arrow::compute::cast(array, &DataType::Binary)?);
+            }
+            let text = datafusion::arrow::compute::cast(array, &DataType::Utf8)?;
+            let text = text.as_string::<i32>();
+            let mut out = datafusion::arrow::array::BinaryBuilder::with_capacity(text.len(), 0);
+            for value in text.iter() {
+                match value {
+                    None => out.append_null(),
+                    Some(value) => out.append_value(bytea_input(value).ok_or_else(|| {
+                        DataFusionError::External(Box::new(PgError::new(
+                            sqlstate::INVALID_TEXT_REPRESENTATION,
+                            "invalid input syntax for type bytea",
+                        )))
+                    })?),
+                }
+            }
+            Ok(Arc::new(out.finish()))
+        })
+    }
+}
+
+/// `pattern` with escape character `escape`, spelled with `\` as the
+/// escape: an escaped character stays literal, a backslash that is not the
+/// escape becomes a literal one. With no escape character (`ESCAPE ''`)
+/// nothing is escaped.
+pub fn like_pattern(pattern: &str, escape: Option<char>) -> Result<String, PgError> {
+    let mut out = String::with_capacity(pattern.len() + 4);
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if Some(c) == escape {
+            let escaped = chars.next().ok_or_else(|| {
+                PgError::new("22025", "LIKE pattern must not end with escape character")
+            })?;
+            out.push('\\');
+            out.push(escaped);
+        } else if c == '\\' {
+            out.push_str("\\\\");
+        } else {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
+/// `pgaccel_like_pattern(pattern, escape)`: see [`like_pattern`].
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct LikePattern {
+    signature: Signature,
+}
+
+impl Default for LikePattern {
+    fn default() -> Self {
+        LikePattern {
+            signature: Signature::string(2, Volatility::Immutable),
+        }
+    }
+}
+
+impl ScalarUDFImpl for LikePattern {
+    fn name(&self) -> &str {
+        LIKE_PATTERN_FUNCTION
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let rows = args.number_rows;
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let scalar = args
+            .args
+            .iter()
+            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let text = |array: &ArrayRef| datafusion::arrow::compute::cast(array, &DataType::Utf8);
+        let (patterns, escapes) = (text(&arrays[0])?, text(&arrays[1])?);
+        let (patterns, escapes) = (patterns.as_string::<i32>(), escapes.as_string::<i32>());
+        let mut out = StringBuilder::with_capacity(patterns.len(), 0);
+        for row in 0..patterns.len() {
+            if patterns.is_null(row) || escapes.is_null(row) {
+                out.append_null();
+                continue;
+            }
+            let escape = escapes.value(row);
+            if escape.chars().count() > 1 {
+                return Err(DataFusionError::External(Box::new(PgError::new(
+                    "22025",
+                    "invalid escape string",
+                ))));
+            }
+            let pattern = like_pattern(patterns.value(row), escape.chars().next())
+                .map_err(|e| DataFusionError::External(Box::new(e)))?;
+            out.append_value(pattern);
+        }
+        let result: ArrayRef = Arc::new(out.finish());
+        Ok(if scalar && rows <= 1 {
+            ColumnarValue::Scalar(datafusion::common::ScalarValue::try_from_array(&result, 0)?)
+        } else {
+            ColumnarValue::Array(result)
+        })
+    }
+}
+
+/// `text::interval`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct IntervalFunction {
+    signature: Signature,
+}
+
+impl Default for IntervalFunction {
+    fn default() -> Self {
+        IntervalFunction {
+            signature: Signature::any(1, Volatility::Immutable),
+        }
+    }
+}
+
+impl ScalarUDFImpl for IntervalFunction {
+    fn name(&self) -> &str {
+        INTERVAL_FUNCTION
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Interval(IntervalUnit::MonthDayNano))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        map_rows(args, |array| {
+            if let DataType::Interval(_) = array.data_type() {
+                return Ok(datafusion::arrow::compute::cast(
+                    array,
+                    &DataType::Interval(IntervalUnit::MonthDayNano),
+                )?);
+            }
+            let text = datafusion::arrow::compute::cast(array, &DataType::Utf8)?;
+            let text = text.as_string::<i32>();
+            let mut out =
+                datafusion::arrow::array::IntervalMonthDayNanoBuilder::with_capacity(text.len());
+            for value in text.iter() {
+                match value {
+                    None => out.append_null(),
+                    Some(value) => {
+                        out.append_value(super::interval::parse_interval(value).map_err(|e| {
+                            DataFusionError::External(Box::new(PgError::new(
+                                e.sqlstate(),
+                                e.to_string(),
+                            )))
+                        })?)
+                    }
+                }
+            }
+            Ok(Arc::new(out.finish()))
+        })
+    }
+}
+
+/// An interval's span in microseconds, a month counted as 30 days.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct IntervalSpan {
+    signature: Signature,
+}
+
+impl Default for IntervalSpan {
+    fn default() -> Self {
+        IntervalSpan {
+            signature: Signature::any(1, Volatility::Immutable),
+        }
+    }
+}
+
+const MICROS_PER_DAY: i128 = 86_400_000_000;
+
+impl ScalarUDFImpl for IntervalSpan {
+    fn name(&self) -> &str {
+        INTERVAL_SPAN_FUNCTION
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Decimal128(38, 0))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        map_rows(args, |array| {
+            let span = |row: usize| -> Option<i128> {
+                if array.is_null(row) {
+                    return None;
+                }
+                Some(match array.data_type() {
+                    DataType::Interval(IntervalUnit::MonthDayNano) => {
+                        let v = array
+                            .as_primitive::<datafusion::arrow::datatypes::IntervalMonthDayNanoType>(
+                            )
+                            .value(row);
+                        (i128::from(v.months) * 30 + i128::from(v.days)) * MICROS_PER_DAY
+                            + i128::from(v.nanoseconds / 1000)
+                    }
+                    DataType::Interval(IntervalUnit::DayTime) => {
+                        let v = array
+                            .as_primitive::<datafusion::arrow::datatypes::IntervalDayTimeType>()
+                            .value(row);
+                        i128::from(v.days) * MICROS_PER_DAY + i128::from(v.milliseconds) * 1000
+                    }
+                    DataType::Interval(IntervalUnit::YearMonth) => {
+                        let months = array
+                            .as_primitive::<datafusion::arrow::datatypes::IntervalYearMonthType>()
+                            .value(row);
+                        i128::from(months) * 30 * MICROS_PER_DAY
+                    }
+                    _ => return None,
+                })
+            };
+            let mut out = Decimal128Builder::with_capacity(array.len());
+            for row in 0..array.len() {
+                out.append_option(span(row));
+            }
+            Ok(Arc::new(out.finish().with_precision_and_scale(38, 0)?))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytea_text_in_both_formats() {
+        assert_eq!(
+            bytea_input("\\xdeadbeef").unwrap(),
+            vec![0xde, 0xad, 0xbe, 0xef]
+        );
+        assert_eq!(bytea_input("\\xDE AD").unwrap(), vec![0xde, 0xad]);
+        assert_eq!(
+            bytea_input("a\\\\b\\000\\377").unwrap(),
+            b"a\\b\0\xff".to_vec()
+        );
+        assert_eq!(bytea_input("\\x0"), None);
+        assert_eq!(bytea_input("\\xzz"), None);
+        assert_eq!(bytea_input("\\400"), None);
+        assert_eq!(bytea_input("\\+12"), None);
+    }
+
+    #[test]
+    fn like_escapes_spell_with_backslash() {
+        assert_eq!(like_pattern("pg/_%", Some('/')).unwrap(), "pg\\_%");
+        assert_eq!(like_pattern("a//b", Some('/')).unwrap(), "a\\/b");
+        assert_eq!(like_pattern("a\\b/%", Some('/')).unwrap(), "a\\\\b\\%");
+        assert_eq!(like_pattern("a\\b", None).unwrap(), "a\\\\b");
+        assert_eq!(like_pattern("ab/", Some('/')).unwrap_err().code, "22025");
+    }
+
+    #[test]
+    fn uuids_read_as_postgres_reads_them() {
+        let canonical = "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11";
+        for spelling in [
+            "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+            "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11",
+            "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}",
+            "a0eebc999c0b4ef8bb6d6bb9bd380a11",
+            "a0ee-bc99-9c0b-4ef8-bb6d-6bb9-bd38-0a11",
+            "{a0eebc99-9c0b4ef8-bb6d6bb9-bd380a11}",
+        ] {
+            assert_eq!(canonical_uuid(spelling).unwrap(), canonical, "{spelling}");
+        }
+        for wrong in [
+            "",
+            "a0eebc99",
+            "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1",
+            "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11-",
+            "-a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+            "a0eeb-c99-9c0b-4ef8-bb6d-6bb9bd380a11",
+            "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+            "g0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+        ] {
+            let error = canonical_uuid(wrong).unwrap_err().to_string();
+            assert!(
+                error.contains("invalid input syntax for type uuid"),
+                "{wrong}: {error}"
+            );
+        }
+    }
+}
