@@ -20,7 +20,10 @@
 //!   (DataFusion plans `EXISTS` only in filters);
 //! - `generate_series()` in a select list, whose rows are the query's;
 //! - `substring(text FROM pattern)`, the regular-expression form;
-//! - `row_to_json(alias)` of a derived table whose columns are named.
+//! - `row_to_json(alias)` of a derived table whose columns are named;
+//! - the recursive walk from a type down its domains' base types
+//!   (asyncpg's type introspection), correlated with the outer row, as
+//!   a lookup of the same walk in the catalog's types.
 //!
 //! Each rewrite keeps PostgreSQL's result; a query that does not use these
 //! constructs is left as it is.
@@ -30,9 +33,9 @@ use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
     AccessExpr, BinaryOperator, CastKind, DataType, Expr, Function, FunctionArg, FunctionArgExpr,
-    FunctionArgumentList, FunctionArguments, Ident, ObjectName, ObjectNamePart, Query, Select,
-    SelectItem, SetExpr, Statement, Subscript, TableAlias, TableAliasColumnDef, TableFactor, Value,
-    ValueWithSpan, VisitMut, VisitorMut,
+    FunctionArgumentList, FunctionArguments, Ident, ObjectName, ObjectNamePart, OrderByKind, Query,
+    Select, SelectItem, SetExpr, SetOperator, SetQuantifier, Statement, Subscript, TableAlias,
+    TableAliasColumnDef, TableFactor, Value, ValueWithSpan, VisitMut, VisitorMut,
 };
 
 /// The aggregate scalar subqueries are wrapped in (see the module doc).
@@ -78,6 +81,35 @@ const REGPROC_COLUMNS: &[&str] = &[
 /// Rewrites `statement` as the module doc says.
 pub fn apply_postgres_compatibility(statement: &mut Statement) {
     let _ = statement.visit(&mut Compatibility::default());
+}
+
+/// The aliases (and unaliased table names) of every FROM in `statement`,
+/// lower case.
+pub fn relation_aliases(statement: &Statement) -> Vec<String> {
+    use datafusion::sql::sqlparser::ast::Visit;
+    struct Aliases(Vec<String>);
+    impl datafusion::sql::sqlparser::ast::Visitor for Aliases {
+        type Break = ();
+        fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
+            match factor {
+                TableFactor::Table {
+                    alias: Some(alias), ..
+                }
+                | TableFactor::Derived {
+                    alias: Some(alias), ..
+                }
+                | TableFactor::Function {
+                    alias: Some(alias), ..
+                } => self.0.push(alias.name.value.to_lowercase()),
+                TableFactor::Table { name, .. } => self.0.push(last_part(name).to_lowercase()),
+                _ => {}
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut aliases = Aliases(Vec::new());
+    let _ = statement.visit(&mut aliases);
+    aliases.0
 }
 
 #[derive(Default)]
@@ -206,7 +238,7 @@ impl Compatibility {
                 regproc_comparison(left, op, right)
             }
             Expr::CompoundFieldAccess { root, access_chain } => field_access(root, access_chain),
-            Expr::Subquery(query) => scalar_subquery(query),
+            Expr::Subquery(query) => domain_base_type(query).or_else(|| scalar_subquery(query)),
             // `INTERVAL '1 day 02:03:04'`, in PostgreSQL's syntax.
             Expr::Interval(interval)
                 if interval.leading_field.is_none()
@@ -461,6 +493,62 @@ fn custom_type(data_type: &DataType) -> Option<String> {
     }
 }
 
+/// A domain a cast names (the catalog's are `information_schema`'s:
+/// `cardinal_number`, `sql_identifier`, ...): its name, its base type,
+/// which its values have, and its check on a value, if any.
+type DomainCheck = fn(Expr) -> Expr;
+
+fn domain_base(data_type: &DataType) -> Option<(String, DataType, Option<DomainCheck>)> {
+    use datafusion::sql::sqlparser::ast::ArrayElemTypeDef;
+    match data_type {
+        DataType::Custom(name, modifiers) if modifiers.is_empty() => {
+            let domain = last_part(name).to_lowercase();
+            let (base, check): (DataType, Option<DomainCheck>) = match domain.as_str() {
+                "cardinal_number" => (
+                    DataType::Integer(None),
+                    Some(|value| Expr::BinaryOp {
+                        left: Box::new(value),
+                        op: BinaryOperator::GtEq,
+                        right: Box::new(number("0")),
+                    }),
+                ),
+                "character_data" => (DataType::Varchar(None), None),
+                "sql_identifier" => (DataType::Text, None),
+                // `time_stamp` (timestamptz rounded to hundredths) is left
+                // to DataFusion, which refuses it.
+                "yes_or_no" => (
+                    DataType::Varchar(Some(
+                        datafusion::sql::sqlparser::ast::CharacterLength::IntegerLength {
+                            length: 3,
+                            unit: None,
+                        },
+                    )),
+                    Some(|value| Expr::InList {
+                        expr: Box::new(value),
+                        list: vec![string("YES"), string("NO")],
+                        negated: false,
+                    }),
+                ),
+                _ => return None,
+            };
+            Some((domain, base, check))
+        }
+        // Arrays of a domain without a check are arrays of its base type;
+        // the others are left to DataFusion, which refuses them.
+        DataType::Array(ArrayElemTypeDef::SquareBracket(element, size)) => {
+            let (domain, base, check) = domain_base(element)?;
+            check.is_none().then(|| {
+                (
+                    domain,
+                    DataType::Array(ArrayElemTypeDef::SquareBracket(Box::new(base), *size)),
+                    None,
+                )
+            })
+        }
+        _ => None,
+    }
+}
+
 /// The function printing an OID of a `reg*` type as its name.
 fn name_function(reg_type: &str) -> Option<&'static str> {
     Some(match reg_type {
@@ -493,6 +581,28 @@ fn cast(inner: &Expr, data_type: &DataType, kind: &CastKind) -> Option<Expr> {
     ) && matches!(inner, Expr::Value(value) if matches!(value.value, Value::Placeholder(_)))
     {
         return Some(inner.clone());
+    }
+    if let Some((domain, base, check)) = domain_base(data_type) {
+        let value = cast(inner, &base, kind).unwrap_or_else(|| Expr::Cast {
+            kind: kind.clone(),
+            expr: Box::new(inner.clone()),
+            data_type: base,
+            array: false,
+            format: None,
+        });
+        let Some(check) = check else {
+            return Some(value);
+        };
+        // The domain's check, on the value as cast: PostgreSQL's error
+        // when it fails, NULL passes.
+        let condition = call(
+            super::functions::DOMAIN_CHECK,
+            vec![
+                check(value.clone()),
+                string(&format!("information_schema.{domain}")),
+            ],
+        );
+        return Some(case_when(condition, value, None));
     }
     match data_type {
         DataType::Uuid => return Some(call(super::pg_types::UUID_FUNCTION, vec![inner.clone()])),
@@ -1053,6 +1163,91 @@ fn scalar_subquery(query: &Query) -> Option<Expr> {
     })
 }
 
+/// The function answering [`domain_base_type`]'s walk.
+pub const DOMAIN_BASE_TYPE: &str = "pgaccel_domain_base_type";
+
+/// `(WITH RECURSIVE b(oid, depth) AS (SELECT t2.typbasetype, 0 FROM pg_type
+/// t2 WHERE t2.oid = <outer> UNION ALL SELECT ... FROM pg_type t2, b WHERE
+/// ...) SELECT oid FROM b ORDER BY depth DESC LIMIT 1)`: the last base type
+/// of a chain of domains, starting from the outer row's type. DataFusion
+/// cannot run a recursive query once per outer row, so the walk becomes
+/// [`DOMAIN_BASE_TYPE`] of `<outer>`, which follows `typbasetype` in the
+/// catalog's own types the same way.
+fn domain_base_type(query: &Query) -> Option<Expr> {
+    let with = query.with.as_ref().filter(|with| with.recursive)?;
+    let [cte] = with.cte_tables.as_slice() else {
+        return None;
+    };
+    let SetExpr::SetOperation {
+        op: SetOperator::Union,
+        set_quantifier: SetQuantifier::All,
+        left,
+        ..
+    } = cte.query.body.as_ref()
+    else {
+        return None;
+    };
+    let SetExpr::Select(anchor) = left.as_ref() else {
+        return None;
+    };
+    let [from] = anchor.from.as_slice() else {
+        return None;
+    };
+    let TableFactor::Table { name, .. } = &from.relation else {
+        return None;
+    };
+    let inner = relation_names(anchor);
+    let first_column_is_base = matches!(
+        anchor.projection.first(),
+        Some(SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. })
+            if column_name(e).as_deref() == Some("typbasetype")
+    );
+    if last_part(name).to_lowercase() != "pg_type"
+        || !from.joins.is_empty()
+        || !first_column_is_base
+    {
+        return None;
+    }
+    let Some(Expr::BinaryOp {
+        left: key,
+        op: BinaryOperator::Eq,
+        right: outer,
+    }) = &anchor.selection
+    else {
+        return None;
+    };
+    let outer_refs = references(outer, &inner);
+    if column_name(key).as_deref() != Some("oid")
+        || outer_refs.inner
+        || outer_refs.unknown
+        || !outer_refs.outer
+    {
+        return None;
+    }
+    // The outer query reads the deepest row of the walk.
+    let SetExpr::Select(last) = query.body.as_ref() else {
+        return None;
+    };
+    let reads_walk = relation_names(last) == [cte.alias.name.value.to_lowercase()];
+    let deepest = query.order_by.as_ref().is_some_and(|order| {
+        matches!(&order.kind, OrderByKind::Expressions(exprs)
+            if exprs.len() == 1 && exprs[0].options.asc == Some(false))
+    }) && query
+        .limit_clause
+        .as_ref()
+        .is_some_and(|limit| limit.to_string().trim() == "LIMIT 1");
+    (reads_walk && deepest).then(|| call(DOMAIN_BASE_TYPE, vec![(**outer).clone()]))
+}
+
+/// The column an identifier names, lower case.
+fn column_name(expr: &Expr) -> Option<String> {
+    match expr {
+        Expr::Identifier(ident) => Some(ident.value.to_lowercase()),
+        Expr::CompoundIdentifier(parts) => parts.last().map(|p| p.value.to_lowercase()),
+        _ => None,
+    }
+}
+
 /// `CASE WHEN condition THEN result [ELSE otherwise] END`.
 fn case_when(condition: Expr, result: Expr, otherwise: Option<Expr>) -> Expr {
     use datafusion::sql::sqlparser::ast::helpers::attached_token::AttachedToken;
@@ -1583,5 +1778,43 @@ mod tests {
             rewrite("SELECT generate_series(1, 3), substring(x FROM 'a(b)')"),
             "SELECT unnest(generate_series(1, 3)) AS generate_series, array_element(regexp_match(x, 'a(b)'), 1)"
         );
+    }
+
+    #[test]
+    fn domain_walks_and_domain_casts() {
+        // asyncpg's walk down a domain's base types.
+        assert_eq!(
+            rewrite(
+                "SELECT (CASE WHEN t.typtype = 'd' THEN (WITH RECURSIVE b(oid, depth) AS (\
+                 SELECT t2.typbasetype AS oid, 0 AS depth FROM pg_type t2 WHERE t2.oid = t.oid \
+                 UNION ALL SELECT t2.typbasetype, b.depth + 1 FROM pg_type t2, b \
+                 WHERE b.oid = t2.oid AND t2.typbasetype != 0) \
+                 SELECT oid FROM b ORDER BY depth DESC LIMIT 1) END) FROM pg_type t"
+            ),
+            "SELECT (CASE WHEN t.typtype = 'd' THEN pgaccel_domain_base_type(t.oid) END) FROM pg_type t"
+        );
+        // Another recursive query is left as it is.
+        let recursive = "SELECT (WITH RECURSIVE b(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM b WHERE n < a.x) SELECT max(n) FROM b) FROM a";
+        assert!(rewrite(recursive).contains("WITH RECURSIVE"));
+        // Casts to a domain are casts to its base type, with its check.
+        assert_eq!(
+            rewrite("SELECT x::information_schema.cardinal_number"),
+            "SELECT CASE WHEN pgaccel_domain_check(x::INTEGER >= 0, 'information_schema.cardinal_number') THEN x::INTEGER END"
+        );
+        assert_eq!(
+            rewrite("SELECT ARRAY['a']::information_schema.sql_identifier[]"),
+            "SELECT ARRAY['a']::TEXT[]"
+        );
+    }
+
+    #[test]
+    fn relation_aliases_name_every_from() {
+        let statement = Parser::parse_sql(
+            &PostgreSqlDialect {},
+            "SELECT t FROM s.orders t JOIN items ON true UNION SELECT 1 FROM (SELECT 1) AS d",
+        )
+        .unwrap()
+        .remove(0);
+        assert_eq!(relation_aliases(&statement), ["t", "items", "d"]);
     }
 }

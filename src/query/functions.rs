@@ -130,6 +130,23 @@ impl ScalarUDFImpl for SessionFunction {
     }
 }
 
+/// `pgaccel_domain_check(condition, domain)`: true, or PostgreSQL's error
+/// for a value that violates a domain's check (the condition is false).
+pub const DOMAIN_CHECK: &str = "pgaccel_domain_check";
+
+fn domain_check(_: &SessionInfo, args: &[ScalarValue]) -> Result<ScalarValue, PgError> {
+    match args {
+        [ScalarValue::Boolean(Some(false)), domain] => Err(PgError::new(
+            sqlstate::CHECK_VIOLATION,
+            format!(
+                "value for domain {domain} violates check constraint \"{}_check\"",
+                domain.to_string().rsplit('.').next().unwrap_or_default()
+            ),
+        )),
+        _ => Ok(ScalarValue::Boolean(Some(true))),
+    }
+}
+
 fn function(
     name: &'static str,
     arguments: Vec<TypeSignature>,
@@ -188,6 +205,16 @@ pub fn register(state: &mut SessionState) -> Result<()> {
             user,
         )
         .pg("name"),
+        function(
+            DOMAIN_CHECK,
+            vec![TypeSignature::Exact(vec![
+                DataType::Boolean,
+                DataType::Utf8,
+            ])],
+            DataType::Boolean,
+            Volatility::Immutable,
+            domain_check,
+        ),
         function(
             "current_database",
             none(),

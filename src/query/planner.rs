@@ -383,12 +383,13 @@ impl Planner {
             return self.plan_statement(context, substitute, &casts).await;
         }
         super::apply_postgres_names(&mut statement);
+        let relations = super::compat::relation_aliases(&statement);
         super::compat::apply_postgres_compatibility(&mut statement);
         let statement = self.rewrite(statement);
         match self.plan_statement(context, statement, &casts).await {
             Err(error) => match source.and_then(|sql| self.substitute(context, sql, true)) {
                 Some(substitute) => self.plan_statement(context, substitute, &casts).await,
-                None => Err(error),
+                None => Err(whole_row_reference(error, &relations)),
             },
             planned => planned,
         }
@@ -404,7 +405,7 @@ impl Planner {
         // Boxed: DataFusion's SQL planner takes a deep stack of its own.
         let plan = Box::pin(plan(context.state, statement)).await?;
         let mut query = planned(plan, context.state)?;
-        query.parameter_casts = casts.to_vec();
+        query.parameter_casts = column_parameter_types(&query.plan, casts);
         query.schema = numeric_parameters_described(&query.plan, &query.schema, casts);
         Ok(Prepared::Query(Arc::new(query)))
     }
@@ -550,6 +551,83 @@ fn parameter_casts(statement: &Statement) -> Vec<Option<String>> {
         ControlFlow::<()>::Continue(())
     });
     casts
+}
+
+/// `SELECT t FROM orders t` names the whole row of `t`, a value of the
+/// table's composite type, which pgaccel does not have: DataFusion's
+/// "column does not exist" becomes a refusal that says so.
+fn whole_row_reference(error: PgError, relations: &[String]) -> PgError {
+    let missing = error
+        .message
+        .strip_prefix("column \"")
+        .and_then(|rest| rest.strip_suffix("\" does not exist"));
+    match missing {
+        Some(name)
+            if error.code == sqlstate::UNDEFINED_COLUMN && relations.iter().any(|r| r == name) =>
+        {
+            PgError::new(
+                sqlstate::FEATURE_NOT_SUPPORTED,
+                format!(
+                    "whole-row references are not supported: \"{name}\" names a table, not a column"
+                ),
+            )
+            .with_hint(format!(
+                "select the columns of \"{name}\" ({name}.*), or row_to_json({name})"
+            ))
+        }
+        _ => error,
+    }
+}
+
+/// The PostgreSQL types parameters get from what they are compared with:
+/// `$1` in `c_uuid = $1` is a uuid (and in `c_doc = $1` a jsonb) when the
+/// column's Arrow type alone would name another type, as PostgreSQL infers
+/// it from the column's declared type. Added to the types parameters are
+/// cast to (`casts`), which win.
+fn column_parameter_types(plan: &LogicalPlan, casts: &[Option<String>]) -> Vec<Option<String>> {
+    use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+    use datafusion::logical_expr::{Expr, ExprSchemable};
+    let mut types = casts.to_vec();
+    let _ = plan.apply_with_subqueries(|node| {
+        let schema = datafusion::logical_expr::utils::merge_schema(&node.inputs());
+        let _ = node.apply_expressions(|expr| {
+            expr.apply(|e| {
+                if let Expr::BinaryExpr(binary) = e {
+                    for (placeholder, other) in
+                        [(&binary.left, &binary.right), (&binary.right, &binary.left)]
+                    {
+                        let Expr::Placeholder(placeholder) = placeholder.as_ref() else {
+                            continue;
+                        };
+                        let Some(position) = placeholder
+                            .id
+                            .strip_prefix('$')
+                            .and_then(|n| n.parse::<usize>().ok())
+                            .filter(|n| (1..=MAX_PARAMETERS).contains(n))
+                        else {
+                            continue;
+                        };
+                        let Some(pg_type) = other.to_field(&schema).ok().and_then(|(_, field)| {
+                            field
+                                .metadata()
+                                .get(crate::accelerator::PG_TYPE_METADATA)
+                                .filter(|t| matches!(t.as_str(), "uuid" | "json" | "jsonb"))
+                                .cloned()
+                        }) else {
+                            continue;
+                        };
+                        if types.len() < position {
+                            types.resize(position, None);
+                        }
+                        types[position - 1].get_or_insert(pg_type);
+                    }
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })
+        });
+        Ok(TreeNodeRecursion::Continue)
+    });
+    types
 }
 
 async fn plan(state: &SessionState, statement: Statement) -> Result<LogicalPlan, PgError> {

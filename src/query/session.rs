@@ -968,6 +968,11 @@ impl Session {
     }
 
     /// The open cursors, for `pg_cursors`.
+    /// Whether a cursor of this name was declared (and not closed).
+    pub fn has_cursor(&self, name: &str) -> bool {
+        self.cursors.contains_key(name)
+    }
+
     pub fn cursors(&self) -> impl Iterator<Item = &Cursor> {
         self.cursors.values()
     }

@@ -63,6 +63,9 @@ pub fn value_text(
         DataType::Time32(_) | DataType::Time64(_) => {
             time(temporal::time(array, row).ok_or_else(unsupported)?)
         }
+        DataType::Date32 if infinite_date(array, row).is_some() => {
+            infinite_date(array, row).unwrap_or_default().to_owned()
+        }
         DataType::Date32 | DataType::Date64 => date(
             temporal::date(array, row).ok_or_else(unsupported)?,
             output.date_style,
@@ -91,6 +94,25 @@ pub fn value_text(
         _ => return Err(unsupported()),
     };
     Ok(Some(text))
+}
+
+/// The `date` PostgreSQL calls `infinity`, after every other date. Arrow
+/// has no such date: pgaccel keeps it as the greatest `Date32`, which no
+/// calendar date reaches, so it also compares and sorts as PostgreSQL's.
+pub const DATE_INFINITY: i32 = i32::MAX;
+/// `-infinity`, before every other date, kept as the least `Date32`.
+pub const DATE_NEG_INFINITY: i32 = i32::MIN;
+
+/// `infinity` or `-infinity` when the `Date32` at `row` is one of them.
+pub fn infinite_date(array: &ArrayRef, row: usize) -> Option<&'static str> {
+    match array
+        .as_primitive_opt::<datafusion::arrow::datatypes::Date32Type>()?
+        .value(row)
+    {
+        DATE_INFINITY => Some("infinity"),
+        DATE_NEG_INFINITY => Some("-infinity"),
+        _ => None,
+    }
 }
 
 pub mod temporal {

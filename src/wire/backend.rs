@@ -13,7 +13,7 @@ use std::io;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::common::ParamValues;
 use datafusion::common::metadata::ScalarAndMetadata;
 use futures::SinkExt;
@@ -39,7 +39,7 @@ use super::encode::RowEncoding;
 use super::params;
 use crate::metrics;
 use crate::query::cursor::RowSource;
-use crate::query::statement::{CopyFormat, CopyOptions};
+use crate::query::statement::{Command, CopyFormat, CopyOptions, Motion};
 use crate::query::{
     Notice, Outcome, PgError, Prepared, Session, SimpleQuery, TransactionStatus as Status,
     display_name, sqlstate,
@@ -256,7 +256,12 @@ impl Backend {
         params: Option<&ParamValues>,
     ) -> Step<()> {
         self.session.begin_statement(sql);
-        let outcome = Box::pin(self.session.execute(prepared, params)).await;
+        let outcome = match self.portal_fetch(prepared).await {
+            Some(outcome) => outcome,
+            None => Box::pin(self.session.execute(prepared, params))
+                .await
+                .map_err(Into::into),
+        };
         self.send_notices().await?;
         match outcome? {
             Outcome::Rows {
@@ -599,7 +604,12 @@ impl Backend {
             };
             self.session.admit(&prepared)?;
             self.session.begin_statement(&portal.statement.sql);
-            let outcome = Box::pin(self.session.execute(&prepared, portal.params.as_ref())).await;
+            let outcome = match self.portal_fetch(&prepared).await {
+                Some(outcome) => outcome,
+                None => Box::pin(self.session.execute(&prepared, portal.params.as_ref()))
+                    .await
+                    .map_err(Into::into),
+            };
             self.send_notices().await?;
             portal.run = match outcome? {
                 Outcome::Rows { source, verb, .. } => PortalRun::Rows {
@@ -644,6 +654,88 @@ impl Backend {
             portal.run = PortalRun::Finished;
         }
         Ok(())
+    }
+
+    /// `FETCH`/`MOVE` naming a protocol portal rather than a declared cursor
+    /// (the two share one namespace in PostgreSQL; asyncpg moves its
+    /// cursors with `MOVE`): the portal's rows, forward only. `None` for
+    /// any other statement.
+    async fn portal_fetch(&mut self, prepared: &Prepared) -> Option<Step<Outcome>> {
+        let Prepared::Command(command) = prepared else {
+            return None;
+        };
+        let Command::Fetch {
+            cursor,
+            motion,
+            move_only,
+        } = command.as_ref()
+        else {
+            return None;
+        };
+        if self.session.has_cursor(cursor) || !self.portals.contains_key(cursor) {
+            return None;
+        }
+        let mut portal = self.portals.remove(cursor)?;
+        let result = self.fetch_portal(&mut portal, *motion, *move_only).await;
+        self.portals.insert(cursor.clone(), portal);
+        Some(result)
+    }
+
+    async fn fetch_portal(
+        &mut self,
+        portal: &mut Portal,
+        motion: Motion,
+        move_only: bool,
+    ) -> Step<Outcome> {
+        let count = match motion {
+            Motion::Forward(count) => count,
+            Motion::Relative(n) if n >= 0 => Some(n.unsigned_abs()),
+            _ => {
+                return Err(PgError::new(
+                    sqlstate::OBJECT_NOT_IN_PREREQUISITE_STATE,
+                    "cursor can only scan forward",
+                )
+                .with_hint("Declare it with SCROLL option to enable backward scan.")
+                .into());
+            }
+        };
+        if let PortalRun::NotStarted = portal.run {
+            let prepared = portal.statement.prepared.clone().ok_or_else(|| {
+                PgError::new(sqlstate::INVALID_CURSOR_NAME, "portal has no query")
+            })?;
+            match Box::pin(self.session.execute(&prepared, portal.params.as_ref())).await? {
+                Outcome::Rows { source, verb, .. } => {
+                    portal.run = PortalRun::Rows {
+                        encoding: self.encoding_for(portal, source.schema())?,
+                        source,
+                        verb,
+                    };
+                }
+                _ => {
+                    return Err(PgError::new(
+                        sqlstate::INVALID_CURSOR_NAME,
+                        "portal does not return rows",
+                    )
+                    .into());
+                }
+            }
+        }
+        let (batches, schema) = match &mut portal.run {
+            PortalRun::Rows { source, .. } => {
+                (source.take(count).await?, Arc::clone(source.schema()))
+            }
+            _ => (Vec::new(), Arc::new(Schema::empty())),
+        };
+        let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+        Ok(if move_only {
+            Outcome::Done(format!("MOVE {rows}"))
+        } else {
+            Outcome::Fetched {
+                source: RowSource::from_batches(schema, batches),
+                tag: format!("FETCH {rows}"),
+                binary: false,
+            }
+        })
     }
 
     /// The row encoding for `portal`'s results, reused from the statement's

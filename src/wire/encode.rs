@@ -15,6 +15,7 @@ use arrow_pg::encoder::encode_value;
 use bytes::{BufMut, BytesMut};
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Decimal128Type, Field, Schema};
+use datafusion::common::ScalarValue;
 use pgwire::api::Type;
 use pgwire::api::results::{DataRowEncoder, FieldFormat, FieldInfo};
 use pgwire::error::PgWireResult;
@@ -270,6 +271,17 @@ impl RowEncoding {
                             pg_field.format_options(),
                         )?;
                     }
+                    ColumnKind::Default if text::infinite_date(array, row).is_some() => {
+                        let days = array
+                            .as_primitive::<datafusion::arrow::datatypes::Date32Type>()
+                            .value(row);
+                        encoder.encode_field_with_type_and_format(
+                            &Some(InfiniteDate(days)),
+                            pg_field.datatype(),
+                            pg_field.format(),
+                            pg_field.format_options(),
+                        )?;
+                    }
                     ColumnKind::Default => {
                         encode_value(&mut encoder, array, row, schema.field(column), pg_field)?
                     }
@@ -309,19 +321,43 @@ fn pg_text(
     text::value_text(array, row, output, vector).map_err(super::user_error)
 }
 
+/// The numeric at `row`. A numeric column holds decimals, except for the
+/// values a decimal cannot hold (`NaN`, `Infinity`), which a parameter
+/// passed through uncast (`SELECT $1::numeric`) carries as float8.
 fn numeric_value(array: &Arc<dyn Array>, row: usize) -> Numeric {
-    let decimals = array.as_primitive::<Decimal128Type>();
-    Numeric {
-        value: decimals.value(row),
-        scale: decimals.scale(),
+    match array.data_type() {
+        DataType::Decimal128(..) => {
+            let decimals = array.as_primitive::<Decimal128Type>();
+            Numeric::Finite {
+                value: decimals.value(row),
+                scale: decimals.scale(),
+            }
+        }
+        _ => match ScalarValue::try_from_array(array, row)
+            .and_then(|value| value.cast_to(&DataType::Float64))
+        {
+            Ok(ScalarValue::Float64(Some(float))) if !float.is_finite() => Numeric::Special(float),
+            Ok(ScalarValue::Float64(Some(float))) => {
+                // The shortest text that reads back as the float, as a
+                // decimal of its own scale.
+                let text = float.to_string();
+                let scale = text.split_once('.').map_or(0, |(_, f)| f.len());
+                Numeric::Finite {
+                    value: text.replace('.', "").parse().unwrap_or_default(),
+                    scale: i8::try_from(scale).unwrap_or(i8::MAX),
+                }
+            }
+            _ => Numeric::Special(f64::NAN),
+        },
     }
 }
 
-/// A `numeric` value: an unscaled integer and its scale.
+/// A `numeric` value: an unscaled integer and its scale, or one of
+/// `NaN`, `Infinity` and `-Infinity`.
 #[derive(Debug)]
-struct Numeric {
-    value: i128,
-    scale: i8,
+enum Numeric {
+    Finite { value: i128, scale: i8 },
+    Special(f64),
 }
 
 impl ToSql for Numeric {
@@ -330,7 +366,10 @@ impl ToSql for Numeric {
         _ty: &Type,
         out: &mut BytesMut,
     ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
-        numeric::binary(self.value, self.scale, out);
+        match self {
+            Numeric::Finite { value, scale } => numeric::binary(*value, *scale, out),
+            Numeric::Special(float) => numeric::binary_special(*float, out),
+        }
         Ok(IsNull::No)
     }
 
@@ -348,7 +387,11 @@ impl ToSqlText for Numeric {
         out: &mut BytesMut,
         _format_options: &FormatOptions,
     ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
-        out.put_slice(numeric::text(self.value, self.scale).as_bytes());
+        let text = match self {
+            Numeric::Finite { value, scale } => numeric::text(*value, *scale),
+            Numeric::Special(float) => numeric::special_text(*float).to_owned(),
+        };
+        out.put_slice(text.as_bytes());
         Ok(IsNull::No)
     }
 }
@@ -358,6 +401,45 @@ fn string_value(array: &Arc<dyn Array>, row: usize) -> String {
         DataType::LargeUtf8 => array.as_string::<i64>().value(row).to_owned(),
         DataType::Utf8View => array.as_string_view().value(row).to_owned(),
         _ => array.as_string::<i32>().value(row).to_owned(),
+    }
+}
+
+/// `infinity` or `-infinity` of a date, whose binary form is the sentinel
+/// day number pgaccel keeps it as ([`text::DATE_INFINITY`]).
+#[derive(Debug)]
+struct InfiniteDate(i32);
+
+impl ToSql for InfiniteDate {
+    fn to_sql(
+        &self,
+        _ty: &Type,
+        out: &mut BytesMut,
+    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
+        out.put_i32(self.0);
+        Ok(IsNull::No)
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::DATE
+    }
+
+    to_sql_checked!();
+}
+
+impl ToSqlText for InfiniteDate {
+    fn to_sql_text(
+        &self,
+        _ty: &Type,
+        out: &mut BytesMut,
+        _format_options: &FormatOptions,
+    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
+        let text = if self.0 == text::DATE_INFINITY {
+            "infinity"
+        } else {
+            "-infinity"
+        };
+        out.put_slice(text.as_bytes());
+        Ok(IsNull::No)
     }
 }
 

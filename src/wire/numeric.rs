@@ -31,6 +31,30 @@ pub fn text(value: i128, scale: i8) -> String {
     }
 }
 
+/// PostgreSQL's text of a numeric that is no number: `NaN`, `Infinity`,
+/// `-Infinity`.
+pub fn special_text(float: f64) -> &'static str {
+    match float {
+        f64::INFINITY => "Infinity",
+        f64::NEG_INFINITY => "-Infinity",
+        _ => "NaN",
+    }
+}
+
+/// PostgreSQL's binary `numeric` of [`special_text`]'s values: no digits,
+/// and the sign word says which.
+pub fn binary_special(float: f64, out: &mut BytesMut) {
+    let sign: u16 = match float {
+        f64::INFINITY => 0xD000,
+        f64::NEG_INFINITY => 0xF000,
+        _ => 0xC000,
+    };
+    out.put_i16(0); // digits
+    out.put_i16(0); // weight
+    out.put_u16(sign);
+    out.put_i16(0); // display scale
+}
+
 /// PostgreSQL's binary `numeric`: digit count, weight, sign, display scale,
 /// then base-10000 digits without leading or trailing zero groups.
 pub fn binary(value: i128, scale: i8, out: &mut BytesMut) {
@@ -98,6 +122,22 @@ mod tests {
         assert_eq!(text(-1, 4), "-0.0001");
         assert_eq!(text(1050, 2), "10.50");
         assert_eq!(text(42, 0), "42");
+    }
+
+    #[test]
+    fn specials_match_postgres() {
+        // SELECT 'NaN'::numeric, 'Infinity'::numeric, '-Infinity'::numeric
+        // sent in binary by PostgreSQL.
+        for (float, sign, text) in [
+            (f64::NAN, [0xC0, 0], "NaN"),
+            (f64::INFINITY, [0xD0, 0], "Infinity"),
+            (f64::NEG_INFINITY, [0xF0, 0], "-Infinity"),
+        ] {
+            let mut out = BytesMut::new();
+            binary_special(float, &mut out);
+            assert_eq!(out.to_vec(), [0, 0, 0, 0, sign[0], sign[1], 0, 0]);
+            assert_eq!(special_text(float), text);
+        }
     }
 
     #[test]

@@ -17,7 +17,7 @@ use datafusion::common::ScalarValue;
 use pgwire::api::Type;
 use postgres_protocol::types as pg;
 
-use crate::query::{PgError, sqlstate};
+use crate::query::{PgError, sqlstate, text};
 
 /// Microseconds from 1970-01-01 to PostgreSQL's epoch, 2000-01-01.
 const EPOCH_OFFSET_MICROS: i64 = 946_684_800_000_000;
@@ -94,9 +94,11 @@ fn binary_value(bytes: &[u8], pg_type: &Type) -> Result<ScalarValue, PgError> {
             Some((1, json)) => ScalarValue::Utf8(Some(utf8(json, pg_type)?)),
             _ => return Err(invalid(pg_type, "unsupported jsonb version")),
         },
-        Type::DATE => ScalarValue::Date32(Some(
-            pg::date_from_sql(bytes).map_err(fail)? + EPOCH_OFFSET_DAYS,
-        )),
+        Type::DATE => ScalarValue::Date32(Some(match pg::date_from_sql(bytes).map_err(fail)? {
+            // `infinity` and `-infinity` are kept as themselves.
+            days @ (text::DATE_INFINITY | text::DATE_NEG_INFINITY) => days,
+            days => days + EPOCH_OFFSET_DAYS,
+        })),
         Type::TIME => ScalarValue::Time64Microsecond(Some(pg::time_from_sql(bytes).map_err(fail)?)),
         Type::TIMESTAMP => ScalarValue::TimestampMicrosecond(
             Some(pg::timestamp_from_sql(bytes).map_err(fail)? + EPOCH_OFFSET_MICROS),
@@ -130,6 +132,17 @@ fn binary_value(bytes: &[u8], pg_type: &Type) -> Result<ScalarValue, PgError> {
         ref array if element_type(array).is_some() => binary_array(bytes, pg_type)?,
         _ => ScalarValue::Utf8(Some(utf8(bytes, pg_type)?)),
     })
+}
+
+/// pgaccel's arrays have one dimension: a parameter with more is refused
+/// rather than flattened.
+fn multidimensional(type_name: &str) -> PgError {
+    PgError::new(
+        sqlstate::FEATURE_NOT_SUPPORTED,
+        format!(
+            "multidimensional arrays are not supported: a parameter of type {type_name} must have one dimension"
+        ),
+    )
 }
 
 fn utf8(bytes: &[u8], pg_type: &Type) -> Result<String, PgError> {
@@ -177,6 +190,11 @@ fn binary_array(bytes: &[u8], pg_type: &Type) -> Result<ScalarValue, PgError> {
     let fail = |e: Box<dyn std::error::Error + Sync + Send>| invalid(pg_type, &e.to_string());
     let element = element_type(pg_type).expect("an array type");
     let array = pg::array_from_sql(bytes).map_err(fail)?;
+    let dimensions =
+        fallible_iterator::FallibleIterator::count(array.dimensions()).map_err(fail)?;
+    if dimensions > 1 {
+        return Err(multidimensional(pg_type.name()));
+    }
     let mut values = Vec::new();
     let mut items = array.values();
     while let Some(item) = fallible_iterator::FallibleIterator::next(&mut items).map_err(fail)? {
@@ -362,6 +380,12 @@ fn text_value(
                 format!("invalid input syntax for type numeric: \"{text}\""),
             )
         })?,
+        Type::DATE if text.trim().eq_ignore_ascii_case("infinity") => {
+            ScalarValue::Date32(Some(text::DATE_INFINITY))
+        }
+        Type::DATE if text.trim().eq_ignore_ascii_case("-infinity") => {
+            ScalarValue::Date32(Some(text::DATE_NEG_INFINITY))
+        }
         Type::DATE => NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d")
             .map(|date| ScalarValue::Date32(Some(days(date))))
             .unwrap_or(ScalarValue::Utf8(Some(text))),
@@ -421,6 +445,8 @@ fn text_array(text: &str, element: &Type) -> Result<ScalarValue, PgError> {
                     c => item.push(c),
                 }
             }
+        } else if chars.peek() == Some(&'{') {
+            return Err(multidimensional(&format!("{}[]", element.name())));
         } else {
             while let Some(&c) = chars.peek() {
                 if c == ',' {
@@ -532,6 +558,47 @@ mod tests {
             target.as_ref(),
         )
         .unwrap()
+    }
+
+    #[test]
+    fn infinite_dates_and_nan_numerics() {
+        assert_eq!(
+            binary(Type::DATE, &i32::MIN.to_be_bytes(), None),
+            ScalarValue::Date32(Some(text::DATE_NEG_INFINITY))
+        );
+        assert_eq!(
+            text(Type::DATE, "Infinity", None),
+            ScalarValue::Date32(Some(text::DATE_INFINITY))
+        );
+        // 2000-01-01 is day 0 in PostgreSQL, day 10957 in Arrow.
+        assert_eq!(
+            binary(Type::DATE, &0i32.to_be_bytes(), None),
+            ScalarValue::Date32(Some(10_957))
+        );
+        assert!(matches!(
+            text(Type::NUMERIC, "NaN", None),
+            ScalarValue::Float64(Some(nan)) if nan.is_nan()
+        ));
+    }
+
+    #[test]
+    fn multidimensional_arrays_are_refused() {
+        let refused = decode(
+            Some(&Bytes::from_static(b"{{1,2},{3,4}}")),
+            false,
+            &Type::INT4_ARRAY,
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(refused.code, sqlstate::FEATURE_NOT_SUPPORTED);
+        assert!(refused.message.contains("int4[]"), "{}", refused.message);
+        // Binary: 2 dimensions of 1 element each.
+        let mut bytes = Vec::new();
+        for word in [2i32, 0, 23, 1, 1, 1, 1, 4, 7] {
+            bytes.extend_from_slice(&word.to_be_bytes());
+        }
+        let refused = decode(Some(&Bytes::from(bytes)), true, &Type::INT4_ARRAY, None).unwrap_err();
+        assert_eq!(refused.code, sqlstate::FEATURE_NOT_SUPPORTED);
     }
 
     #[test]

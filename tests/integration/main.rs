@@ -5,6 +5,7 @@
 mod append;
 mod cli;
 mod client_queries;
+mod clients;
 mod data_window;
 mod duckdb_source;
 mod end_to_end;

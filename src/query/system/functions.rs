@@ -177,6 +177,11 @@ fn format_type(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
     )
 }
 
+fn domain_base_type(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    let base = call.system.types.domain_base(oid(args.first())?)?;
+    Some(ScalarValue::Int32(Some(base)))
+}
+
 fn index_definition(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
     let datasets = call.datasets();
     let relation = datasets.by_index_oid(oid(args.first())?)?;
@@ -904,6 +909,12 @@ pub fn register(state: &mut SessionState, system: Arc<System>) -> Result<()> {
     let text_type = DataType::Utf8;
     let definitions: Vec<(&'static str, Vec<TypeSignature>, DataType, Body)> = vec![
         ("format_type", vec![Any(2)], text_type.clone(), format_type),
+        (
+            crate::query::compat::DOMAIN_BASE_TYPE,
+            vec![Any(1)],
+            DataType::Int32,
+            domain_base_type,
+        ),
         (
             "pg_get_indexdef",
             vec![Any(1), Any(3)],

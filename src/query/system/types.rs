@@ -26,6 +26,8 @@ pub struct TypeInfo {
     pub element: i32,
     /// The array type of this type, 0 if none.
     pub array: i32,
+    /// The type a domain is over, 0 for other types.
+    pub base: i32,
 }
 
 /// Every type of `pg_type`, by OID and by name.
@@ -68,6 +70,7 @@ impl Types {
                 category: text("typcategory", row),
                 element: int("typelem", row),
                 array: int("typarray", row),
+                base: int("typbasetype", row),
             };
             types.by_name.insert(info.name.clone(), info.oid);
             types.by_oid.insert(info.oid, info);
@@ -77,6 +80,21 @@ impl Types {
 
     pub fn get(&self, oid: i32) -> Option<&TypeInfo> {
         self.by_oid.get(&oid)
+    }
+
+    /// The type at the end of a chain of domains starting from `oid`'s
+    /// base type (0 when `oid` is no domain); None for an unknown type.
+    pub fn domain_base(&self, oid: i32) -> Option<i32> {
+        let mut base = self.get(oid)?.base;
+        // A chain is as long as the catalog has types; a cycle cannot be
+        // declared, but the bound keeps a bad row from looping.
+        for _ in 0..self.by_oid.len() {
+            match self.get(base) {
+                Some(next) if next.base != 0 => base = next.base,
+                _ => break,
+            }
+        }
+        Some(base)
     }
 
     pub fn oid_of(&self, name: &str) -> Option<i32> {
