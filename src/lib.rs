@@ -4,11 +4,14 @@
 //! # The two flows
 //!
 //! **Query path** — a client connects with any PostgreSQL driver:
-//! [`wire`] (connection loop with PostgreSQL's output buffering, pgwire
-//! handlers, startup, statement hooks, plan caches, SQLSTATE mapping) →
-//! [`query`] (DataFusion session, [`query::AcceleratedTable`], and
-//! [`query::DirectPlan`] for primary-key lookups and table-less selects that
-//! need no planning at execution) → [`accelerator`] (the published, immutable
+//! [`wire`] (the protocol only: connection loop with PostgreSQL's output
+//! buffering, startup, messages, parameter decoding, result and COPY
+//! encoding) → [`query`] (per-connection sessions with their settings,
+//! transactions and cursors; the planner with its plan caches and
+//! PostgreSQL compatibility rewrites; the system catalogs; the DataFusion
+//! session, [`query::AcceleratedTable`], and [`query::DirectPlan`] for
+//! primary-key lookups and table-less selects that need no planning at
+//! execution) → [`accelerator`] (the published, immutable
 //! acceleration and its primary-key index, read through `arc-swap`, so a
 //! refresh never blocks or tears a query).
 //!
@@ -30,10 +33,14 @@
 //!   checkpoint.
 //! - [`refresh`]: the per-dataset scheduler and refresh runner, retries,
 //!   startup from an acceleration file, retention checks.
-//! - [`query`]: the DataFusion session, the accelerated table provider, direct
-//!   answers (lookups, constants), simple-protocol lookup shapes, PostgreSQL
-//!   naming/typing rewrites, the zero-results fallback.
-//! - [`wire`]: the PostgreSQL wire protocol front end; statement and shape caches.
+//! - [`query`]: sessions (settings, transactions, cursors, COPY sources), the
+//!   planner and its caches, PostgreSQL compatibility (names, literal types,
+//!   catalog-query rewrites, json/interval/uuid/bytea types, casts to text),
+//!   the system catalogs (`pg_catalog`, `information_schema`), the DataFusion
+//!   session, the accelerated table provider, direct answers (lookups,
+//!   constants), simple-protocol lookup shapes, the zero-results fallback.
+//! - [`wire`]: the PostgreSQL wire protocol: messages, portals, parameter
+//!   decoding, row and COPY encoding, SQLSTATEs on the wire.
 //! - [`admin_api`]: the HTTP admin API (health, readiness, status, refresh, metrics).
 //! - [`metrics`]: every metric name, its help text and its labels.
 

@@ -91,19 +91,7 @@ pub fn relation_aliases(statement: &Statement) -> Vec<String> {
     impl datafusion::sql::sqlparser::ast::Visitor for Aliases {
         type Break = ();
         fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
-            match factor {
-                TableFactor::Table {
-                    alias: Some(alias), ..
-                }
-                | TableFactor::Derived {
-                    alias: Some(alias), ..
-                }
-                | TableFactor::Function {
-                    alias: Some(alias), ..
-                } => self.0.push(alias.name.value.to_lowercase()),
-                TableFactor::Table { name, .. } => self.0.push(last_part(name).to_lowercase()),
-                _ => {}
-            }
+            self.0.extend(factor_name(factor));
             ControlFlow::Continue(())
         }
     }
@@ -1405,27 +1393,31 @@ fn relation_names(select: &Select) -> Vec<String> {
         for factor in
             std::iter::once(&table.relation).chain(table.joins.iter().map(|j| &j.relation))
         {
-            match factor {
-                TableFactor::Table {
-                    alias: Some(alias), ..
-                }
-                | TableFactor::Derived {
-                    alias: Some(alias), ..
-                }
-                | TableFactor::UNNEST {
-                    alias: Some(alias), ..
-                }
-                | TableFactor::Function {
-                    alias: Some(alias), ..
-                } => {
-                    names.push(alias.name.value.to_lowercase());
-                }
-                TableFactor::Table { name, .. } => names.push(last_part(name).to_lowercase()),
-                _ => names.push(String::new()),
-            }
+            names.push(factor_name(factor).unwrap_or_default());
         }
     }
     names
+}
+
+/// The name a FROM item is known by (its alias, or its table's name),
+/// lower case.
+fn factor_name(factor: &TableFactor) -> Option<String> {
+    match factor {
+        TableFactor::Table {
+            alias: Some(alias), ..
+        }
+        | TableFactor::Derived {
+            alias: Some(alias), ..
+        }
+        | TableFactor::UNNEST {
+            alias: Some(alias), ..
+        }
+        | TableFactor::Function {
+            alias: Some(alias), ..
+        } => Some(alias.name.value.to_lowercase()),
+        TableFactor::Table { name, .. } => Some(last_part(name).to_lowercase()),
+        _ => None,
+    }
 }
 
 /// Which side of a subquery the column references of `expr` are on.

@@ -182,6 +182,8 @@ impl Planner {
                     Some("RESET timezone".to_owned())
                 } else if words == ["reset", "session", "authorization"] {
                     Some("RESET session_authorization".to_owned())
+                } else if words.first().is_some_and(|w| w == "copy") {
+                    force_quote_all(trimmed)
                 } else {
                     None
                 };
@@ -551,6 +553,33 @@ fn parameter_casts(statement: &Statement) -> Vec<Option<String>> {
         ControlFlow::<()>::Continue(())
     });
     casts
+}
+
+/// `COPY ... (FORMAT csv, FORCE_QUOTE *)`, which the parser does not read,
+/// with the `*` as a quoted column name, which the COPY options read as
+/// every column (no result column can be named `*` there).
+fn force_quote_all(sql: &str) -> Option<String> {
+    let lower = sql.to_ascii_lowercase();
+    for keyword in ["force_quote", "force quote"] {
+        let Some(at) = lower.find(keyword) else {
+            continue;
+        };
+        let after = at + keyword.len();
+        let rest = &sql[after..];
+        let star = rest.len() - rest.trim_start().len();
+        if rest.trim_start().starts_with('*') {
+            let star = after + star;
+            // The option list takes a parenthesized list, the older
+            // `CSV FORCE QUOTE` syntax a bare one.
+            let columns = if keyword == "force_quote" {
+                "(\"*\")"
+            } else {
+                "\"*\""
+            };
+            return Some(format!("{}{columns}{}", &sql[..star], &sql[star + 1..]));
+        }
+    }
+    None
 }
 
 /// `SELECT t FROM orders t` names the whole row of `t`, a value of the

@@ -2,16 +2,19 @@
 //! datafusion-table-providers' connection pool and table provider, which push
 //! projections and filters down into the SQL sent to PostgreSQL.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
 use datafusion::common::TableReference;
 use datafusion::prelude::SessionContext;
+use datafusion::sql::unparser::dialect::PostgreSqlDialect;
 use datafusion_table_providers::UnsupportedTypeAction;
-use datafusion_table_providers::postgres::PostgresTableFactory;
+use datafusion_table_providers::postgres::DynPostgresConnectionPool;
+use datafusion_table_providers::postgres::conn::PostgresPooledConnection;
 use datafusion_table_providers::sql::db_connection_pool::postgrespool::PostgresConnectionPool;
+use datafusion_table_providers::sql::sql_provider_datafusion::{SqlExec, SqlTable};
 use secrecy::SecretString;
 
 use super::{ReadFilter, Snapshot, SourceError};
@@ -23,11 +26,56 @@ use crate::config::PostgresParams;
 
 /// PostgreSQL types that Arrow stores as Utf8 but that the wire layer reports
 /// and encodes as themselves.
-const TYPES_KEPT_AS_METADATA: &[&str] = &["uuid", "json", "jsonb", "varchar", "bpchar", "name"];
+const TYPES_KEPT_AS_METADATA: &[&str] = &[
+    "uuid", "json", "jsonb", "varchar", "bpchar", "name", "inet", "cidr", "macaddr",
+];
+
+/// The types (by `typname`, domains by their base type's) the table
+/// provider reads itself, from their binary form. A column of any other type
+/// (`inet`, `tsvector`, `timetz`, ranges, geometry, arrays of dates, ...),
+/// which it would refuse or fail on, is read as the text PostgreSQL prints
+/// for it (see [`TextCastTable`]). Enums are read natively, as their label.
+const READ_NATIVELY: &[&str] = &[
+    "bool",
+    "int2",
+    "int4",
+    "int8",
+    "float4",
+    "float8",
+    "numeric",
+    "text",
+    "varchar",
+    "bpchar",
+    "char",
+    "name",
+    "date",
+    "time",
+    "timestamp",
+    "timestamptz",
+    "interval",
+    "uuid",
+    "json",
+    "jsonb",
+    "bytea",
+    "oid",
+    "_bool",
+    "_int2",
+    "_int4",
+    "_int8",
+    "_float4",
+    "_float8",
+    "_numeric",
+    "_text",
+    "_varchar",
+    "_bpchar",
+    "_bytea",
+];
 
 const COLUMN_TYPES_SQL: &str = "SELECT a.attname, t.typname, a.atttypmod, a.attnotnull, \
-     col_description(a.attrelid, a.attnum), obj_description(a.attrelid, 'pg_class') \
+     col_description(a.attrelid, a.attnum), obj_description(a.attrelid, 'pg_class'), \
+     t.typtype::text, coalesce(b.typname, t.typname) \
      FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid \
+     LEFT JOIN pg_type b ON b.oid = t.typbasetype AND t.typtype = 'd' \
      WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped \
      ORDER BY a.attnum";
 
@@ -57,7 +105,7 @@ impl PostgresSource {
         let pool = PostgresConnectionPool::new(pool_params(params))
             .await
             .map_err(|e| SourceError::connecting(&dataset, e.to_string()))?
-            .with_unsupported_type_action(UnsupportedTypeAction::String);
+            .with_unsupported_type_action(UnsupportedTypeAction::Ignore);
         let pool = Arc::new(pool);
         let (provider, columns, _) = describe_table(&dataset, &pool, schema, table).await?;
         let federated = super::federated_view(&dataset, provider, &columns)?;
@@ -133,13 +181,43 @@ async fn describe_table(
             message: format!("table {schema}.{table} does not exist or has no columns"),
         });
     }
-    let provider = PostgresTableFactory::new(Arc::clone(pool))
-        .table_provider(TableReference::partial(schema, table))
+    let reference = TableReference::partial(schema, table);
+    let schema_error = |message: String| SourceError::Schema {
+        dataset: dataset.to_owned(),
+        message,
+    };
+    // The pool leaves out the columns the provider has no type for.
+    let dyn_pool: Arc<DynPostgresConnectionPool> = Arc::clone(pool) as _;
+    let table = SqlTable::new("postgres", &dyn_pool, reference.clone())
         .await
-        .map_err(|e| SourceError::Schema {
-            dataset: dataset.to_owned(),
-            message: e.to_string(),
-        })?;
+        .map_err(|e| schema_error(e.to_string()))?
+        .with_dialect(Arc::new(PostgreSqlDialect {}));
+    let read = table.schema();
+    let text_columns: HashSet<String> = described
+        .columns
+        .iter()
+        .filter(|(name, declared)| !declared.native || read.field_with_name(name).is_err())
+        .map(|(name, _)| name.clone())
+        .collect();
+    let provider: Arc<dyn TableProvider> = if text_columns.is_empty() {
+        Arc::new(table)
+    } else {
+        let fields = described
+            .order
+            .iter()
+            .map(|name| match read.field_with_name(name) {
+                Ok(field) if !text_columns.contains(name) => field.clone(),
+                _ => Field::new(name, DataType::Utf8, true),
+            })
+            .collect::<Vec<_>>();
+        let schema = Arc::new(Schema::new(fields));
+        Arc::new(TextCastTable {
+            inner: SqlTable::new_with_schema("postgres", &dyn_pool, schema, reference)
+                .with_dialect(Arc::new(PostgreSqlDialect {})),
+            pool: dyn_pool,
+            text_columns,
+        })
+    };
     let annotated = annotate(&provider.schema(), &described);
     Ok((provider, annotated, described.primary_key))
 }
@@ -167,6 +245,8 @@ fn pool_params(params: &PostgresParams) -> HashMap<String, SecretString> {
 /// A column as the source table declares it.
 struct Declared {
     type_name: String,
+    /// Whether the table provider reads it (see [`READ_NATIVELY`]).
+    native: bool,
     typmod: i32,
     not_null: bool,
     comment: Option<String>,
@@ -175,6 +255,8 @@ struct Declared {
 /// Each column as declared, the primary key's columns, the table's comment.
 struct Described {
     columns: HashMap<String, Declared>,
+    /// The column names in the table's order.
+    order: Vec<String>,
     primary_key: Vec<String>,
     comment: Option<String>,
 }
@@ -192,11 +274,15 @@ async fn describe(
         .query(COLUMN_TYPES_SQL, &[&qualified])
         .await?;
     let comment = rows.first().and_then(|row| row.get::<_, Option<String>>(5));
+    let order = rows.iter().map(|row| row.get::<_, String>(0)).collect();
     let columns = rows
         .iter()
         .map(|row| {
+            let kind: String = row.get(6);
+            let read_as: String = row.get(7);
             let declared = Declared {
                 type_name: row.get(1),
+                native: kind == "e" || READ_NATIVELY.contains(&read_as.as_str()),
                 typmod: row.get(2),
                 not_null: row.get(3),
                 comment: row.get(4),
@@ -211,6 +297,7 @@ async fn describe(
     let primary_key = rows.iter().map(|row| row.get::<_, String>(0)).collect();
     Ok(Described {
         columns,
+        order,
         primary_key,
         comment,
     })
@@ -257,4 +344,143 @@ fn annotate(schema: &SchemaRef, described: &Described) -> SchemaRef {
         metadata.insert(DESCRIPTION_METADATA.to_owned(), comment.clone());
     }
     Arc::new(Schema::new_with_metadata(fields, metadata))
+}
+
+/// A source table with columns the table provider cannot read (see
+/// [`READ_NATIVELY`]): the provider's own scan, with the SQL it sends
+/// reading each such column as the text PostgreSQL prints for it, in its
+/// select list and in the filters pushed down (so PostgreSQL filters the
+/// same text pgaccel then holds).
+struct TextCastTable {
+    inner: SqlTable<PostgresPooledConnection, &'static (dyn tokio_postgres::types::ToSql + Sync)>,
+    pool: Arc<DynPostgresConnectionPool>,
+    text_columns: HashSet<String>,
+}
+
+impl std::fmt::Debug for TextCastTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TextCastTable")
+            .field("inner", &self.inner)
+            .field("text_columns", &self.text_columns)
+            .finish()
+    }
+}
+
+impl TextCastTable {
+    /// `sql` (one SELECT) with every reference to a text column cast.
+    fn cast_columns(&self, sql: &str) -> datafusion::error::Result<String> {
+        use datafusion::sql::sqlparser::ast::{
+            Expr, Ident, SelectItem, SetExpr, Statement, VisitMut, VisitorMut,
+        };
+        use datafusion::sql::sqlparser::dialect::PostgreSqlDialect as Parsing;
+        use datafusion::sql::sqlparser::parser::Parser;
+        use std::ops::ControlFlow;
+
+        /// `column` as PostgreSQL prints it: its output function, as
+        /// `concat()` calls it (a cast to text can differ: an inet `::1`
+        /// casts to `::1/128`), and NULL for NULL.
+        fn printed(column: &Expr) -> Expr {
+            Parser::new(&Parsing {})
+                .try_with_sql(&format!(
+                    "CASE WHEN {column} IS NULL THEN NULL ELSE concat({column}) END"
+                ))
+                .and_then(|mut parser| parser.parse_expr())
+                .expect("a valid expression")
+        }
+
+        struct Casts<'a>(&'a HashSet<String>);
+        impl VisitorMut for Casts<'_> {
+            type Break = ();
+            fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+                if column_name(expr).is_some_and(|ident| self.0.contains(&ident.value)) {
+                    *expr = printed(expr);
+                }
+                ControlFlow::Continue(())
+            }
+        }
+
+        fn column_name(expr: &Expr) -> Option<&Ident> {
+            match expr {
+                Expr::Identifier(ident) => Some(ident),
+                Expr::CompoundIdentifier(parts) => parts.last(),
+                _ => None,
+            }
+        }
+
+        let mut statements = Parser::parse_sql(&Parsing {}, sql)
+            .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+        for statement in &mut statements {
+            // The names of the select items that are text columns, kept
+            // through the rewrite.
+            let names: Vec<Option<Ident>> = match &*statement {
+                Statement::Query(query) => match query.body.as_ref() {
+                    SetExpr::Select(select) => select
+                        .projection
+                        .iter()
+                        .map(|item| match item {
+                            SelectItem::UnnamedExpr(expr) => column_name(expr)
+                                .filter(|ident| self.text_columns.contains(&ident.value))
+                                .cloned(),
+                            _ => None,
+                        })
+                        .collect(),
+                    _ => Vec::new(),
+                },
+                _ => Vec::new(),
+            };
+            let _ = statement.visit(&mut Casts(&self.text_columns));
+            if let Statement::Query(query) = statement
+                && let SetExpr::Select(select) = query.body.as_mut()
+            {
+                for (item, name) in select.projection.iter_mut().zip(names) {
+                    if let (SelectItem::UnnamedExpr(expr), Some(alias)) = (&*item, name) {
+                        *item = SelectItem::ExprWithAlias {
+                            expr: expr.clone(),
+                            alias,
+                        };
+                    }
+                }
+            }
+        }
+        Ok(statements
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; "))
+    }
+}
+
+#[async_trait::async_trait]
+impl TableProvider for TextCastTable {
+    fn schema(&self) -> SchemaRef {
+        self.inner.schema()
+    }
+
+    fn table_type(&self) -> datafusion::datasource::TableType {
+        datafusion::datasource::TableType::Base
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&datafusion::logical_expr::Expr],
+    ) -> datafusion::error::Result<Vec<datafusion::logical_expr::TableProviderFilterPushDown>> {
+        self.inner.supports_filters_pushdown(filters)
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn datafusion::catalog::Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[datafusion::logical_expr::Expr],
+        limit: Option<usize>,
+    ) -> datafusion::error::Result<Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
+        let sql = self.cast_columns(&self.inner.scan_to_sql(projection, filters, limit)?)?;
+        Ok(Arc::new(SqlExec::new(
+            projection,
+            &self.schema(),
+            Arc::clone(&self.pool),
+            sql,
+            Arc::new(PostgreSqlDialect {}),
+        )?))
+    }
 }

@@ -57,6 +57,8 @@ fn special_type(field: &Field) -> Option<Type> {
         "bpchar" => Type::BPCHAR,
         "name" => Type::NAME,
         "inet" => Type::INET,
+        "cidr" => Type::CIDR,
+        "macaddr" => Type::MACADDR,
         "void" => Type::VOID,
         _ => return None,
     })
@@ -242,7 +244,8 @@ impl RowEncoding {
                         encode_with(&mut encoder, &value, pg_field)?;
                     }
                     ColumnKind::Numeric => {
-                        let value = (!array.is_null(row)).then(|| numeric_value(array, row));
+                        let value = (!array.is_null(row))
+                            .then(|| numeric_value(array, row).written(pg_field.format()));
                         encoder.encode_field_with_type_and_format(
                             &value,
                             pg_field.datatype(),
@@ -265,18 +268,15 @@ impl RowEncoding {
                             && is_empty_list(array, row) =>
                     {
                         encoder.encode_field_with_type_and_format(
-                            &Some(EmptyArray),
+                            &Some(empty_array(pg_field.datatype())),
                             pg_field.datatype(),
                             pg_field.format(),
                             pg_field.format_options(),
                         )?;
                     }
                     ColumnKind::Default if text::infinite_date(array, row).is_some() => {
-                        let days = array
-                            .as_primitive::<datafusion::arrow::datatypes::Date32Type>()
-                            .value(row);
                         encoder.encode_field_with_type_and_format(
-                            &Some(InfiniteDate(days)),
+                            &Some(infinite_date(array, row, pg_field.format())),
                             pg_field.datatype(),
                             pg_field.format(),
                             pg_field.format_options(),
@@ -360,40 +360,92 @@ enum Numeric {
     Special(f64),
 }
 
-impl ToSql for Numeric {
+impl Numeric {
+    fn written(&self, format: FieldFormat) -> Written {
+        let mut out = BytesMut::new();
+        match (self, format) {
+            (Numeric::Finite { value, scale }, FieldFormat::Binary) => {
+                numeric::binary(*value, *scale, &mut out)
+            }
+            (Numeric::Special(float), FieldFormat::Binary) => {
+                numeric::binary_special(*float, &mut out)
+            }
+            (Numeric::Finite { value, scale }, FieldFormat::Text) => {
+                out.put_slice(numeric::text(*value, *scale).as_bytes())
+            }
+            (Numeric::Special(float), FieldFormat::Text) => {
+                out.put_slice(numeric::special_text(*float).as_bytes())
+            }
+        }
+        Written(out)
+    }
+}
+
+/// A value pgaccel writes itself, already in the form (text or binary) of
+/// its column: for what arrow-pg's encoder writes otherwise than PostgreSQL.
+#[derive(Debug)]
+struct Written(BytesMut);
+
+impl ToSql for Written {
     fn to_sql(
         &self,
         _ty: &Type,
         out: &mut BytesMut,
     ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
-        match self {
-            Numeric::Finite { value, scale } => numeric::binary(*value, *scale, out),
-            Numeric::Special(float) => numeric::binary_special(*float, out),
-        }
+        out.put_slice(&self.0);
         Ok(IsNull::No)
     }
 
-    fn accepts(ty: &Type) -> bool {
-        *ty == Type::NUMERIC
+    fn accepts(_ty: &Type) -> bool {
+        true
     }
 
     to_sql_checked!();
 }
 
-impl ToSqlText for Numeric {
+impl ToSqlText for Written {
     fn to_sql_text(
         &self,
         _ty: &Type,
         out: &mut BytesMut,
         _format_options: &FormatOptions,
     ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
-        let text = match self {
-            Numeric::Finite { value, scale } => numeric::text(*value, *scale),
-            Numeric::Special(float) => numeric::special_text(*float).to_owned(),
-        };
-        out.put_slice(text.as_bytes());
+        out.put_slice(&self.0);
         Ok(IsNull::No)
     }
+}
+
+/// `infinity` or `-infinity` of a date: in binary the sentinel day number
+/// pgaccel keeps it as ([`text::DATE_INFINITY`]), which is PostgreSQL's too.
+fn infinite_date(array: &Arc<dyn Array>, row: usize, format: FieldFormat) -> Written {
+    let mut out = BytesMut::new();
+    match format {
+        FieldFormat::Binary => out.put_i32(
+            array
+                .as_primitive::<datafusion::arrow::datatypes::Date32Type>()
+                .value(row),
+        ),
+        FieldFormat::Text => out.put_slice(
+            text::infinite_date(array, row)
+                .unwrap_or_default()
+                .as_bytes(),
+        ),
+    }
+    Written(out)
+}
+
+/// An array without elements in binary: PostgreSQL writes no dimension
+/// (pgwire writes one of length 0, which some clients refuse in `COPY`).
+fn empty_array(array_type: &Type) -> Written {
+    let element = match array_type.kind() {
+        postgres_types::Kind::Array(element) => element.oid(),
+        _ => 0,
+    };
+    let mut out = BytesMut::new();
+    out.put_i32(0); // dimensions
+    out.put_i32(0); // flags: no NULLs
+    out.put_u32(element);
+    Written(out)
 }
 
 fn string_value(array: &Arc<dyn Array>, row: usize) -> String {
@@ -401,45 +453,6 @@ fn string_value(array: &Arc<dyn Array>, row: usize) -> String {
         DataType::LargeUtf8 => array.as_string::<i64>().value(row).to_owned(),
         DataType::Utf8View => array.as_string_view().value(row).to_owned(),
         _ => array.as_string::<i32>().value(row).to_owned(),
-    }
-}
-
-/// `infinity` or `-infinity` of a date, whose binary form is the sentinel
-/// day number pgaccel keeps it as ([`text::DATE_INFINITY`]).
-#[derive(Debug)]
-struct InfiniteDate(i32);
-
-impl ToSql for InfiniteDate {
-    fn to_sql(
-        &self,
-        _ty: &Type,
-        out: &mut BytesMut,
-    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
-        out.put_i32(self.0);
-        Ok(IsNull::No)
-    }
-
-    fn accepts(ty: &Type) -> bool {
-        *ty == Type::DATE
-    }
-
-    to_sql_checked!();
-}
-
-impl ToSqlText for InfiniteDate {
-    fn to_sql_text(
-        &self,
-        _ty: &Type,
-        out: &mut BytesMut,
-        _format_options: &FormatOptions,
-    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
-        let text = if self.0 == text::DATE_INFINITY {
-            "infinity"
-        } else {
-            "-infinity"
-        };
-        out.put_slice(text.as_bytes());
-        Ok(IsNull::No)
     }
 }
 
@@ -456,46 +469,6 @@ fn is_empty_list(array: &Arc<dyn Array>, row: usize) -> bool {
     }
 }
 
-/// An array without elements in binary: PostgreSQL writes no dimension
-/// (pgwire writes one of length 0, which some clients refuse in `COPY`).
-#[derive(Debug)]
-struct EmptyArray;
-
-impl ToSql for EmptyArray {
-    fn to_sql(
-        &self,
-        ty: &Type,
-        out: &mut BytesMut,
-    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
-        let element = match ty.kind() {
-            postgres_types::Kind::Array(element) => element.oid(),
-            _ => 0,
-        };
-        out.put_i32(0); // dimensions
-        out.put_i32(0); // flags: no NULLs
-        out.put_u32(element);
-        Ok(IsNull::No)
-    }
-
-    fn accepts(_ty: &Type) -> bool {
-        true
-    }
-
-    to_sql_checked!();
-}
-
-impl ToSqlText for EmptyArray {
-    fn to_sql_text(
-        &self,
-        _ty: &Type,
-        out: &mut BytesMut,
-        _format_options: &FormatOptions,
-    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
-        out.put_slice(b"{}");
-        Ok(IsNull::No)
-    }
-}
-
 impl ToSql for TextBacked {
     fn to_sql(
         &self,
@@ -508,6 +481,32 @@ impl ToSql for TextBacked {
                 // jsonb's binary form is a version byte (1) and the JSON text.
                 out.put_u8(1);
                 out.put_slice(self.0.as_bytes());
+            }
+            Type::INET | Type::CIDR => {
+                let (address, bits) = match self.0.split_once('/') {
+                    Some((address, bits)) => (
+                        address.parse::<std::net::IpAddr>()?,
+                        Some(bits.parse::<u8>()?),
+                    ),
+                    None => (self.0.parse::<std::net::IpAddr>()?, None),
+                };
+                // PostgreSQL's inet_send: family (2 for IPv4, 3 for IPv6),
+                // netmask bits, whether it is a cidr, address length, address.
+                let (family, octets): (u8, Vec<u8>) = match address {
+                    std::net::IpAddr::V4(v4) => (2, v4.octets().to_vec()),
+                    std::net::IpAddr::V6(v6) => (3, v6.octets().to_vec()),
+                };
+                let full = if family == 2 { 32 } else { 128 };
+                out.put_u8(family);
+                out.put_u8(bits.unwrap_or(full));
+                out.put_u8(u8::from(*ty == Type::CIDR));
+                out.put_u8(octets.len() as u8);
+                out.put_slice(&octets);
+            }
+            Type::MACADDR => {
+                for part in self.0.split([':', '-']) {
+                    out.put_u8(u8::from_str_radix(part, 16)?);
+                }
             }
             _ => out.put_slice(self.0.as_bytes()),
         }

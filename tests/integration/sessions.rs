@@ -386,6 +386,8 @@ async fn copy_to_stdout_writes_the_bytes_postgres_writes() {
         "COPY (SELECT id, name || ', \"quoted\"' AS name, NULL::text AS empty FROM {schema}.items ORDER BY id) TO STDOUT (FORMAT csv, DELIMITER ';', NULL 'NIL', QUOTE '''')",
         "COPY (SELECT id, name, price, day, added FROM {schema}.items ORDER BY id) TO STDOUT (FORMAT binary)",
         "COPY {schema}.items (id, name) TO STDOUT",
+        "COPY (SELECT id, name, NULL::int AS none FROM {schema}.items ORDER BY id) TO STDOUT WITH (FORMAT csv, ESCAPE '\\', FORCE_QUOTE *, NULL 'N')",
+        "COPY (SELECT id, name FROM {schema}.items ORDER BY id) TO STDOUT CSV HEADER FORCE QUOTE *",
     ] {
         let copy = copy.replace("{schema}", &source.name);
         let expected = copy_bytes(&primary, &copy).await;

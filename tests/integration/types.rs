@@ -110,3 +110,128 @@ impl<'a> tokio_postgres::types::FromSql<'a> for Numeric {
         *ty == Type::NUMERIC
     }
 }
+
+/// Network types, which pgaccel reads from PostgreSQL as PostgreSQL prints
+/// them: the same text, and the same bytes in binary (inet and cidr with
+/// their netmask and cidr flag, macaddr as six bytes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn network_types_read_back_as_postgres_sends_them() {
+    let source = SourceSchema::create("nettypes").await;
+    source
+        .execute(
+            "CREATE TABLE {schema}.hosts (id int4 PRIMARY KEY, addr inet, net cidr, mac macaddr);
+             INSERT INTO {schema}.hosts VALUES
+               (1, '10.1.2.3/8', '10.0.0.0/8', '08:00:2b:01:02:03'),
+               (2, '::1', '2001:db8::/32', NULL),
+               (3, '192.168.0.1', '192.168.0.0/24', 'ff-ff-ff-ff-ff-ff'),
+               (4, NULL, NULL, NULL);",
+        )
+        .await;
+    let server = Server::start(&source.dataset("hosts", "hosts", "")).await;
+    server.wait_ready().await;
+    let replica = server.client().await;
+    let primary = connect(SOURCE_DSN).await;
+    let replica_sql = "SELECT * FROM hosts ORDER BY id";
+    let primary_sql = format!("SELECT * FROM {}.hosts ORDER BY id", source.name);
+
+    let raw = |rows: Vec<Row>| -> Vec<RawRow> {
+        rows.iter()
+            .map(|row| {
+                let types = row.columns().iter().map(|c| c.type_().clone()).collect();
+                let values = (1..row.len())
+                    .map(|i| row.get::<_, Option<Raw>>(i).map(|r| r.0))
+                    .collect();
+                (types, values)
+            })
+            .collect()
+    };
+    let replica_rows = raw(replica.query(replica_sql, &[]).await.unwrap());
+    let primary_rows = raw(primary.query(primary_sql.as_str(), &[]).await.unwrap());
+    assert_eq!(
+        replica_rows[0].0,
+        [Type::INT4, Type::INET, Type::CIDR, Type::MACADDR]
+    );
+    assert_eq!(replica_rows, primary_rows);
+
+    let replica_text = text_rows(replica.simple_query(replica_sql).await.unwrap());
+    let primary_text = text_rows(primary.simple_query(&primary_sql).await.unwrap());
+    assert_eq!(replica_text, primary_text);
+    // `::1`, as PostgreSQL prints an inet (a cast to text would add /128).
+    assert_eq!(replica_text[1][1].as_deref(), Some("::1"));
+    let found = text_rows(
+        replica
+            .simple_query("SELECT id FROM hosts WHERE addr = '::1'")
+            .await
+            .unwrap(),
+    );
+    assert_eq!(found, [[Some("2".to_owned())]]);
+}
+
+/// A row's column types and each value's binary form (the key left out).
+type RawRow = (Vec<Type>, Vec<Option<Vec<u8>>>);
+
+/// A value's binary form, byte for byte.
+#[derive(Debug, PartialEq)]
+struct Raw(Vec<u8>);
+
+impl<'a> tokio_postgres::types::FromSql<'a> for Raw {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Raw(raw.to_vec()))
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+}
+
+/// Types the PostgreSQL reader has no Arrow conversion for (geometry, text
+/// search, ranges, timetz, money, arrays of dates, ...) are read as the text
+/// PostgreSQL prints for them, so the table loads and prints the same; a
+/// `refresh_sql` filter on such a column compares that text in PostgreSQL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_types_read_as_postgres_prints_them() {
+    let source = SourceSchema::create("oddtypes").await;
+    source
+        .execute(
+            "CREATE TABLE {schema}.odd (id int4 PRIMARY KEY, doc tsvector, span int4range, at timetz,
+               cost money, days date[], spot point, flags bit(3), addr inet);
+             INSERT INTO {schema}.odd VALUES
+               (1, 'a fat cat', '[1,5)', '12:34:56+02', 12.5, '{2024-01-01,NULL}', '(1,2)', B'101', '::1'),
+               (2, '', 'empty', '00:00:00-11:30', -1, '{}', '(0,0)', B'000', '10.0.0.1/8'),
+               (3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);",
+        )
+        .await;
+    let datasets = [
+        source.dataset("odd", "odd", ""),
+        source.dataset(
+            "odd",
+            "odd_local",
+            "    acceleration:\n      refresh_sql: SELECT id, addr FROM odd_local WHERE addr = '::1'\n",
+        ),
+    ]
+    .join("\n");
+    let server = Server::start(&datasets).await;
+    server.wait_ready().await;
+    let replica = server.client().await;
+    let primary = connect(SOURCE_DSN).await;
+    let replica_text = text_rows(
+        replica
+            .simple_query("SELECT * FROM odd ORDER BY id")
+            .await
+            .unwrap(),
+    );
+    let primary_text = text_rows(
+        primary
+            .simple_query(&format!("SELECT * FROM {}.odd ORDER BY id", source.name))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(replica_text, primary_text);
+    let filtered = text_rows(
+        replica
+            .simple_query("SELECT id, addr FROM odd_local")
+            .await
+            .unwrap(),
+    );
+    assert_eq!(filtered, [[Some("1".to_owned()), Some("::1".to_owned())]]);
+}

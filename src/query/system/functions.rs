@@ -951,6 +951,14 @@ pub fn register(state: &mut SessionState, system: Arc<System>) -> Result<()> {
             text_type.clone(),
             nothing,
         ),
+        // pgaccel's catalog holds no expression trees (no defaults, checks
+        // or partition bounds): every one is NULL, and so is its text.
+        (
+            "pg_get_expr",
+            vec![Any(2), Any(3)],
+            text_type.clone(),
+            nothing,
+        ),
         (
             "pg_get_viewdef",
             vec![Any(1), Any(2)],
