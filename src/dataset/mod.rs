@@ -184,9 +184,13 @@ impl Dataset {
         }
     }
 
-    pub fn refresh_succeeded(&self, at: DateTime<Utc>) {
+    /// A refresh completed at `at`; the next is due at `next` (both change
+    /// together, so the status never shows a new refresh with the old due
+    /// time).
+    pub fn refresh_succeeded(&self, at: DateTime<Utc>, next: Option<DateTime<Utc>>) {
         let mut state = self.state();
         state.last_refresh = Some(at);
+        state.next_refresh = next;
         state.error_message = None;
         self.set_status(&mut state, DatasetStatus::Ready);
         self.ever_ready.store(true, Ordering::Release);
@@ -226,6 +230,11 @@ impl Dataset {
         let mut state = self.state();
         self.set_status(&mut state, DatasetStatus::Ready);
         self.ever_ready.store(true, Ordering::Release);
+    }
+
+    /// When the next refresh is due, as the status reports it.
+    pub fn next_refresh(&self) -> Option<DateTime<Utc>> {
+        self.state().next_refresh
     }
 
     pub fn set_next_refresh(&self, at: Option<DateTime<Utc>>) {

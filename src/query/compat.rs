@@ -21,6 +21,12 @@
 //! - `generate_series()` in a select list, whose rows are the query's;
 //! - `substring(text FROM pattern)`, the regular-expression form;
 //! - `row_to_json(alias)` of a derived table whose columns are named;
+//! - `SELECT DISTINCT ON (k) ..., (subquery) ...`, as DISTINCT ON over a
+//!   derived table that computes the subqueries;
+//! - `CROSS JOIN f(t.x) AS v`, a function of one value over another FROM
+//!   item's columns, as `f(t.x)` wherever `v` is read;
+//! - `FROM t CROSS JOIN unnest(t.a) [WITH ORDINALITY] u(x, n)`, a lateral
+//!   unnest of a table's array, as `unnest()` in a select list over `t`;
 //! - the recursive walk from a type down its domains' base types
 //!   (asyncpg's type introspection), correlated with the outer row, as
 //!   a lookup of the same walk in the catalog's types.
@@ -115,8 +121,15 @@ struct Compatibility {
 impl VisitorMut for Compatibility {
     type Break = ();
 
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        lateral_scalar_functions(query);
+        distinct_on_over_subqueries(query);
+        ControlFlow::Continue(())
+    }
+
     fn pre_visit_select(&mut self, select: &mut Select) -> ControlFlow<()> {
         expand_pg_expandarray(select);
+        unnest_into_relation(select);
         select_list_set_functions(select);
         let mut relations = HashMap::new();
         let mut derived = HashMap::new();
@@ -347,6 +360,386 @@ fn name_unnest_column(factor: &mut TableFactor) {
     if alias.columns.is_empty() {
         alias.columns = vec![TableAliasColumnDef::from_name(alias.name.value.clone())];
     }
+}
+
+/// The array, alias and ordinality of `unnest(array)` in FROM.
+fn unnest_parts(factor: &TableFactor) -> Option<(Expr, Option<TableAlias>, bool)> {
+    match factor {
+        TableFactor::UNNEST {
+            alias,
+            array_exprs,
+            with_ordinality,
+            with_offset: false,
+            ..
+        } if array_exprs.len() == 1 => {
+            Some((array_exprs[0].clone(), alias.clone(), *with_ordinality))
+        }
+        TableFactor::Table {
+            name,
+            alias,
+            args: Some(args),
+            with_ordinality,
+            ..
+        } if last_part(name).eq_ignore_ascii_case("unnest") => match args.args.as_slice() {
+            [FunctionArg::Unnamed(FunctionArgExpr::Expr(array))] => {
+                Some((array.clone(), alias.clone(), *with_ordinality))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// `FROM t ... CROSS JOIN unnest(t.a) WITH ORDINALITY AS u(x, n)`: each row
+/// of `t` once per element of its array, which DataFusion cannot join
+/// laterally. `t` becomes `(SELECT *, unnest(t.a) AS x, unnest(range(1,
+/// cardinality(t.a) + 1)) AS n FROM t) AS t`, the same rows (select-list
+/// unnests of equal length go in step), and `u.x` becomes `t.x`. Only for a
+/// plain table `t` named by the array's qualifier and an inner join.
+fn unnest_into_relation(select: &mut Select) {
+    use datafusion::sql::sqlparser::ast::{JoinConstraint, JoinOperator};
+    let mut renamed: Vec<(String, Ident)> = Vec::new();
+    for table in &mut select.from {
+        let mut index = 0;
+        while index < table.joins.len() {
+            let join = &table.joins[index];
+            let inner = match &join.join_operator {
+                JoinOperator::CrossJoin(JoinConstraint::None) => true,
+                JoinOperator::Inner(JoinConstraint::On(Expr::Value(value)))
+                | JoinOperator::Join(JoinConstraint::On(Expr::Value(value))) => {
+                    matches!(value.value, Value::Boolean(true))
+                }
+                _ => false,
+            };
+            let Some((array, alias, ordinality)) = unnest_parts(&join.relation).filter(|_| inner)
+            else {
+                index += 1;
+                continue;
+            };
+            let Expr::CompoundIdentifier(parts) = &array else {
+                index += 1;
+                continue;
+            };
+            let qualifier = parts[0].clone();
+            let target = std::iter::once(&mut table.relation)
+                .chain(table.joins[..index].iter_mut().map(|j| &mut j.relation))
+                .find(|factor| {
+                    matches!(factor, TableFactor::Table { args: None, .. })
+                        && factor_name(factor).as_deref() == Some(&qualifier.value.to_lowercase())
+                });
+            let Some(target) = target else {
+                index += 1;
+                continue;
+            };
+            let (value_name, ordinality_name) = match &alias {
+                Some(alias) => (
+                    alias
+                        .columns
+                        .first()
+                        .map_or_else(|| alias.name.clone(), |c| c.name.clone()),
+                    alias
+                        .columns
+                        .get(1)
+                        .map_or_else(|| Ident::new("ordinality"), |c| c.name.clone()),
+                ),
+                None => (Ident::new("unnest"), Ident::new("ordinality")),
+            };
+            let positions = if ordinality {
+                format!(
+                    ", unnest(range(CAST(1 AS BIGINT), CAST(cardinality({array}) AS BIGINT) + 1)) AS {ordinality_name}"
+                )
+            } else {
+                String::new()
+            };
+            let sql = format!("SELECT *, unnest({array}) AS {value_name}{positions} FROM {target}");
+            let Ok(subquery) = datafusion::sql::sqlparser::parser::Parser::new(
+                &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
+            )
+            .try_with_sql(&sql)
+            .and_then(|mut parser| parser.parse_query()) else {
+                index += 1;
+                continue;
+            };
+            *target = TableFactor::Derived {
+                lateral: false,
+                subquery,
+                alias: Some(TableAlias {
+                    explicit: true,
+                    name: qualifier.clone(),
+                    columns: Vec::new(),
+                    at: None,
+                }),
+                sample: None,
+            };
+            if let Some(alias) = &alias {
+                renamed.push((alias.name.value.to_lowercase(), qualifier));
+            }
+            table.joins.remove(index);
+        }
+    }
+    if renamed.is_empty() {
+        return;
+    }
+    let _ = datafusion::sql::sqlparser::ast::visit_expressions_mut(select, |expr| {
+        if let Expr::CompoundIdentifier(parts) = expr
+            && parts.len() == 2
+            && let Some((_, qualifier)) = renamed
+                .iter()
+                .find(|(alias, _)| *alias == parts[0].value.to_lowercase())
+        {
+            parts[0] = qualifier.clone();
+        }
+        ControlFlow::<()>::Continue(())
+    });
+}
+
+/// `FROM t CROSS JOIN pg_indexam_has_property(t.am, 'can_order') AS v`: a
+/// function returning one value, called on the columns of another FROM
+/// item (a lateral call DataFusion cannot join). The join is dropped and
+/// `v` (or `v.v`) in the select stands for the call itself, which gives the
+/// same rows: one value per row of `t`.
+fn lateral_scalar_functions(query: &mut Query) {
+    use datafusion::sql::sqlparser::ast::{JoinConstraint, JoinOperator};
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return;
+    };
+    let mut calls: Vec<(String, Expr)> = Vec::new();
+    for table in &mut select.from {
+        table.joins.retain(|join| {
+            let cross = matches!(
+                join.join_operator,
+                JoinOperator::CrossJoin(JoinConstraint::None)
+            );
+            !(cross && lateral_values(&join.relation, &mut calls))
+        });
+    }
+    select
+        .from
+        .retain(|table| !(table.joins.is_empty() && lateral_values(&table.relation, &mut calls)));
+    if calls.is_empty() {
+        return;
+    }
+    // The whole query: its ORDER BY reads them too.
+    let _ = datafusion::sql::sqlparser::ast::visit_expressions_mut(query, |expr| {
+        let name = match expr {
+            Expr::Identifier(ident) => Some(ident.value.to_lowercase()),
+            Expr::CompoundIdentifier(parts) if parts.len() == 2 => Some(format!(
+                "{}.{}",
+                parts[0].value.to_lowercase(),
+                parts[1].value.to_lowercase()
+            )),
+            _ => None,
+        };
+        if let Some((_, replacement)) =
+            name.and_then(|name| calls.iter().find(|(alias, _)| *alias == name))
+        {
+            *expr = replacement.clone();
+        }
+        ControlFlow::<()>::Continue(())
+    });
+}
+
+/// `SELECT DISTINCT ON (k) a AS x, (correlated subquery) AS y FROM ... ORDER
+/// BY o`: DataFusion decorrelates subqueries in a projection but not under
+/// DISTINCT ON. The select moves into a derived table that also computes
+/// `k` and `o` as hidden columns, and DISTINCT ON and ORDER BY read those:
+/// `SELECT DISTINCT ON (k') x, y FROM (SELECT a AS x, (...) AS y, k AS k',
+/// o AS o' FROM ...) ORDER BY o'`, the same rows in the same order.
+fn distinct_on_over_subqueries(query: &mut Query) {
+    use datafusion::sql::sqlparser::ast::{Distinct, OrderBy, TableWithJoins};
+    let SetExpr::Select(select) = query.body.as_ref() else {
+        return;
+    };
+    let Some(Distinct::On(keys)) = &select.distinct else {
+        return;
+    };
+    let mut names = Vec::new();
+    let mut has_subquery = false;
+    for item in &select.projection {
+        // Each output column's name: its alias, or the column it reads.
+        let (expr, name) = match item {
+            SelectItem::ExprWithAlias { expr, alias } => (expr, alias.clone()),
+            SelectItem::UnnamedExpr(expr @ Expr::Identifier(ident)) => (expr, ident.clone()),
+            SelectItem::UnnamedExpr(expr @ Expr::CompoundIdentifier(parts)) => (
+                expr,
+                parts
+                    .last()
+                    .cloned()
+                    .unwrap_or_else(|| Ident::new("?column?")),
+            ),
+            _ => return,
+        };
+        let _ = datafusion::sql::sqlparser::ast::visit_expressions(expr, |e| {
+            has_subquery |= matches!(e, Expr::Subquery(_) | Expr::Exists { .. });
+            ControlFlow::<()>::Continue(())
+        });
+        names.push(name);
+    }
+    // Two outputs of one name could not both be read from the derived table.
+    let mut unique: Vec<String> = names.iter().map(|n| n.value.to_lowercase()).collect();
+    unique.sort();
+    unique.dedup();
+    if unique.len() != names.len() {
+        return;
+    }
+    let orders = match &query.order_by {
+        Some(OrderBy {
+            kind: OrderByKind::Expressions(orders),
+            ..
+        }) => orders.clone(),
+        Some(_) => return,
+        None => Vec::new(),
+    };
+    if !has_subquery {
+        return;
+    }
+    let mut inner = select.as_ref().clone();
+    inner.distinct = None;
+    // A key or order that names an output column reads it; any other is
+    // computed as a hidden column.
+    let mut hidden: Vec<(Expr, Ident)> = Vec::new();
+    let mut column_for = |expr: &Expr, inner: &mut Select| -> Expr {
+        if let Expr::Identifier(ident) = expr
+            && names
+                .iter()
+                .any(|name| name.value.eq_ignore_ascii_case(&ident.value))
+        {
+            return expr.clone();
+        }
+        // The same expression (a key that is also the order) is one column.
+        if let Some((_, name)) = hidden.iter().find(|(e, _)| e == expr) {
+            return Expr::Identifier(name.clone());
+        }
+        let name = Ident::new(format!("pgaccel_hidden_{}", hidden.len() + 1));
+        hidden.push((expr.clone(), name.clone()));
+        inner.projection.push(SelectItem::ExprWithAlias {
+            expr: expr.clone(),
+            alias: name.clone(),
+        });
+        Expr::Identifier(name)
+    };
+    let outer_keys: Vec<Expr> = keys.iter().map(|k| column_for(k, &mut inner)).collect();
+    let outer_orders: Vec<_> = orders
+        .iter()
+        .map(|order| {
+            let mut order = order.clone();
+            order.expr = column_for(&order.expr, &mut inner);
+            order
+        })
+        .collect();
+    let derived = TableFactor::Derived {
+        lateral: false,
+        subquery: Box::new(Query {
+            with: None,
+            body: Box::new(SetExpr::Select(Box::new(inner))),
+            order_by: None,
+            limit_clause: None,
+            fetch: None,
+            locks: Vec::new(),
+            for_clause: None,
+            settings: None,
+            format_clause: None,
+            pipe_operators: Vec::new(),
+        }),
+        alias: Some(TableAlias {
+            explicit: true,
+            name: Ident::new("pgaccel_distinct_on"),
+            columns: Vec::new(),
+            at: None,
+        }),
+        sample: None,
+    };
+    let mut outer = select.as_ref().clone();
+    outer.projection = names
+        .into_iter()
+        .map(|name| SelectItem::UnnamedExpr(Expr::Identifier(name)))
+        .collect();
+    outer.distinct = Some(Distinct::On(outer_keys));
+    outer.from = vec![TableWithJoins {
+        relation: derived,
+        joins: Vec::new(),
+    }];
+    outer.selection = None;
+    outer.group_by =
+        datafusion::sql::sqlparser::ast::GroupByExpr::Expressions(Vec::new(), Vec::new());
+    outer.having = None;
+    outer.named_window = Vec::new();
+    outer.qualify = None;
+    *query.body = SetExpr::Select(Box::new(outer));
+    if let Some(order_by) = &mut query.order_by {
+        order_by.kind = OrderByKind::Expressions(outer_orders);
+    }
+}
+
+/// For [`lateral_scalar_functions`]: when `factor` is a one-row function
+/// call over other FROM items' columns, the expression each of its column
+/// names stands for (added to `calls`), and true.
+///
+/// `pg_partition_ancestors(r) [WITH ORDINALITY] AS a(relid, depth)` is one
+/// row too: pgaccel has no partitions, so a relation's only ancestor is
+/// itself, at depth 1.
+fn lateral_values(factor: &TableFactor, calls: &mut Vec<(String, Expr)>) -> bool {
+    let TableFactor::Table {
+        name,
+        alias: Some(alias),
+        args: Some(args),
+        with_ordinality,
+        ..
+    } = factor
+    else {
+        return false;
+    };
+    let function = last_part(name).to_lowercase();
+    let arguments: Vec<Expr> = args
+        .args
+        .iter()
+        .filter_map(|arg| match arg {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => Some(expr.clone()),
+            _ => None,
+        })
+        .collect();
+    let reads_columns = arguments.iter().any(|argument| {
+        let mut found = false;
+        let _ = datafusion::sql::sqlparser::ast::visit_expressions(argument, |e| {
+            found |= matches!(e, Expr::CompoundIdentifier(_) | Expr::Identifier(_));
+            ControlFlow::<()>::Continue(())
+        });
+        found
+    });
+    if !reads_columns || arguments.len() != args.args.len() {
+        return false;
+    }
+    let values: Vec<Expr> = match (function.as_str(), arguments.as_slice()) {
+        ("pg_partition_ancestors", [relation]) if *with_ordinality => {
+            vec![
+                relation.clone(),
+                cast_to(number("1"), DataType::BigInt(None)),
+            ]
+        }
+        ("pg_partition_ancestors", [relation]) => vec![relation.clone()],
+        _ if TABLE_FUNCTIONS.contains(&function.as_str()) || *with_ordinality => return false,
+        _ => vec![call(&function, arguments)],
+    };
+    let alias_name = alias.name.value.to_lowercase();
+    for (index, value) in values.into_iter().enumerate() {
+        let column = alias.columns.get(index).map_or_else(
+            || {
+                if index == 0 {
+                    alias_name.clone()
+                } else {
+                    "ordinality".to_owned()
+                }
+            },
+            |c| c.name.value.to_lowercase(),
+        );
+        // `a.relid` and `relid`; `a` alone is the first column's value.
+        calls.push((format!("{alias_name}.{column}"), value.clone()));
+        calls.push((column, value.clone()));
+        if index == 0 {
+            calls.push((alias_name.clone(), value));
+        }
+    }
+    true
 }
 
 /// Functions DataFusion calls in FROM itself.
@@ -583,12 +976,12 @@ fn cast(inner: &Expr, data_type: &DataType, kind: &CastKind) -> Option<Expr> {
         };
         // The domain's check, on the value as cast: PostgreSQL's error
         // when it fails, NULL passes.
-        let condition = call(
-            super::functions::DOMAIN_CHECK,
-            vec![
-                check(value.clone()),
-                string(&format!("information_schema.{domain}")),
-            ],
+        let condition = require(
+            check(value.clone()),
+            "23514",
+            &format!(
+                "value for domain information_schema.{domain} violates check constraint \"{domain}_check\""
+            ),
         );
         return Some(case_when(condition, value, None));
     }
@@ -809,7 +1202,14 @@ fn function_call(function: &Function) -> Option<Expr> {
             let FunctionArguments::Subquery(query) = &function.args else {
                 return None;
             };
-            array_of_subquery(query)
+            // Elements mapped with a prefix or suffix are answered for any
+            // array; other reads of an outer array only where it is empty.
+            if let SetExpr::Select(select) = query.body.as_ref()
+                && let Some(mapped) = concat_each(query, select)
+            {
+                return Some(mapped);
+            }
+            empty_outer_unnest(query).or_else(|| array_of_subquery(query))
         }
         "generate_subscripts" => {
             let array = arguments(function).into_iter().next()?;
@@ -931,6 +1331,70 @@ fn count_of_rows(query: &Query) -> Option<Expr> {
 
 /// `ARRAY(SELECT e FROM ... [ORDER BY ...])` as the aggregated subquery
 /// `(SELECT array_agg(e [ORDER BY ...]) FROM ...)`.
+/// `condition`, or the error `code` with `message` when it is false.
+fn require(condition: Expr, code: &str, message: &str) -> Expr {
+    call(
+        super::functions::REQUIRE,
+        vec![condition, string(code), string(message)],
+    )
+}
+
+/// `ARRAY(SELECT ... FROM unnest(o.a) ...)`, over an array of the outer
+/// row, which DataFusion cannot run per row: answered (`{}`) where the
+/// array is NULL or empty, as the catalog's arrays of that kind mostly are
+/// (`conexclop`, extension versions); an error (0A000) for a row whose
+/// array has elements, never a wrong answer.
+fn empty_outer_unnest(query: &Query) -> Option<Expr> {
+    let SetExpr::Select(select) = query.body.as_ref() else {
+        return None;
+    };
+    let [from] = select.from.as_slice() else {
+        return None;
+    };
+    let TableFactor::UNNEST { array_exprs, .. } = &from.relation else {
+        return None;
+    };
+    let [array] = array_exprs.as_slice() else {
+        return None;
+    };
+    let outer = matches!(array, Expr::Identifier(_) | Expr::CompoundIdentifier(_));
+    if !from.joins.is_empty() || !outer {
+        return None;
+    }
+    let [SelectItem::UnnamedExpr(element) | SelectItem::ExprWithAlias { expr: element, .. }] =
+        select.projection.as_slice()
+    else {
+        return None;
+    };
+    let element_type = match element {
+        Expr::Cast { data_type, .. } => data_type.clone(),
+        _ => DataType::Text,
+    };
+    let empty = cast_to(
+        call("make_array", Vec::new()),
+        DataType::Array(
+            datafusion::sql::sqlparser::ast::ArrayElemTypeDef::SquareBracket(
+                Box::new(element_type),
+                None,
+            ),
+        ),
+    );
+    let is_empty = Expr::BinaryOp {
+        left: Box::new(call(
+            "coalesce",
+            vec![call("cardinality", vec![array.clone()]), number("0")],
+        )),
+        op: BinaryOperator::Eq,
+        right: Box::new(number("0")),
+    };
+    let condition = require(
+        is_empty,
+        "0A000",
+        "ARRAY(SELECT ... FROM unnest(array)) over a non-empty array of the outer query is not supported",
+    );
+    Some(case_when(condition, empty, None))
+}
+
 fn array_of_subquery(query: &Query) -> Option<Expr> {
     let SetExpr::Select(select) = query.body.as_ref() else {
         return None;
@@ -968,7 +1432,14 @@ fn array_of_subquery(query: &Query) -> Option<Expr> {
     if let SetExpr::Select(select) = rewritten.body.as_mut() {
         select.projection = vec![SelectItem::UnnamedExpr(aggregate)];
     }
-    Some(Expr::Subquery(Box::new(rewritten)))
+    // No row gives an empty array, not the aggregate's NULL.
+    Some(call(
+        "coalesce",
+        vec![
+            Expr::Subquery(Box::new(rewritten)),
+            call("make_array", Vec::new()),
+        ],
+    ))
 }
 
 /// `ARRAY(SELECT 'p' || x || 's' FROM unnest(a) x)`: each element with a
@@ -1128,7 +1599,7 @@ fn expand_pg_expandarray(select: &mut Select) {
 /// its value checked to be a single row ([`single_value`]).
 fn scalar_subquery(query: &Query) -> Option<Expr> {
     let mut rewritten = query.clone();
-    let mut changed = false;
+    let mut changed = first_row(&mut rewritten);
     if let SetExpr::Select(select) = rewritten.body.as_ref()
         && rewritten.limit_clause.is_some()
         && single_aggregate_row(select)
@@ -1234,6 +1705,76 @@ fn column_name(expr: &Expr) -> Option<String> {
         Expr::CompoundIdentifier(parts) => parts.last().map(|p| p.value.to_lowercase()),
         _ => None,
     }
+}
+
+/// `(SELECT e FROM ... WHERE ... ORDER BY k LIMIT 1)`, the first row's
+/// value, which DataFusion cannot decorrelate: as the aggregate
+/// `first_value(e ORDER BY k)` over the same rows, which it can (NULL when
+/// there is no row, as the subquery gives). True when rewritten.
+fn first_row(query: &mut Query) -> bool {
+    let limited_to_one = query
+        .limit_clause
+        .as_ref()
+        .is_some_and(|limit| limit.to_string().trim() == "LIMIT 1");
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return false;
+    };
+    let [SelectItem::UnnamedExpr(value) | SelectItem::ExprWithAlias { expr: value, .. }] =
+        select.projection.as_slice()
+    else {
+        return false;
+    };
+    let ungrouped = matches!(
+        &select.group_by,
+        datafusion::sql::sqlparser::ast::GroupByExpr::Expressions(exprs, _) if exprs.is_empty()
+    );
+    if !limited_to_one
+        || !ungrouped
+        || select.having.is_some()
+        || select.distinct.is_some()
+        || aggregates(value)
+    {
+        return false;
+    }
+    let alias = match &select.projection[0] {
+        SelectItem::ExprWithAlias { alias, .. } => Some(alias.value.to_lowercase()),
+        _ => None,
+    };
+    let mut keys = Vec::new();
+    if let Some(order) = &query.order_by {
+        let OrderByKind::Expressions(exprs) = &order.kind else {
+            return false;
+        };
+        for key in exprs {
+            // `ORDER BY 1` and `ORDER BY alias` name the value itself.
+            let by_value = match &key.expr {
+                Expr::Value(v) => matches!(&v.value, Value::Number(n, _) if n == "1"),
+                Expr::Identifier(ident) => alias.as_deref() == Some(&ident.value.to_lowercase()),
+                _ => false,
+            };
+            let mut key = key.clone();
+            if by_value {
+                key.expr = value.clone();
+            }
+            keys.push(key.to_string());
+        }
+    }
+    let order = if keys.is_empty() {
+        String::new()
+    } else {
+        format!(" ORDER BY {}", keys.join(", "))
+    };
+    let Ok(first) = datafusion::sql::sqlparser::parser::Parser::new(
+        &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
+    )
+    .try_with_sql(&format!("first_value({value}{order})"))
+    .and_then(|mut parser| parser.parse_expr()) else {
+        return false;
+    };
+    select.projection = vec![SelectItem::UnnamedExpr(first)];
+    query.order_by = None;
+    query.limit_clause = None;
+    true
 }
 
 /// `CASE WHEN condition THEN result [ELSE otherwise] END`.
@@ -1733,7 +2274,7 @@ mod tests {
         );
         assert_eq!(
             rewrite("SELECT ARRAY(SELECT r FROM m WHERE m.x = a.x ORDER BY r) FROM a"),
-            "SELECT (SELECT array_agg(r ORDER BY r) FROM m WHERE m.x = a.x) FROM a"
+            "SELECT coalesce((SELECT array_agg(r ORDER BY r) FROM m WHERE m.x = a.x), make_array()) FROM a"
         );
     }
 
@@ -1791,7 +2332,7 @@ mod tests {
         // Casts to a domain are casts to its base type, with its check.
         assert_eq!(
             rewrite("SELECT x::information_schema.cardinal_number"),
-            "SELECT CASE WHEN pgaccel_domain_check(x::INTEGER >= 0, 'information_schema.cardinal_number') THEN x::INTEGER END"
+            "SELECT CASE WHEN pgaccel_require(x::INTEGER >= 0, '23514', 'value for domain information_schema.cardinal_number violates check constraint \"cardinal_number_check\"') THEN x::INTEGER END"
         );
         assert_eq!(
             rewrite("SELECT ARRAY['a']::information_schema.sql_identifier[]"),
@@ -1808,5 +2349,61 @@ mod tests {
         .unwrap()
         .remove(0);
         assert_eq!(relation_aliases(&statement), ["t", "items", "d"]);
+    }
+
+    #[test]
+    fn lateral_from_items_become_plannable() {
+        // A lateral unnest with ordinality moves into its table.
+        assert_eq!(
+            rewrite(
+                "SELECT i.indexrelid, k FROM pg_index i CROSS JOIN unnest(i.indkey) WITH ORDINALITY u(col, k) WHERE u.col > 0"
+            ),
+            "SELECT i.indexrelid, k FROM (SELECT *, unnest(i.indkey) AS col, unnest(range(CAST(1 AS BIGINT), CAST(cardinality(i.indkey) AS BIGINT) + 1)) AS k FROM pg_index i) AS i WHERE i.col > 0"
+        );
+        // A one-value function of another item's columns stands in for its alias.
+        assert_eq!(
+            rewrite(
+                "SELECT can FROM pg_class c CROSS JOIN pg_indexam_has_property(c.relam, 'can_order') can"
+            ),
+            "SELECT pg_indexam_has_property(c.relam, 'can_order') FROM pg_class c"
+        );
+        // pgaccel has no partitions: a relation is its own only ancestor.
+        assert_eq!(
+            rewrite(
+                "SELECT a.relid FROM pg_trigger u, pg_partition_ancestors(t.tgrelid) WITH ORDINALITY AS a(relid, depth) WHERE u.tgrelid = a.relid ORDER BY a.depth"
+            ),
+            "SELECT t.tgrelid FROM pg_trigger u WHERE u.tgrelid = t.tgrelid ORDER BY CAST(1 AS BIGINT)"
+        );
+    }
+
+    #[test]
+    fn first_rows_distinct_on_and_outer_arrays() {
+        // The first row of a correlated subquery, as an aggregate.
+        assert_eq!(
+            rewrite(
+                "SELECT (SELECT a.attname FROM pg_attribute a WHERE a.attrelid = c.oid ORDER BY a.attnum DESC LIMIT 1) FROM pg_class c"
+            ),
+            "SELECT (SELECT first_value(a.attname ORDER BY a.attnum DESC) FROM pg_attribute a WHERE a.attrelid = c.oid) FROM pg_class c"
+        );
+        // DISTINCT ON over a derived table that computes the subqueries.
+        assert_eq!(
+            rewrite(
+                "SELECT DISTINCT ON (c.relkind) c.relkind, (SELECT count(*) FROM a WHERE a.r = c.oid) AS n FROM pg_class c ORDER BY c.relkind, c.relname"
+            ),
+            "SELECT DISTINCT ON (pgaccel_hidden_1) relkind, n FROM (SELECT c.relkind, (SELECT count(*) FROM a WHERE a.r = c.oid) AS n, c.relkind AS pgaccel_hidden_1, c.relname AS pgaccel_hidden_2 FROM pg_class c) AS pgaccel_distinct_on ORDER BY pgaccel_hidden_1, pgaccel_hidden_2"
+        );
+        // An outer array is read only where it is empty.
+        let rewritten = rewrite("SELECT ARRAY(SELECT unnest::varchar FROM unnest(c.ops)) FROM c");
+        assert!(
+            rewritten.starts_with(
+                "SELECT CASE WHEN pgaccel_require(coalesce(cardinality(c.ops), 0) = 0, '0A000', "
+            ),
+            "{rewritten}"
+        );
+        // No row is an empty array.
+        assert_eq!(
+            rewrite("SELECT ARRAY(SELECT x FROM t)"),
+            "SELECT coalesce((SELECT array_agg(x) FROM t), make_array())"
+        );
     }
 }

@@ -130,19 +130,17 @@ impl ScalarUDFImpl for SessionFunction {
     }
 }
 
-/// `pgaccel_domain_check(condition, domain)`: true, or PostgreSQL's error
-/// for a value that violates a domain's check (the condition is false).
-pub const DOMAIN_CHECK: &str = "pgaccel_domain_check";
+/// `pgaccel_require(condition, sqlstate, message)`: true, or the error
+/// `sqlstate` with `message` when the condition is false (a rewrite's
+/// condition for answering as PostgreSQL would: a domain's check, an array
+/// it can only read when empty).
+pub const REQUIRE: &str = "pgaccel_require";
 
-fn domain_check(_: &SessionInfo, args: &[ScalarValue]) -> Result<ScalarValue, PgError> {
+fn require(_: &SessionInfo, args: &[ScalarValue]) -> Result<ScalarValue, PgError> {
     match args {
-        [ScalarValue::Boolean(Some(false)), domain] => Err(PgError::new(
-            sqlstate::CHECK_VIOLATION,
-            format!(
-                "value for domain {domain} violates check constraint \"{}_check\"",
-                domain.to_string().rsplit('.').next().unwrap_or_default()
-            ),
-        )),
+        [ScalarValue::Boolean(Some(false)), code, message] => {
+            Err(PgError::new(&code.to_string(), message.to_string()))
+        }
         _ => Ok(ScalarValue::Boolean(Some(true))),
     }
 }
@@ -206,14 +204,15 @@ pub fn register(state: &mut SessionState) -> Result<()> {
         )
         .pg("name"),
         function(
-            DOMAIN_CHECK,
+            REQUIRE,
             vec![TypeSignature::Exact(vec![
                 DataType::Boolean,
+                DataType::Utf8,
                 DataType::Utf8,
             ])],
             DataType::Boolean,
             Volatility::Immutable,
-            domain_check,
+            require,
         ),
         function(
             "current_database",

@@ -468,24 +468,33 @@ impl Refresher {
             published.bytes,
             published.index_bytes,
         );
-        self.dataset.refresh_succeeded(now);
+        self.dataset.refresh_succeeded(now, self.next_due());
         info!(dataset = %name, rows = published.rows, bytes = published.bytes, "refresh completed in {:.3}s", took.as_secs_f64());
     }
 
-    /// Computes the next wake-up from the schedule (interval with jitter,
-    /// or the next cron time). A failed refresh keeps the reported due time
-    /// until a refresh succeeds.
-    fn schedule_next(&self, succeeded: bool) -> Option<tokio::time::Instant> {
+    /// The next due time from the schedule (interval with jitter, or the
+    /// next cron time), from now.
+    fn next_due(&self) -> Option<chrono::DateTime<Utc>> {
         let acceleration = &self.dataset.config.acceleration;
-        let due = schedule::next_due(
+        schedule::next_due(
             acceleration.schedule.as_ref(),
             acceleration.jitter,
             Utc::now(),
             &mut rand::rng(),
-        );
-        if succeeded {
-            self.dataset.set_next_refresh(due);
-        }
+        )
+    }
+
+    /// The next wake-up: after a success, the due time the success reported
+    /// (see [`Self::succeeded`]); after a failure, the next from the
+    /// schedule, while the reported due time stays until a refresh
+    /// succeeds.
+    fn schedule_next(&self, succeeded: bool) -> Option<tokio::time::Instant> {
+        let due = if succeeded {
+            self.dataset.next_refresh()
+        } else {
+            self.next_due()
+        };
         due.map(schedule::instant_of)
     }
+
 }

@@ -133,24 +133,12 @@ fn params_of(text: &str) -> Vec<Option<String>> {
 /// with (documented in the README's known differences). Each still fails
 /// as listed, or the test asks for the entry to go.
 const REFUSED: &[(&str, &str, &str)] = &[
-    // `ARRAY(SELECT ... FROM unnest(outer.column) WHERE ...)`: DataFusion
-    // cannot unnest an outer row's array inside a subquery.
-    ("datagrip", "datagrip introspection: pg extension", "0A000"),
-    (
-        "datagrip",
-        "datagrip introspection: constraint details",
-        "0A000",
-    ),
-    // `CROSS JOIN unnest(...) WITH ORDINALITY`.
-    ("datagrip", "datagrip introspection: index columns", "0A000"),
     // A recursive CTE correlated with the outer query.
     (
         "pgadmin",
         "pgadmin connect: current role and its rights",
         "42601",
     ),
-    // A correlated subquery under `DISTINCT ON`.
-    ("pgadmin", "pgadmin browser: {table} > Indexes", "42601"),
     // `regexp_split_to_table()`; pgcli sends it only with its
     // generate_casing_file option on.
     (
@@ -158,9 +146,6 @@ const REFUSED: &[(&str, &str, &str)] = &[
         "pgcli completion refresh: casing (only when generate_casing_file is on)",
         "42883",
     ),
-    // A lateral `pg_partition_ancestors()`; psql sends it only for a table
-    // whose relhastriggers is true, which pgaccel's never are.
-    ("psql", "psql \\d {schema}.{table}: triggers", "42601"),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

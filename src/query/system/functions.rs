@@ -664,6 +664,49 @@ fn always_true(_: &Call<'_>, _: &[ScalarValue]) -> Option<ScalarValue> {
     Some(ScalarValue::Boolean(Some(true)))
 }
 
+/// `btree`, the access method of every index pgaccel has (its primary
+/// keys).
+const BTREE_OID: i32 = 403;
+
+/// `pg_indexam_has_property(am, property)`: btree's answers, NULL for an
+/// unknown property or access method, as PostgreSQL answers.
+fn index_am_property(_: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    let am = oid(args.first())?;
+    let property = text_of(args.get(1))?;
+    let known = matches!(
+        property.as_str(),
+        "can_order" | "can_unique" | "can_multi_col" | "can_exclude" | "can_include"
+    );
+    (am == BTREE_OID && known).then_some(ScalarValue::Boolean(Some(true)))
+}
+
+/// `pg_index_has_property(index, property)` of a primary-key index.
+fn index_property(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    call.datasets().by_index_oid(oid(args.first())?)?;
+    let value = match text_of(args.get(1))?.as_str() {
+        "clusterable" | "index_scan" | "bitmap_scan" | "backward_scan" => true,
+        _ => return None,
+    };
+    Some(ScalarValue::Boolean(Some(value)))
+}
+
+/// `pg_index_column_has_property(index, column, property)` of a key
+/// column of a primary-key index: ascending, NULLs last.
+fn index_column_property(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    let datasets = call.datasets();
+    let relation = datasets.by_index_oid(oid(args.first())?)?;
+    let column = number(args.get(1))?;
+    if column < 1 || column as usize > relation.key_columns().len() {
+        return None;
+    }
+    let value = match text_of(args.get(2))?.as_str() {
+        "asc" | "nulls_last" | "orderable" | "returnable" | "search_array" | "search_nulls" => true,
+        "desc" | "nulls_first" | "distance_orderable" => false,
+        _ => return None,
+    };
+    Some(ScalarValue::Boolean(Some(value)))
+}
+
 fn nothing(_: &Call<'_>, _: &[ScalarValue]) -> Option<ScalarValue> {
     None
 }
@@ -950,6 +993,24 @@ pub fn register(state: &mut SessionState, system: Arc<System>) -> Result<()> {
             vec![Any(2)],
             text_type.clone(),
             nothing,
+        ),
+        (
+            "pg_indexam_has_property",
+            vec![Any(2)],
+            DataType::Boolean,
+            index_am_property,
+        ),
+        (
+            "pg_index_has_property",
+            vec![Any(2)],
+            DataType::Boolean,
+            index_property,
+        ),
+        (
+            "pg_index_column_has_property",
+            vec![Any(3)],
+            DataType::Boolean,
+            index_column_property,
         ),
         // pgaccel's catalog holds no expression trees (no defaults, checks
         // or partition bounds): every one is NULL, and so is its text.

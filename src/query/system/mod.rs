@@ -286,7 +286,7 @@ impl System {
         }
     }
 
-    fn schema_of(&self, name: &str) -> Result<SchemaRef> {
+    pub(super) fn schema_of(&self, name: &str) -> Result<SchemaRef> {
         // Building without data gives the schema; catalog tables are small.
         Ok(self.build(name, None)?.schema())
     }

@@ -164,7 +164,7 @@ pub fn system_relations(
     names.dedup();
     for name in names {
         let schema = if super::BUILT.contains(&name.as_str()) {
-            None
+            Some(system.schema_of(&name)?)
         } else if let Some(batch) = system.shipped(&name) {
             Some(batch.schema())
         } else {
@@ -172,8 +172,6 @@ pub fn system_relations(
         };
         let columns = match schema {
             Some(schema) => columns_of(&system.types, &schema),
-            // Built tables list their columns when first scanned; the
-            // relation itself is listed.
             None => Vec::new(),
         };
         let is_view = name.starts_with("pg_stat")
