@@ -1202,6 +1202,9 @@ fn function_call(function: &Function) -> Option<Expr> {
             let FunctionArguments::Subquery(query) = &function.args else {
                 return None;
             };
+            if let Some(walk) = role_memberships(query) {
+                return Some(walk);
+            }
             // Elements mapped with a prefix or suffix are answered for any
             // array; other reads of an outer array only where it is empty.
             if let SetExpr::Select(select) = query.body.as_ref()
@@ -1211,6 +1214,11 @@ fn function_call(function: &Function) -> Option<Expr> {
             }
             empty_outer_unnest(query).or_else(|| array_of_subquery(query))
         }
+        // A set-returning function: the pieces, one row each.
+        "regexp_split_to_table" => Some(call(
+            "unnest",
+            vec![call("regexp_split_to_array", arguments(function))],
+        )),
         "generate_subscripts" => {
             let array = arguments(function).into_iter().next()?;
             let from = if is_vector(&array) { 0 } else { 1 };
@@ -1620,6 +1628,74 @@ fn scalar_subquery(query: &Query) -> Option<Expr> {
         (Some(condition), Some(empty)) => case_when(condition, value, Some(empty)),
         _ => value,
     })
+}
+
+/// The function answering [`role_memberships`]'s walk.
+pub const ROLE_MEMBERSHIPS: &str = "pgaccel_role_memberships";
+
+/// `ARRAY(WITH RECURSIVE r AS (SELECT oid, rolname FROM pg_roles WHERE oid =
+/// <outer> UNION ALL SELECT m.roleid, ... FROM r JOIN pg_auth_members m ...)
+/// SELECT rolname FROM r)` (pgAdmin on connect): the names of a role and of
+/// every role it is a member of. DataFusion cannot run a recursive query
+/// once per outer row; [`ROLE_MEMBERSHIPS`] follows `pg_auth_members` the
+/// same way.
+fn role_memberships(query: &Query) -> Option<Expr> {
+    let with = query.with.as_ref().filter(|with| with.recursive)?;
+    let [cte] = with.cte_tables.as_slice() else {
+        return None;
+    };
+    let SetExpr::SetOperation {
+        op: SetOperator::Union,
+        set_quantifier: SetQuantifier::All,
+        left,
+        right,
+    } = cte.query.body.as_ref()
+    else {
+        return None;
+    };
+    let (SetExpr::Select(anchor), SetExpr::Select(step)) = (left.as_ref(), right.as_ref()) else {
+        return None;
+    };
+    let [from] = anchor.from.as_slice() else {
+        return None;
+    };
+    let TableFactor::Table { name, .. } = &from.relation else {
+        return None;
+    };
+    let roles = last_part(name).to_lowercase();
+    let follows_memberships = step.from.iter().any(|table| {
+        std::iter::once(&table.relation)
+            .chain(table.joins.iter().map(|j| &j.relation))
+            .any(|factor| {
+                matches!(factor, TableFactor::Table { name, .. }
+                    if last_part(name).eq_ignore_ascii_case("pg_auth_members"))
+            })
+    });
+    if !matches!(roles.as_str(), "pg_roles" | "pg_authid") || !follows_memberships {
+        return None;
+    }
+    let Some(Expr::BinaryOp {
+        left: key,
+        op: BinaryOperator::Eq,
+        right: outer,
+    }) = &anchor.selection
+    else {
+        return None;
+    };
+    let outer_refs = references(outer, &relation_names(anchor));
+    if column_name(key).as_deref() != Some("oid") || outer_refs.inner || outer_refs.unknown {
+        return None;
+    }
+    let SetExpr::Select(last) = query.body.as_ref() else {
+        return None;
+    };
+    let reads_names = matches!(
+        last.projection.as_slice(),
+        [SelectItem::UnnamedExpr(e)] if column_name(e).as_deref() == Some("rolname")
+    );
+    let reads_walk = relation_names(last) == [cte.alias.name.value.to_lowercase()];
+    (reads_names && reads_walk && last.selection.is_none())
+        .then(|| call(ROLE_MEMBERSHIPS, vec![(**outer).clone()]))
 }
 
 /// The function answering [`domain_base_type`]'s walk.
@@ -2325,6 +2401,16 @@ mod tests {
                  SELECT oid FROM b ORDER BY depth DESC LIMIT 1) END) FROM pg_type t"
             ),
             "SELECT (CASE WHEN t.typtype = 'd' THEN pgaccel_domain_base_type(t.oid) END) FROM pg_type t"
+        );
+        // pgAdmin's walk up a role's memberships.
+        assert_eq!(
+            rewrite(
+                "SELECT ARRAY(WITH RECURSIVE cte AS (SELECT pg_roles.oid, pg_roles.rolname FROM pg_roles \
+                 WHERE pg_roles.oid = roles.oid UNION ALL SELECT m.roleid, pgr.rolname FROM cte cte_1 \
+                 JOIN pg_auth_members m ON m.member = cte_1.oid JOIN pg_roles pgr ON pgr.oid = m.roleid) \
+                 SELECT rolname FROM cte) FROM pg_roles roles"
+            ),
+            "SELECT pgaccel_role_memberships(roles.oid) FROM pg_roles roles"
         );
         // Another recursive query is left as it is.
         let recursive = "SELECT (WITH RECURSIVE b(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM b WHERE n < a.x) SELECT max(n) FROM b) FROM a";

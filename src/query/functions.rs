@@ -145,6 +145,52 @@ fn require(_: &SessionInfo, args: &[ScalarValue]) -> Result<ScalarValue, PgError
     }
 }
 
+/// `regexp_split_to_array(text, pattern [, flags])`: the pieces of `text`
+/// between matches of `pattern` (a text with no match is one piece).
+/// `regexp_split_to_table()` is its `unnest()` (see `compat`). The pattern
+/// is read by the `regex` crate, whose syntax covers what PostgreSQL's
+/// advanced regular expressions are used for in practice (classes,
+/// quantifiers, `\w`/`\s`/`\d`); flag `i` ignores case.
+fn regexp_split(_: &SessionInfo, args: &[ScalarValue]) -> Result<ScalarValue, PgError> {
+    split_by_regex(args)
+}
+
+fn split_by_regex(args: &[ScalarValue]) -> Result<ScalarValue, PgError> {
+    let text = |value: Option<&ScalarValue>| match value {
+        Some(ScalarValue::Utf8(v) | ScalarValue::LargeUtf8(v) | ScalarValue::Utf8View(v)) => {
+            v.clone()
+        }
+        _ => None,
+    };
+    let (Some(input), Some(pattern)) = (text(args.first()), text(args.get(1))) else {
+        return Ok(ScalarValue::new_null_list(DataType::Utf8, true, 1));
+    };
+    let flags = text(args.get(2)).unwrap_or_default();
+    if let Some(flag) = flags.chars().find(|c| *c != 'i') {
+        return Err(PgError::new(
+            sqlstate::INVALID_PARAMETER_VALUE,
+            format!("invalid regular expression option: \"{flag}\""),
+        ));
+    }
+    let regex = regex::RegexBuilder::new(&pattern)
+        .case_insensitive(flags.contains('i'))
+        .build()
+        .map_err(|e| {
+            PgError::new(
+                sqlstate::INVALID_REGULAR_EXPRESSION,
+                format!("invalid regular expression: {e}"),
+            )
+        })?;
+    let pieces: Vec<ScalarValue> = regex
+        .split(&input)
+        .map(|piece| ScalarValue::Utf8(Some(piece.to_owned())))
+        .collect();
+    Ok(ScalarValue::List(ScalarValue::new_list_nullable(
+        &pieces,
+        &DataType::Utf8,
+    )))
+}
+
 fn function(
     name: &'static str,
     arguments: Vec<TypeSignature>,
@@ -213,6 +259,16 @@ pub fn register(state: &mut SessionState) -> Result<()> {
             DataType::Boolean,
             Volatility::Immutable,
             require,
+        ),
+        function(
+            "regexp_split_to_array",
+            vec![
+                TypeSignature::Exact(vec![DataType::Utf8, DataType::Utf8]),
+                TypeSignature::Exact(vec![DataType::Utf8, DataType::Utf8, DataType::Utf8]),
+            ],
+            DataType::new_list(DataType::Utf8, true),
+            Volatility::Immutable,
+            regexp_split,
         ),
         function(
             "current_database",
@@ -714,4 +770,29 @@ pub fn register_aggregates(state: &mut SessionState) -> Result<()> {
     });
     state.register_udaf(Arc::new(single))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(args: &[&str]) -> Result<String, String> {
+        let args: Vec<ScalarValue> = args
+            .iter()
+            .map(|a| ScalarValue::Utf8(Some((*a).to_owned())))
+            .collect();
+        split_by_regex(&args)
+            .map(|v| v.to_string())
+            .map_err(|e| e.code)
+    }
+
+    #[test]
+    fn regexp_split_as_postgres() {
+        // Leading and trailing separators give empty pieces, as in PostgreSQL.
+        assert_eq!(split(&[" a b,c ", "\\W+"]).unwrap(), "[, a, b, c, ]");
+        assert_eq!(split(&["aXbxc", "x", "i"]).unwrap(), "[a, b, c]");
+        assert_eq!(split(&["abc", "x"]).unwrap(), "[abc]");
+        assert_eq!(split(&["a", "("]).unwrap_err(), "2201B");
+        assert_eq!(split(&["a", "x", "g"]).unwrap_err(), "22023");
+    }
 }

@@ -22,9 +22,41 @@ pub fn display_name(name: &str) -> &str {
         .map_or(name, |(shown, _)| shown)
 }
 
-/// Aliases the unaliased items of the outermost select list.
+/// Aliases the unaliased items of the outermost select list, and of every
+/// CTE and derived table whose columns the query does not name itself
+/// (`WITH w AS (SELECT count(1) ...) SELECT ... ORDER BY count` reads
+/// PostgreSQL's name of that column).
 pub fn apply_postgres_names(statement: &mut Statement) {
+    use datafusion::sql::sqlparser::ast::{TableFactor, VisitMut, VisitorMut};
+    use std::ops::ControlFlow;
+
+    struct Inner;
+    impl VisitorMut for Inner {
+        type Break = ();
+        fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+            if let Some(with) = &mut query.with {
+                for cte in &mut with.cte_tables {
+                    if cte.alias.columns.is_empty() {
+                        name_query(&mut cte.query);
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+            if let TableFactor::Derived {
+                subquery, alias, ..
+            } = factor
+                && alias.as_ref().is_none_or(|alias| alias.columns.is_empty())
+            {
+                name_query(subquery);
+            }
+            ControlFlow::Continue(())
+        }
+    }
+
     if let Statement::Query(query) = statement {
+        let _ = query.visit(&mut Inner);
         name_query(query);
     }
 }
@@ -264,6 +296,21 @@ mod tests {
         assert_eq!(
             names("SELECT a, max(b) AS sum, sum(c) FROM t"),
             ["<a>", "sum", "sum"]
+        );
+    }
+
+    #[test]
+    fn ctes_and_derived_tables_are_named_too() {
+        let sql = "WITH w AS (SELECT count(1) FROM t), v(n) AS (SELECT count(1) FROM t) \
+                   SELECT * FROM w, v, (SELECT max(x) FROM t) d";
+        let mut statement = Parser::parse_sql(&PostgreSqlDialect {}, sql)
+            .unwrap()
+            .remove(0);
+        apply_postgres_names(&mut statement);
+        assert_eq!(
+            statement.to_string(),
+            "WITH w AS (SELECT count(1) AS \"count\" FROM t), v (n) AS (SELECT count(1) FROM t) \
+             SELECT * FROM w, v, (SELECT max(x) AS \"max\" FROM t) d"
         );
     }
 }

@@ -496,5 +496,4 @@ impl Refresher {
         };
         due.map(schedule::instant_of)
     }
-
 }

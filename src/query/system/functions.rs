@@ -182,6 +182,47 @@ fn domain_base_type(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue
     Some(ScalarValue::Int32(Some(base)))
 }
 
+/// The names of role `args[0]` and of every role it is a member of,
+/// directly or through other roles (`pg_auth_members`); empty for an
+/// unknown role.
+fn role_memberships(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
+    let role = oid(args.first())?;
+    let roles = call.system.build("pg_roles", call.session).ok()?;
+    let column = |batch: &datafusion::arrow::array::RecordBatch, name: &str, row: usize| {
+        ScalarValue::try_from_array(batch.column_by_name(name)?, row).ok()
+    };
+    let name_of = |wanted: i32| {
+        (0..roles.num_rows())
+            .find(|row| oid(column(&roles, "oid", *row).as_ref()) == Some(wanted))
+            .and_then(|row| text_of(column(&roles, "rolname", row).as_ref()))
+    };
+    let mut names = Vec::new();
+    let mut seen = vec![role];
+    let mut next = 0;
+    while next < seen.len() {
+        let current = seen[next];
+        next += 1;
+        let Some(name) = name_of(current) else {
+            continue;
+        };
+        names.push(ScalarValue::Utf8(Some(name)));
+        if let Some(members) = call.system.shipped("pg_auth_members") {
+            for row in 0..members.num_rows() {
+                if oid(column(members, "member", row).as_ref()) == Some(current)
+                    && let Some(parent) = oid(column(members, "roleid", row).as_ref())
+                    && !seen.contains(&parent)
+                {
+                    seen.push(parent);
+                }
+            }
+        }
+    }
+    Some(ScalarValue::List(ScalarValue::new_list_nullable(
+        &names,
+        &DataType::Utf8,
+    )))
+}
+
 fn index_definition(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
     let datasets = call.datasets();
     let relation = datasets.by_index_oid(oid(args.first())?)?;
@@ -993,6 +1034,12 @@ pub fn register(state: &mut SessionState, system: Arc<System>) -> Result<()> {
             vec![Any(2)],
             text_type.clone(),
             nothing,
+        ),
+        (
+            crate::query::compat::ROLE_MEMBERSHIPS,
+            vec![Any(1)],
+            DataType::new_list(DataType::Utf8, true),
+            role_memberships,
         ),
         (
             "pg_indexam_has_property",

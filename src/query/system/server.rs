@@ -107,10 +107,10 @@ pub fn roles(system: &System, name: &str, session: Option<&SessionInfo>) -> Resu
     match name {
         "pg_user" => users(session),
         "pg_authid" => {
-            let shipped = system.shipped("pg_authid").expect("pg_authid is shipped");
+            let shipped = predefined_roles(system)?;
             let mut rows = Rows::new(shipped.schema());
             push_roles(&mut rows, session, None);
-            concat(shipped, rows.finish()?)
+            concat(&shipped, rows.finish()?)
         }
         _ => {
             let schema = Arc::new(Schema::new(vec![
@@ -130,7 +130,7 @@ pub fn roles(system: &System, name: &str, session: Option<&SessionInfo>) -> Resu
             ]));
             let mut rows = Rows::new(schema);
             push_roles(&mut rows, session, Some("********"));
-            let shipped = system.shipped("pg_authid").expect("pg_authid is shipped");
+            let shipped = predefined_roles(system)?;
             // The predefined roles (pg_read_all_data, ...) as PostgreSQL has them.
             for row in 0..shipped.num_rows() {
                 let value = |column: &str| {
@@ -152,6 +152,21 @@ pub fn roles(system: &System, name: &str, session: Option<&SessionInfo>) -> Resu
             rows.finish()
         }
     }
+}
+
+/// PostgreSQL's predefined roles (`pg_monitor`, ...) from the shipped
+/// `pg_authid`, without its bootstrap superuser, which [`login_roles`] lists
+/// as pgaccel's own `postgres`.
+fn predefined_roles(system: &System) -> Result<RecordBatch> {
+    let shipped = system.shipped("pg_authid").expect("pg_authid is shipped");
+    let oids = shipped.column_by_name("oid").expect("pg_authid has oids");
+    let superuser = ScalarValue::Int32(Some(oids::BOOTSTRAP_SUPERUSER))
+        .cast_to(oids.data_type())?
+        .to_scalar()?;
+    let keep = datafusion::arrow::compute::kernels::cmp::neq(oids, &superuser)?;
+    Ok(datafusion::arrow::compute::filter_record_batch(
+        shipped, &keep,
+    )?)
 }
 
 fn push_roles(rows: &mut Rows, session: Option<&SessionInfo>, password: Option<&str>) {
