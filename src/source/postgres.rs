@@ -27,7 +27,8 @@ use crate::config::PostgresParams;
 /// PostgreSQL types that Arrow stores as Utf8 but that the wire layer reports
 /// and encodes as themselves.
 const TYPES_KEPT_AS_METADATA: &[&str] = &[
-    "uuid", "json", "jsonb", "varchar", "bpchar", "name", "inet", "cidr", "macaddr",
+    "uuid", "json", "jsonb", "varchar", "bpchar", "name", "inet", "cidr", "macaddr", "macaddr8",
+    "timetz",
 ];
 
 /// The types (by `typname`, domains by their base type's) the table

@@ -59,6 +59,8 @@ fn special_type(field: &Field) -> Option<Type> {
         "inet" => Type::INET,
         "cidr" => Type::CIDR,
         "macaddr" => Type::MACADDR,
+        "macaddr8" => Type::MACADDR8,
+        "timetz" => Type::TIMETZ,
         "void" => Type::VOID,
         _ => return None,
     })
@@ -415,6 +417,23 @@ impl ToSqlText for Written {
     }
 }
 
+/// A `timetz` as PostgreSQL prints it (`12:34:56.5+02`, `01:02:03-09:30`)
+/// in its binary form: microseconds of the day, and the zone in seconds
+/// west of UTC.
+fn timetz_binary(text: &str) -> Option<(i64, i32)> {
+    let split = text.rfind(['+', '-'])?;
+    let (time, zone) = text.split_at(split);
+    let time = chrono::NaiveTime::parse_from_str(time, "%H:%M:%S%.f").ok()?;
+    let micros = i64::from(chrono::Timelike::num_seconds_from_midnight(&time)) * 1_000_000
+        + i64::from(chrono::Timelike::nanosecond(&time) / 1000);
+    let sign = if zone.starts_with('-') { -1 } else { 1 };
+    let mut east = 0;
+    for (part, unit) in zone[1..].split(':').zip([3600, 60, 1]) {
+        east += part.parse::<i32>().ok()? * unit;
+    }
+    Some((micros, -sign * east))
+}
+
 /// `infinity` or `-infinity` of a date: in binary the sentinel day number
 /// pgaccel keeps it as ([`text::DATE_INFINITY`]), which is PostgreSQL's too.
 fn infinite_date(array: &Arc<dyn Array>, row: usize, format: FieldFormat) -> Written {
@@ -503,10 +522,16 @@ impl ToSql for TextBacked {
                 out.put_u8(octets.len() as u8);
                 out.put_slice(&octets);
             }
-            Type::MACADDR => {
+            Type::MACADDR | Type::MACADDR8 => {
                 for part in self.0.split([':', '-']) {
                     out.put_u8(u8::from_str_radix(part, 16)?);
                 }
+            }
+            Type::TIMETZ => {
+                let (micros, west) = timetz_binary(&self.0)
+                    .ok_or_else(|| format!("invalid timetz value \"{}\"", self.0))?;
+                out.put_i64(micros);
+                out.put_i32(west);
             }
             _ => out.put_slice(self.0.as_bytes()),
         }
@@ -529,5 +554,23 @@ impl ToSqlText for TextBacked {
     ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
         out.put_slice(self.0.as_bytes());
         Ok(IsNull::No)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timetz_binary_as_postgres_sends_it() {
+        assert_eq!(
+            timetz_binary("12:34:56.5+02"),
+            Some((45_296_500_000, -7200))
+        );
+        assert_eq!(
+            timetz_binary("01:02:03-09:30"),
+            Some((3_723_000_000, 34_200))
+        );
+        assert_eq!(timetz_binary("nonsense"), None);
     }
 }

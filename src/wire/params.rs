@@ -129,9 +129,48 @@ fn binary_value(bytes: &[u8], pg_type: &Type) -> Result<ScalarValue, PgError> {
             };
             ScalarValue::Utf8(Some(text))
         }
+        // Kept as the text PostgreSQL prints (see `source::postgres`).
+        Type::MACADDR | Type::MACADDR8 => ScalarValue::Utf8(Some(
+            bytes
+                .iter()
+                .map(|byte| format!("{byte:02x}"))
+                .collect::<Vec<_>>()
+                .join(":"),
+        )),
+        Type::TIMETZ => {
+            let raw = fixed(12)?;
+            let micros = i64::from_be_bytes(raw[..8].try_into().expect("8"));
+            // Seconds west of UTC, as PostgreSQL keeps the zone.
+            let west = i32::from_be_bytes(raw[8..].try_into().expect("4"));
+            ScalarValue::Utf8(Some(timetz_text(micros, west)))
+        }
         ref array if element_type(array).is_some() => binary_array(bytes, pg_type)?,
         _ => ScalarValue::Utf8(Some(utf8(bytes, pg_type)?)),
     })
+}
+
+/// A `timetz` as PostgreSQL prints it: `12:34:56.5+02`, `01:02:03-09:30`.
+fn timetz_text(micros: i64, west: i32) -> String {
+    let (seconds, fraction) = (micros / 1_000_000, micros % 1_000_000);
+    let mut text = format!(
+        "{:02}:{:02}:{:02}",
+        seconds / 3600,
+        seconds / 60 % 60,
+        seconds % 60
+    );
+    if fraction != 0 {
+        text.push_str(format!(".{fraction:06}").trim_end_matches('0'));
+    }
+    let east = -west;
+    let (sign, offset) = if east < 0 { ('-', -east) } else { ('+', east) };
+    text.push_str(&format!("{sign}{:02}", offset / 3600));
+    if offset % 3600 != 0 {
+        text.push_str(&format!(":{:02}", offset / 60 % 60));
+    }
+    if offset % 60 != 0 {
+        text.push_str(&format!(":{:02}", offset % 60));
+    }
+    text
 }
 
 /// pgaccel's arrays have one dimension: a parameter with more is refused
@@ -579,6 +618,21 @@ mod tests {
             text(Type::NUMERIC, "NaN", None),
             ScalarValue::Float64(Some(nan)) if nan.is_nan()
         ));
+    }
+
+    #[test]
+    fn timetz_and_macaddr_read_as_postgres_prints_them() {
+        let mut bytes = (45_296_500_000i64).to_be_bytes().to_vec(); // 12:34:56.5
+        bytes.extend_from_slice(&(-7200i32).to_be_bytes()); // 2 hours east
+        assert_eq!(
+            binary(Type::TIMETZ, &bytes, None),
+            ScalarValue::Utf8(Some("12:34:56.5+02".into()))
+        );
+        assert_eq!(timetz_text(3_723_000_000, 34_200), "01:02:03-09:30");
+        assert_eq!(
+            binary(Type::MACADDR, &[8, 0, 0x2b, 1, 2, 3], None),
+            ScalarValue::Utf8(Some("08:00:2b:01:02:03".into()))
+        );
     }
 
     #[test]

@@ -111,20 +111,21 @@ impl<'a> tokio_postgres::types::FromSql<'a> for Numeric {
     }
 }
 
-/// Network types, which pgaccel reads from PostgreSQL as PostgreSQL prints
-/// them: the same text, and the same bytes in binary (inet and cidr with
-/// their netmask and cidr flag, macaddr as six bytes).
+/// Network types and timetz, which pgaccel reads from PostgreSQL as
+/// PostgreSQL prints them: the same text, and the same bytes in binary (inet
+/// and cidr with their netmask and cidr flag, macaddr as six bytes, timetz
+/// as microseconds and the zone west of UTC).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn network_types_read_back_as_postgres_sends_them() {
     let source = SourceSchema::create("nettypes").await;
     source
         .execute(
-            "CREATE TABLE {schema}.hosts (id int4 PRIMARY KEY, addr inet, net cidr, mac macaddr);
+            "CREATE TABLE {schema}.hosts (id int4 PRIMARY KEY, addr inet, net cidr, mac macaddr, at timetz);
              INSERT INTO {schema}.hosts VALUES
-               (1, '10.1.2.3/8', '10.0.0.0/8', '08:00:2b:01:02:03'),
-               (2, '::1', '2001:db8::/32', NULL),
-               (3, '192.168.0.1', '192.168.0.0/24', 'ff-ff-ff-ff-ff-ff'),
-               (4, NULL, NULL, NULL);",
+               (1, '10.1.2.3/8', '10.0.0.0/8', '08:00:2b:01:02:03', '12:34:56.5+02'),
+               (2, '::1', '2001:db8::/32', NULL, '00:00:00-09:30'),
+               (3, '192.168.0.1', '192.168.0.0/24', 'ff-ff-ff-ff-ff-ff', NULL),
+               (4, NULL, NULL, NULL, '23:59:59.999999+14');",
         )
         .await;
     let server = Server::start(&source.dataset("hosts", "hosts", "")).await;
@@ -149,7 +150,13 @@ async fn network_types_read_back_as_postgres_sends_them() {
     let primary_rows = raw(primary.query(primary_sql.as_str(), &[]).await.unwrap());
     assert_eq!(
         replica_rows[0].0,
-        [Type::INT4, Type::INET, Type::CIDR, Type::MACADDR]
+        [
+            Type::INT4,
+            Type::INET,
+            Type::CIDR,
+            Type::MACADDR,
+            Type::TIMETZ
+        ]
     );
     assert_eq!(replica_rows, primary_rows);
 
