@@ -1640,30 +1640,8 @@ pub const ROLE_MEMBERSHIPS: &str = "pgaccel_role_memberships";
 /// once per outer row; [`ROLE_MEMBERSHIPS`] follows `pg_auth_members` the
 /// same way.
 fn role_memberships(query: &Query) -> Option<Expr> {
-    let with = query.with.as_ref().filter(|with| with.recursive)?;
-    let [cte] = with.cte_tables.as_slice() else {
-        return None;
-    };
-    let SetExpr::SetOperation {
-        op: SetOperator::Union,
-        set_quantifier: SetQuantifier::All,
-        left,
-        right,
-    } = cte.query.body.as_ref()
-    else {
-        return None;
-    };
-    let (SetExpr::Select(anchor), SetExpr::Select(step)) = (left.as_ref(), right.as_ref()) else {
-        return None;
-    };
-    let [from] = anchor.from.as_slice() else {
-        return None;
-    };
-    let TableFactor::Table { name, .. } = &from.relation else {
-        return None;
-    };
-    let roles = last_part(name).to_lowercase();
-    let follows_memberships = step.from.iter().any(|table| {
+    let walk = RecursiveWalk::of(query)?;
+    let follows_memberships = walk.step.from.iter().any(|table| {
         std::iter::once(&table.relation)
             .chain(table.joins.iter().map(|j| &j.relation))
             .any(|factor| {
@@ -1671,31 +1649,79 @@ fn role_memberships(query: &Query) -> Option<Expr> {
                     if last_part(name).eq_ignore_ascii_case("pg_auth_members"))
             })
     });
-    if !matches!(roles.as_str(), "pg_roles" | "pg_authid") || !follows_memberships {
-        return None;
-    }
-    let Some(Expr::BinaryOp {
-        left: key,
-        op: BinaryOperator::Eq,
-        right: outer,
-    }) = &anchor.selection
-    else {
-        return None;
-    };
-    let outer_refs = references(outer, &relation_names(anchor));
-    if column_name(key).as_deref() != Some("oid") || outer_refs.inner || outer_refs.unknown {
-        return None;
-    }
-    let SetExpr::Select(last) = query.body.as_ref() else {
-        return None;
-    };
     let reads_names = matches!(
-        last.projection.as_slice(),
+        walk.last.projection.as_slice(),
         [SelectItem::UnnamedExpr(e)] if column_name(e).as_deref() == Some("rolname")
     );
-    let reads_walk = relation_names(last) == [cte.alias.name.value.to_lowercase()];
-    (reads_names && reads_walk && last.selection.is_none())
-        .then(|| call(ROLE_MEMBERSHIPS, vec![(**outer).clone()]))
+    (matches!(walk.table.as_str(), "pg_roles" | "pg_authid")
+        && follows_memberships
+        && reads_names
+        && walk.last.selection.is_none())
+    .then(|| call(ROLE_MEMBERSHIPS, vec![walk.outer.clone()]))
+}
+
+/// A recursive walk through one catalog table, starting from the row of
+/// an OID of the outer query: `(WITH RECURSIVE w AS (SELECT ... FROM table
+/// WHERE table.oid = <outer> UNION ALL <step>) SELECT ... FROM w ...)`.
+struct RecursiveWalk<'a> {
+    /// The table the walk starts in, lower case.
+    table: String,
+    anchor: &'a Select,
+    step: &'a Select,
+    /// `<outer>`: references the outer query only.
+    outer: &'a Expr,
+    /// The select reading the walk (from it alone).
+    last: &'a Select,
+}
+
+impl<'a> RecursiveWalk<'a> {
+    fn of(query: &'a Query) -> Option<RecursiveWalk<'a>> {
+        let with = query.with.as_ref().filter(|with| with.recursive)?;
+        let [cte] = with.cte_tables.as_slice() else {
+            return None;
+        };
+        let SetExpr::SetOperation {
+            op: SetOperator::Union,
+            set_quantifier: SetQuantifier::All,
+            left,
+            right,
+        } = cte.query.body.as_ref()
+        else {
+            return None;
+        };
+        let (SetExpr::Select(anchor), SetExpr::Select(step), SetExpr::Select(last)) =
+            (left.as_ref(), right.as_ref(), query.body.as_ref())
+        else {
+            return None;
+        };
+        let [from] = anchor.from.as_slice() else {
+            return None;
+        };
+        let TableFactor::Table { name, .. } = &from.relation else {
+            return None;
+        };
+        let Some(Expr::BinaryOp {
+            left: key,
+            op: BinaryOperator::Eq,
+            right: outer,
+        }) = &anchor.selection
+        else {
+            return None;
+        };
+        let outer_refs = references(outer, &relation_names(anchor));
+        let starts_at_outer_oid = column_name(key).as_deref() == Some("oid")
+            && outer_refs.outer
+            && !outer_refs.inner
+            && !outer_refs.unknown;
+        let reads_walk = relation_names(last) == [cte.alias.name.value.to_lowercase()];
+        (from.joins.is_empty() && starts_at_outer_oid && reads_walk).then(|| RecursiveWalk {
+            table: last_part(name).to_lowercase(),
+            anchor,
+            step,
+            outer,
+            last,
+        })
+    }
 }
 
 /// The function answering [`domain_base_type`]'s walk.
@@ -1709,61 +1735,13 @@ pub const DOMAIN_BASE_TYPE: &str = "pgaccel_domain_base_type";
 /// [`DOMAIN_BASE_TYPE`] of `<outer>`, which follows `typbasetype` in the
 /// catalog's own types the same way.
 fn domain_base_type(query: &Query) -> Option<Expr> {
-    let with = query.with.as_ref().filter(|with| with.recursive)?;
-    let [cte] = with.cte_tables.as_slice() else {
-        return None;
-    };
-    let SetExpr::SetOperation {
-        op: SetOperator::Union,
-        set_quantifier: SetQuantifier::All,
-        left,
-        ..
-    } = cte.query.body.as_ref()
-    else {
-        return None;
-    };
-    let SetExpr::Select(anchor) = left.as_ref() else {
-        return None;
-    };
-    let [from] = anchor.from.as_slice() else {
-        return None;
-    };
-    let TableFactor::Table { name, .. } = &from.relation else {
-        return None;
-    };
-    let inner = relation_names(anchor);
+    let walk = RecursiveWalk::of(query)?;
     let first_column_is_base = matches!(
-        anchor.projection.first(),
+        walk.anchor.projection.first(),
         Some(SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. })
             if column_name(e).as_deref() == Some("typbasetype")
     );
-    if last_part(name).to_lowercase() != "pg_type"
-        || !from.joins.is_empty()
-        || !first_column_is_base
-    {
-        return None;
-    }
-    let Some(Expr::BinaryOp {
-        left: key,
-        op: BinaryOperator::Eq,
-        right: outer,
-    }) = &anchor.selection
-    else {
-        return None;
-    };
-    let outer_refs = references(outer, &inner);
-    if column_name(key).as_deref() != Some("oid")
-        || outer_refs.inner
-        || outer_refs.unknown
-        || !outer_refs.outer
-    {
-        return None;
-    }
     // The outer query reads the deepest row of the walk.
-    let SetExpr::Select(last) = query.body.as_ref() else {
-        return None;
-    };
-    let reads_walk = relation_names(last) == [cte.alias.name.value.to_lowercase()];
     let deepest = query.order_by.as_ref().is_some_and(|order| {
         matches!(&order.kind, OrderByKind::Expressions(exprs)
             if exprs.len() == 1 && exprs[0].options.asc == Some(false))
@@ -1771,7 +1749,8 @@ fn domain_base_type(query: &Query) -> Option<Expr> {
         .limit_clause
         .as_ref()
         .is_some_and(|limit| limit.to_string().trim() == "LIMIT 1");
-    (reads_walk && deepest).then(|| call(DOMAIN_BASE_TYPE, vec![(**outer).clone()]))
+    (walk.table == "pg_type" && first_column_is_base && deepest)
+        .then(|| call(DOMAIN_BASE_TYPE, vec![walk.outer.clone()]))
 }
 
 /// The column an identifier names, lower case.
