@@ -326,14 +326,7 @@ fn name_unnest_column(factor: &mut TableFactor) {
     } = factor
         && last_part(name).eq_ignore_ascii_case("unnest")
     {
-        let array_exprs = args
-            .args
-            .iter()
-            .filter_map(|arg| match arg {
-                FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => Some(expr.clone()),
-                _ => None,
-            })
-            .collect();
+        let array_exprs = table_arguments(args);
         *factor = TableFactor::UNNEST {
             alias: alias.take(),
             array_exprs,
@@ -690,14 +683,7 @@ fn lateral_values(factor: &TableFactor, calls: &mut Vec<(String, Expr)>) -> bool
         return false;
     };
     let function = last_part(name).to_lowercase();
-    let arguments: Vec<Expr> = args
-        .args
-        .iter()
-        .filter_map(|arg| match arg {
-            FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => Some(expr.clone()),
-            _ => None,
-        })
-        .collect();
+    let arguments: Vec<Expr> = table_arguments(args);
     let reads_columns = arguments.iter().any(|argument| {
         let mut found = false;
         let _ = datafusion::sql::sqlparser::ast::visit_expressions(argument, |e| {
@@ -742,6 +728,17 @@ fn lateral_values(factor: &TableFactor, calls: &mut Vec<(String, Expr)>) -> bool
     true
 }
 
+/// The positional arguments of a function called in FROM.
+fn table_arguments(args: &datafusion::sql::sqlparser::ast::TableFunctionArgs) -> Vec<Expr> {
+    args.args
+        .iter()
+        .filter_map(|arg| match arg {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => Some(expr.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Functions DataFusion calls in FROM itself.
 const TABLE_FUNCTIONS: &[&str] = &[
     "unnest",
@@ -782,14 +779,7 @@ fn scalar_function_as_table(factor: &mut TableFactor) {
         .columns
         .first()
         .map_or_else(|| alias.name.clone(), |c| c.name.clone());
-    let arguments = args
-        .args
-        .iter()
-        .filter_map(|arg| match arg {
-            FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => Some(expr.clone()),
-            _ => None,
-        })
-        .collect();
+    let arguments = table_arguments(args);
     let sql = format!("SELECT {} AS {column}", call(&function, arguments));
     let Ok(mut statements) = datafusion::sql::sqlparser::parser::Parser::parse_sql(
         &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
