@@ -86,7 +86,30 @@ const REGPROC_COLUMNS: &[&str] = &[
 
 /// Rewrites `statement` as the module doc says.
 pub fn apply_postgres_compatibility(statement: &mut Statement) {
+    print_reg_outputs(statement);
     let _ = statement.visit(&mut Compatibility::default());
+}
+
+/// `SELECT c.oid::regclass, 'pg_class'::regclass`: a `reg*` value in the
+/// result prints as the name PostgreSQL prints (`pg_class`,
+/// `myschema.orders`); elsewhere (compared, joined) it stays the OID.
+fn print_reg_outputs(statement: &mut Statement) {
+    let Statement::Query(query) = statement else {
+        return;
+    };
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return;
+    };
+    for item in &mut select.projection {
+        let (SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. }) = item else {
+            continue;
+        };
+        if let Expr::Cast { data_type, .. } = &*expr
+            && let Some(function) = custom_type(data_type).as_deref().and_then(name_function)
+        {
+            *expr = call(function, vec![expr.clone()]);
+        }
+    }
 }
 
 /// The aliases (and unaliased table names) of every FROM in `statement`,

@@ -577,3 +577,31 @@ async fn wire_layer_defects_stay_fixed() {
     );
     raw.query("COMMIT").await;
 }
+
+/// `reg*` values print as PostgreSQL prints them (the name, schema-qualified
+/// off the search path), the primary key's index is a relation `::regclass`
+/// finds, and `pg_depend` ties that index to its constraint.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reg_values_print_names_and_pk_indexes_are_relations() {
+    let (source, server) = serve_items("regnames").await;
+    let rows = both(
+        &source,
+        &server,
+        "SELECT '{schema}.items'::regclass, 'pg_class'::regclass, '{schema}.items_pkey'::regclass, \
+         23::regtype, 'pg_catalog'::regnamespace",
+    )
+    .await;
+    assert_eq!(
+        rows[0][0].as_deref(),
+        Some(format!("{}.items", source.name).as_str())
+    );
+    both(
+        &source,
+        &server,
+        "SELECT d.deptype, d.refobjid = con.oid FROM pg_depend d \
+         JOIN pg_constraint con ON con.conname = 'items_pkey' \
+           AND con.connamespace = '{schema}'::regnamespace \
+         WHERE d.objid = '{schema}.items_pkey'::regclass AND d.classid = 'pg_class'::regclass",
+    )
+    .await;
+}

@@ -779,15 +779,25 @@ fn to_regclass(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
         .session
         .map(|s| s.settings().search_path())
         .unwrap_or_else(|| vec!["public".to_owned()]);
-    let found = datasets.0.iter().find(|relation| {
-        relation.table == table
-            && match schema {
-                Some(schema) => relation.schema == schema,
-                None => path.contains(&relation.schema),
-            }
+    let in_scope = |relation_schema: &str| match schema {
+        Some(schema) => relation_schema == schema,
+        None => path.iter().any(|p| p == relation_schema),
+    };
+    let found = datasets.0.iter().find_map(|relation| {
+        if !in_scope(&relation.schema) {
+            return None;
+        }
+        if relation.table == table {
+            Some(relation.oid)
+        } else if !relation.key.is_empty() && relation.key_name() == table {
+            // The primary key's index, `<table>_pkey`.
+            Some(relation.index_oid())
+        } else {
+            None
+        }
     });
-    if let Some(relation) = found {
-        return Some(ScalarValue::Int32(Some(relation.oid)));
+    if let Some(oid) = found {
+        return Some(ScalarValue::Int32(Some(oid)));
     }
     call.system
         .system_relations
@@ -853,23 +863,30 @@ fn to_regnamespace(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue>
 fn relation_name(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
     let object = oid(args.first())?;
     let datasets = call.datasets();
-    if let Some(relation) = datasets.by_oid(object) {
+    // A dataset's table, or its primary key's index, schema-qualified when
+    // its schema is not on the search path.
+    let found = datasets
+        .by_oid(object)
+        .map(|relation| (relation, relation.table.clone()))
+        .or_else(|| {
+            datasets
+                .by_index_oid(object)
+                .map(|relation| (relation, relation.key_name()))
+        });
+    if let Some((relation, name)) = found {
         let visible = matches!(
             table_is_visible(call, args),
             Some(ScalarValue::Boolean(Some(true)))
         );
         return text(if visible {
-            super::relations::quote(&relation.table)
+            super::relations::quote(&name)
         } else {
             format!(
                 "{}.{}",
                 super::relations::quote(&relation.schema),
-                super::relations::quote(&relation.table)
+                super::relations::quote(&name)
             )
         });
-    }
-    if let Some(relation) = datasets.by_index_oid(object) {
-        return text(relation.key_name());
     }
     call.system
         .system_relations

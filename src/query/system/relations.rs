@@ -515,6 +515,26 @@ pub fn indexes(system: &System, datasets: &Datasets) -> Result<RecordBatch> {
     concat(shipped, rows.finish()?)
 }
 
+/// `pg_depend`: PostgreSQL's own rows, and each primary-key index's
+/// dependency on its constraint (deptype `i`, internal), which tools follow
+/// to tell a constraint's index from a plain index.
+pub fn dependencies(system: &System, datasets: &Datasets) -> Result<RecordBatch> {
+    let shipped = system.shipped("pg_depend").expect("pg_depend is shipped");
+    let mut rows = Rows::new(shipped.schema());
+    for relation in datasets.0.iter().filter(|r| !r.key.is_empty()) {
+        rows.push(&[
+            ("classid", int(oids::catalog_relation("pg_class"))),
+            ("objid", int(relation.index_oid())),
+            ("objsubid", int(0)),
+            ("refclassid", int(oids::catalog_relation("pg_constraint"))),
+            ("refobjid", int(relation.constraint_oid())),
+            ("refobjsubid", int(0)),
+            ("deptype", text("i")),
+        ]);
+    }
+    concat(shipped, rows.finish()?)
+}
+
 pub fn constraints(system: &System, datasets: &Datasets) -> Result<RecordBatch> {
     let shipped = system
         .shipped("pg_constraint")
