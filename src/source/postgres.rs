@@ -31,6 +31,11 @@ const TYPES_KEPT_AS_METADATA: &[&str] = &[
     "timetz",
 ];
 
+/// Types the table provider reads natively except for some values, read as
+/// the text PostgreSQL prints and parsed back into the provider's Arrow
+/// type: `timestamp`, whose values before 1970 the provider drops.
+const PARSED_BACK: &[&str] = &["timestamp"];
+
 /// The types (by `typname`, domains by their base type's) the table
 /// provider reads itself, from their binary form. A column of any other type
 /// (`inet`, `tsvector`, `timetz`, ranges, geometry, arrays of dates, ...),
@@ -200,23 +205,40 @@ async fn describe_table(
         .filter(|(name, declared)| !declared.native || read.field_with_name(name).is_err())
         .map(|(name, _)| name.clone())
         .collect();
-    let provider: Arc<dyn TableProvider> = if text_columns.is_empty() {
+    let parsed_back: HashSet<String> = described
+        .columns
+        .iter()
+        .filter(|(name, declared)| {
+            declared.parsed_back
+                && !text_columns.contains(*name)
+                && read.field_with_name(name).is_ok()
+        })
+        .map(|(name, _)| name.clone())
+        .collect();
+    let provider: Arc<dyn TableProvider> = if text_columns.is_empty() && parsed_back.is_empty() {
         Arc::new(table)
     } else {
-        let fields = described
-            .order
-            .iter()
-            .map(|name| match read.field_with_name(name) {
-                Ok(field) if !text_columns.contains(name) => field.clone(),
-                _ => Field::new(name, DataType::Utf8, true),
-            })
-            .collect::<Vec<_>>();
-        let schema = Arc::new(Schema::new(fields));
+        let field = |name: &String, text: bool| match read.field_with_name(name) {
+            Ok(field) if !text_columns.contains(name) && !text => field.clone(),
+            // Read as text, with the column's own nullability.
+            Ok(field) => Field::new(name, DataType::Utf8, field.is_nullable()),
+            Err(_) => Field::new(name, DataType::Utf8, true),
+        };
+        let fields = |text: bool| {
+            described
+                .order
+                .iter()
+                .map(|name| field(name, text && parsed_back.contains(name)))
+                .collect::<Vec<_>>()
+        };
+        let schema = Arc::new(Schema::new(fields(false)));
         Arc::new(TextCastTable {
             inner: SqlTable::new_with_schema("postgres", &dyn_pool, schema, reference)
                 .with_dialect(Arc::new(PostgreSqlDialect {})),
+            read_schema: Arc::new(Schema::new(fields(true))),
             pool: dyn_pool,
             text_columns,
+            parsed_back,
         })
     };
     let annotated = annotate(&provider.schema(), &described);
@@ -248,6 +270,8 @@ struct Declared {
     type_name: String,
     /// Whether the table provider reads it (see [`READ_NATIVELY`]).
     native: bool,
+    /// Read as text and parsed back (see [`PARSED_BACK`]).
+    parsed_back: bool,
     typmod: i32,
     not_null: bool,
     comment: Option<String>,
@@ -284,6 +308,7 @@ async fn describe(
             let declared = Declared {
                 type_name: row.get(1),
                 native: kind == "e" || READ_NATIVELY.contains(&read_as.as_str()),
+                parsed_back: PARSED_BACK.contains(&read_as.as_str()),
                 typmod: row.get(2),
                 not_null: row.get(3),
                 comment: row.get(4),
@@ -353,6 +378,12 @@ fn annotate(schema: &SchemaRef, described: &Described) -> SchemaRef {
 /// select list and in the filters pushed down (so PostgreSQL filters the
 /// same text pgaccel then holds).
 struct TextCastTable {
+    /// The schema of what PostgreSQL sends: the [`Self::parsed_back`]
+    /// columns as text.
+    read_schema: SchemaRef,
+    /// Columns read as text in the select list only (filters compare them
+    /// with their own type in PostgreSQL), then parsed back.
+    parsed_back: HashSet<String>,
     inner: SqlTable<PostgresPooledConnection, &'static (dyn tokio_postgres::types::ToSql + Sync)>,
     pool: Arc<DynPostgresConnectionPool>,
     text_columns: HashSet<String>,
@@ -363,6 +394,7 @@ impl std::fmt::Debug for TextCastTable {
         f.debug_struct("TextCastTable")
             .field("inner", &self.inner)
             .field("text_columns", &self.text_columns)
+            .field("parsed_back", &self.parsed_back)
             .finish()
     }
 }
@@ -420,7 +452,10 @@ impl TextCastTable {
                         .iter()
                         .map(|item| match item {
                             SelectItem::UnnamedExpr(expr) => column_name(expr)
-                                .filter(|ident| self.text_columns.contains(&ident.value))
+                                .filter(|ident| {
+                                    self.text_columns.contains(&ident.value)
+                                        || self.parsed_back.contains(&ident.value)
+                                })
                                 .cloned(),
                             _ => None,
                         })
@@ -435,10 +470,12 @@ impl TextCastTable {
             {
                 for (item, name) in select.projection.iter_mut().zip(names) {
                     if let (SelectItem::UnnamedExpr(expr), Some(alias)) = (&*item, name) {
-                        *item = SelectItem::ExprWithAlias {
-                            expr: expr.clone(),
-                            alias,
+                        // A parsed-back column is still a bare reference.
+                        let expr = match column_name(expr) {
+                            Some(_) => printed(expr),
+                            None => expr.clone(),
                         };
+                        *item = SelectItem::ExprWithAlias { expr, alias };
                     }
                 }
             }
@@ -475,13 +512,40 @@ impl TableProvider for TextCastTable {
         filters: &[datafusion::logical_expr::Expr],
         limit: Option<usize>,
     ) -> datafusion::error::Result<Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
+        use datafusion::physical_expr::expressions::{CastExpr, Column};
+        use datafusion::physical_plan::projection::ProjectionExec;
         let sql = self.cast_columns(&self.inner.scan_to_sql(projection, filters, limit)?)?;
-        Ok(Arc::new(SqlExec::new(
+        let read = Arc::new(SqlExec::new(
             projection,
-            &self.schema(),
+            &self.read_schema,
             Arc::clone(&self.pool),
             sql,
             Arc::new(PostgreSqlDialect {}),
-        )?))
+        )?);
+        if self.parsed_back.is_empty() {
+            return Ok(read);
+        }
+        // The parsed-back columns, from their text to their own type.
+        let wanted = match projection {
+            Some(indices) => Arc::new(self.schema().project(indices)?),
+            None => self.schema(),
+        };
+        let exprs = wanted
+            .fields()
+            .iter()
+            .enumerate()
+            .map(|(index, field)| {
+                let column: Arc<dyn datafusion::physical_plan::PhysicalExpr> =
+                    Arc::new(Column::new(field.name(), index));
+                let expr: Arc<dyn datafusion::physical_plan::PhysicalExpr> =
+                    if self.parsed_back.contains(field.name()) {
+                        Arc::new(CastExpr::new(column, field.data_type().clone(), None))
+                    } else {
+                        column
+                    };
+                (expr, field.name().clone())
+            })
+            .collect::<Vec<_>>();
+        Ok(Arc::new(ProjectionExec::try_new(exprs, read)?))
     }
 }

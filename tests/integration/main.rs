@@ -7,6 +7,7 @@ mod cli;
 mod client_queries;
 mod clients;
 mod data_window;
+mod differential;
 mod duckdb_source;
 mod end_to_end;
 mod isolation;

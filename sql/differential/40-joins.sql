@@ -1,0 +1,25 @@
+-- Joins and subqueries.
+SELECT c.id, count(o.id) FROM customers c LEFT JOIN orders o ON o.customer_id = c.id GROUP BY c.id ORDER BY c.id LIMIT 10;
+SELECT o.customer_id, c.name FROM orders o LEFT JOIN customers c ON c.id = o.customer_id WHERE c.id IS NULL ORDER BY o.id LIMIT 5;
+SELECT count(*) FROM orders o RIGHT JOIN customers c ON c.id = o.customer_id;
+SELECT count(*) FROM orders o FULL JOIN customers c ON c.id = o.customer_id;
+SELECT id FROM (SELECT id, customer_id FROM orders) a FULL JOIN (SELECT id AS customer_id FROM customers) b USING (customer_id) WHERE a.id IS NULL ORDER BY 1;
+SELECT customer_id FROM orders o FULL JOIN customers c ON false WHERE o.id = 1;
+SELECT count(*) FROM customers c CROSS JOIN nums n;
+SELECT c.name FROM customers c WHERE EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id AND o.amount > 990) ORDER BY 1;
+SELECT c.name FROM customers c WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id) ORDER BY 1;
+SELECT count(*) FROM customers WHERE EXISTS (SELECT 1 FROM orders WHERE amount > 5000);
+SELECT id FROM customers WHERE id IN (SELECT customer_id FROM orders WHERE amount > 980) ORDER BY id;
+SELECT id FROM customers WHERE id = ANY (SELECT customer_id FROM orders WHERE amount > 980) ORDER BY id;
+SELECT id FROM customers WHERE id > ALL (SELECT customer_id FROM orders WHERE amount > 980) ORDER BY id;
+SELECT id FROM customers WHERE id < ANY (SELECT customer_id FROM orders WHERE amount > 980) ORDER BY id;
+SELECT c.id, (SELECT max(amount) FROM orders o WHERE o.customer_id = c.id) FROM customers c ORDER BY c.id LIMIT 10;
+SELECT (SELECT id FROM customers WHERE id > 48);
+SELECT (SELECT id FROM customers WHERE id = 49);
+SELECT c.id, x.total FROM customers c, LATERAL (SELECT sum(amount) AS total FROM orders o WHERE o.customer_id = c.id) x ORDER BY c.id LIMIT 5;
+SELECT (id, qty) IN ((1, 2), (3, 4)) FROM orders WHERE id < 4 ORDER BY id;
+WITH big AS (SELECT * FROM orders WHERE amount > 900) SELECT count(*), sum(amount) FROM big;
+WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 10) SELECT sum(n) FROM r;
+WITH RECURSIVE r(a, b) AS (SELECT 1, 1 UNION ALL SELECT a + 1, a + 1 FROM r WHERE a < 5) SELECT * FROM r ORDER BY a;
+SELECT o.id, c.region FROM orders o JOIN customers c USING (id) ORDER BY o.id LIMIT 5;
+SELECT * FROM customers NATURAL JOIN (SELECT id, 'x' AS tag FROM orders WHERE id < 4) s ORDER BY id;

@@ -1,0 +1,24 @@
+-- Strings and pattern matching.
+SELECT id, length(t), upper(t), lower(v) FROM texts ORDER BY id;
+SELECT id, t || '!', concat(t, v, c), concat_ws('-', t, v) FROM texts ORDER BY id;
+SELECT id, substr(t, 2, 3), left(t, 2), right(t, 2) FROM texts ORDER BY id;
+SELECT id, trim(t), ltrim(v), rtrim(c) FROM texts ORDER BY id;
+SELECT id, position('l' IN t), strpos(t, 'o') FROM texts ORDER BY id;
+SELECT id, replace(t, 'l', 'L'), reverse(t) FROM texts ORDER BY id;
+SELECT id, lpad(v, 8, '*'), rpad(v, 8, '.') FROM texts ORDER BY id;
+SELECT id, split_part(t, ',', 2) FROM texts ORDER BY id;
+SELECT id, t LIKE 'h%', t ILIKE 'H%', v LIKE 'a\_b%' FROM texts ORDER BY id;
+SELECT id, t ~ '^[a-z]+$', t ~* 'WORLD' FROM texts ORDER BY id;
+SELECT id, regexp_replace(t, '[aeiou]', '_', 'g') FROM texts ORDER BY id;
+SELECT id, initcap(t), md5(t) FROM texts ORDER BY id;
+SELECT id, char_length(c), octet_length(t), bit_length(v) FROM texts ORDER BY id;
+SELECT id, c, c = 'ab', c || '|' FROM texts ORDER BY id;
+SELECT 'abc'::varchar(2), 'abc'::char(2), 'a'::char(3) || 'b';
+SELECT format('%s-%s', 1, 'x'), format('%I', 'Mixed Case'), format('%L', 'it''s');
+SELECT repeat('ab', 3), ascii('A'), chr(66), starts_with('hello', 'he');
+SELECT string_to_array('a,b,c', ','), array_to_string(ARRAY[1, 2, NULL], ',', '*');
+SELECT quote_ident('a b'), quote_literal('x''y'), quote_nullable(NULL);
+SELECT U&'d\0061t\+000061';
+SELECT 'a' < 'B', 'a' < 'b', 'Z' < 'a';
+SELECT to_number('12,345.6', '99G999D9');
+SELECT to_char(1234.5, '9999.99'), to_char(-12, '999');

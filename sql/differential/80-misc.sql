@@ -1,0 +1,25 @@
+-- Column names and types, generate_series, VALUES, arrays, conditionals.
+SELECT 1, 'a', 1.5, NULL, true;
+SELECT count(*), sum(1), max('x'), coalesce(NULL, 1), CASE WHEN true THEN 1 END;
+SELECT 1 AS one, 2 AS one;
+SELECT id::text, id::int8, id::float8, id::numeric FROM nums WHERE id = 1;
+SELECT * FROM generate_series(1, 5) AS n ORDER BY 1;
+SELECT * FROM generate_series(1, 10, 3) AS g(n);
+SELECT n FROM generate_series(5, 1, -2) n;
+SELECT * FROM generate_series(1, 3) WITH ORDINALITY AS g(n, i);
+SELECT * FROM generate_series(0.5, 2.0, 0.5);
+SELECT generate_series(1, 3), 'x';
+SELECT * FROM (VALUES (1, 'a'), (2, 'b')) AS v(n, s) ORDER BY n;
+SELECT ARRAY[1, 2, 3], ARRAY['a', NULL], (ARRAY[10, 20, 30])[2], array_length(ARRAY[1, 2], 1);
+SELECT cardinality(ARRAY[1, 2, 3]), array_position(ARRAY['a', 'b'], 'b'), 3 = ANY (ARRAY[1, 2, 3]);
+SELECT unnest(ARRAY[3, 1, 2]) ORDER BY 1;
+SELECT id FROM nums WHERE i4 = ANY (ARRAY[1, 8, 9]) ORDER BY id;
+SELECT pg_typeof(1), pg_typeof(1.5), pg_typeof(1::int8 + 1), pg_typeof(now());
+SELECT pg_typeof(sum(i4)), pg_typeof(sum(i8)), pg_typeof(avg(i4)), pg_typeof(count(*)) FROM nums;
+SELECT CASE i2 WHEN 1 THEN 'one' WHEN 0 THEN 'zero' ELSE 'other' END FROM nums ORDER BY id;
+SELECT id, i4 BETWEEN 0 AND 10, i4 NOT BETWEEN 0 AND 10 FROM nums ORDER BY id;
+SELECT true AND NULL, false AND NULL, true OR NULL, NOT NULL::boolean;
+SELECT current_date = now()::date, 1 WHERE false;
+SELECT x FROM (SELECT 1 AS x UNION SELECT 2) s ORDER BY x DESC;
+SELECT sum(x) FROM (VALUES (1), (2), (NULL)) v(x);
+SELECT 'true'::boolean, 'off'::boolean, 't'::bool::text;
