@@ -670,9 +670,119 @@ async fn plan(state: &SessionState, statement: Statement) -> Result<LogicalPlan,
         LogicalPlan::Copy(_) => Err(sqlstate::read_only("COPY")),
         _ => {
             refuse_correlated_unnest(&plan)?;
-            super::array_types::annotate_arrays(plan).map_err(sqlstate::from_datafusion)
+            super::array_types::annotate_arrays(plan)
+                .and_then(signed_outputs)
+                .map_err(sqlstate::from_datafusion)
         }
     }
+}
+
+/// Functions PostgreSQL types `integer` whose DataFusion counterparts
+/// return an unsigned 64-bit integer.
+const INT4_RESULTS: &[&str] = &[
+    "ntile",
+    "cardinality",
+    "array_length",
+    "array_position",
+    "array_ndims",
+    "array_upper",
+    "array_lower",
+];
+
+/// PostgreSQL has no unsigned integers: a result column a function computes
+/// unsigned (`row_number()`, `rank()`, `cardinality()`) is cast to the type
+/// PostgreSQL gives the same expression (`bigint`, or `integer` for
+/// [`INT4_RESULTS`]), so clients see its type and its binary form.
+fn signed_outputs(plan: LogicalPlan) -> datafusion::error::Result<LogicalPlan> {
+    use datafusion::common::tree_node::TreeNode;
+    use datafusion::logical_expr::{Expr as LogicalExpr, LogicalPlanBuilder, cast};
+    let unsigned = |data_type: &DataType| {
+        matches!(
+            data_type,
+            DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64
+        )
+    };
+    if !plan
+        .schema()
+        .fields()
+        .iter()
+        .any(|field| unsigned(field.data_type()))
+    {
+        return Ok(plan);
+    }
+    // The select list under any ORDER BY, LIMIT or DISTINCT: what each
+    // output column computes.
+    let mut top = &plan;
+    while let LogicalPlan::Sort(_) | LogicalPlan::Limit(_) | LogicalPlan::Distinct(_) = top {
+        top = top.inputs()[0];
+    }
+    // Window functions are computed below the select list, which reads
+    // their results as columns: their output names, with the function.
+    let mut windows: Vec<(String, String)> = Vec::new();
+    let _ = top.apply(|node| {
+        if let LogicalPlan::Window(window) = node {
+            for expr in &window.window_expr {
+                let mut inner = expr;
+                while let LogicalExpr::Alias(alias) = inner {
+                    inner = &alias.expr;
+                }
+                if let LogicalExpr::WindowFunction(function) = inner {
+                    windows.push((
+                        expr.schema_name().to_string(),
+                        function.fun.name().to_owned(),
+                    ));
+                }
+            }
+        }
+        Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+    });
+    let computed: Vec<Option<String>> = match top {
+        LogicalPlan::Projection(projection) => projection
+            .expr
+            .iter()
+            .map(|expr| {
+                let mut inner = expr;
+                while let LogicalExpr::Alias(alias) = inner {
+                    inner = &alias.expr;
+                }
+                match inner {
+                    LogicalExpr::ScalarFunction(f) => Some(f.func.name().to_owned()),
+                    LogicalExpr::WindowFunction(w) => Some(w.fun.name().to_owned()),
+                    LogicalExpr::Column(column) => windows
+                        .iter()
+                        .find(|(name, _)| *name == column.name)
+                        .map(|(_, function)| function.clone()),
+                    _ => None,
+                }
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let exprs = plan
+        .schema()
+        .iter()
+        .enumerate()
+        .map(|(index, (qualifier, field))| {
+            let column = LogicalExpr::Column(datafusion::common::Column::from((qualifier, field)));
+            // A column read as it is (a MySQL `BIGINT UNSIGNED`) keeps the
+            // numeric type that holds all its values.
+            let Some(function) = computed.get(index).and_then(Option::as_deref) else {
+                return column;
+            };
+            if !unsigned(field.data_type()) {
+                return column;
+            }
+            let int4 = INT4_RESULTS.contains(&function);
+            let signed = match field.data_type() {
+                DataType::UInt8 => DataType::Int16,
+                DataType::UInt16 => DataType::Int32,
+                _ if int4 => DataType::Int32,
+                _ => DataType::Int64,
+            };
+            cast(column, signed).alias(field.name())
+        })
+        .collect::<Vec<_>>();
+    LogicalPlanBuilder::from(plan).project(exprs)?.build()
 }
 
 /// DataFusion plans `(SELECT count(*) FROM unnest(t.a))`, a subquery
