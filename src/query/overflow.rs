@@ -1,8 +1,9 @@
 //! Integer arithmetic that fails on overflow, as PostgreSQL's does
 //! (`integer out of range`, SQLSTATE 22003). DataFusion's `+`, `-` and `*`
 //! wrap around silently, which would make the replica answer differently from
-//! its primary, so after type coercion every integer `+`, `-` and `*` is
-//! replaced by a checked function over Arrow's overflow-checking kernels.
+//! its primary, so after type coercion every integer `+`, `-` and `*`, and
+//! unary `-`, is replaced by a checked function over Arrow's
+//! overflow-checking kernels.
 
 use std::sync::Arc;
 
@@ -65,6 +66,16 @@ impl AnalyzerRule for CheckedIntegerArithmetic {
 
 impl CheckedIntegerArithmetic {
     fn rewrite(&self, expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+        // `-x` is `0 - x`, which overflows for the type's least value.
+        if let Expr::Negative(inner) = &expr
+            && let Ok(data_type) = inner.get_type(schema)
+            && integer_name(&data_type).is_some()
+        {
+            let zero = Expr::Literal(ScalarValue::new_zero(&data_type)?, None);
+            let call =
+                ScalarFunction::new_udf(Arc::clone(&self.subtract), vec![zero, (**inner).clone()]);
+            return Ok(Transformed::yes(Expr::ScalarFunction(call)));
+        }
         let Expr::BinaryExpr(BinaryExpr { left, op, right }) = &expr else {
             return Ok(Transformed::no(expr));
         };

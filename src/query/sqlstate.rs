@@ -122,6 +122,10 @@ fn postgres_message(error: &DataFusionError, code: &str) -> String {
                 Some(type_name) => format!("{type_name} out of range"),
                 None => message,
             },
+            ArrowError::ComputeError(compute) => match overflow_type(compute) {
+                Some(type_name) => format!("{type_name} out of range"),
+                None => message,
+            },
             _ => message,
         },
         (DataFusionError::SQL(..), _) => syntax_message(&message),
@@ -170,7 +174,22 @@ fn arrow_code(error: &ArrowError) -> &'static str {
             NUMERIC_OUT_OF_RANGE
         }
         ArrowError::CastError(_) | ArrowError::ParseError(_) => INVALID_TEXT_REPRESENTATION,
+        ArrowError::ComputeError(message) if overflow_type(message).is_some() => {
+            NUMERIC_OUT_OF_RANGE
+        }
         _ => INTERNAL_ERROR,
+    }
+}
+
+/// The PostgreSQL type named by an Arrow kernel's "Int32Array overflow on
+/// abs(-2147483648)" error.
+fn overflow_type(message: &str) -> Option<&'static str> {
+    let (array, _) = message.split_once("Array overflow")?;
+    match array.rsplit(' ').next()?.trim() {
+        "Int16" => Some("smallint"),
+        "Int32" => Some("integer"),
+        "Int64" => Some("bigint"),
+        _ => None,
     }
 }
 
@@ -247,5 +266,19 @@ mod tests {
             ),
             "syntax error at or near \"selec\""
         );
+    }
+
+    #[test]
+    fn integer_kernel_overflow_is_out_of_range() {
+        // Pinned: the message Arrow's abs() kernel gives for i32::MIN.
+        let error = DataFusionError::ArrowError(
+            Box::new(ArrowError::ComputeError(
+                "Int32Array overflow on abs(-2147483648)".to_owned(),
+            )),
+            None,
+        );
+        let pg = from_datafusion(error);
+        assert_eq!(pg.code, NUMERIC_OUT_OF_RANGE);
+        assert_eq!(pg.message, "integer out of range");
     }
 }
