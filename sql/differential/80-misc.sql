@@ -23,3 +23,4 @@ SELECT current_date = now()::date, 1 WHERE false;
 SELECT x FROM (SELECT 1 AS x UNION SELECT 2) s ORDER BY x DESC;
 SELECT sum(x) FROM (VALUES (1), (2), (NULL)) v(x);
 SELECT 'true'::boolean, 'off'::boolean, 't'::bool::text;
+SELECT coalesce(i4, -1), nullif(i2, 0), coalesce(grp, 'none') FROM nums WHERE id = 6;

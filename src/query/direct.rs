@@ -85,7 +85,7 @@ impl ConstantPlan {
         let select = projection
             .expr
             .iter()
-            .map(|expr| state.create_physical_expr(expr.clone(), input).ok())
+            .map(|expr| super::lookup::compile(state, expr.clone(), input))
             .collect::<Option<Vec<_>>>()?;
         Some(ConstantPlan {
             select,

@@ -68,7 +68,7 @@ impl LookupPlan {
         let (probes, others) = key_probes(&filter.predicate, &key_columns)?;
         let residual = match conjunction(others) {
             Some(expr) if varies_per_execution(&expr) => return None,
-            Some(expr) => Some(state.create_physical_expr(expr, scan_schema).ok()?),
+            Some(expr) => Some(compile(state, expr, scan_schema)?),
             None => None,
         };
         let select = projection
@@ -78,7 +78,7 @@ impl LookupPlan {
                 if varies_per_execution(expr) {
                     None
                 } else {
-                    state.create_physical_expr(expr.clone(), scan_schema).ok()
+                    compile(state, expr.clone(), scan_schema)
                 }
             })
             .collect::<Option<Vec<_>>>()?;
@@ -327,6 +327,24 @@ fn key_value_of(expr: &Expr) -> Option<KeyValue> {
         }
         _ => None,
     }
+}
+
+/// `expr`, over `schema`, as the executable expression a direct answer
+/// evaluates: simplified first, as the optimizer simplifies the scan path
+/// (some functions, `coalesce`, only run in their simplified form).
+pub(super) fn compile(
+    state: &SessionState,
+    expr: Expr,
+    schema: &datafusion::common::DFSchemaRef,
+) -> Option<Arc<dyn PhysicalExpr>> {
+    use datafusion::logical_expr::simplify::SimplifyContext;
+    use datafusion::optimizer::simplify_expressions::ExprSimplifier;
+    let context = SimplifyContext::builder()
+        .with_schema(Arc::clone(schema))
+        .with_config_options(Arc::new(state.config_options().as_ref().clone()))
+        .build();
+    let simplified = ExprSimplifier::new(context).simplify(expr).ok()?;
+    state.create_physical_expr(simplified, schema).ok()
 }
 
 /// `plan` after the analyzer's rules (type coercion, checked integer

@@ -94,6 +94,23 @@ fn name_items(items: &mut [SelectItem]) {
         })
         .collect();
     let taken: Vec<String> = items.iter().filter_map(explicit_name).collect();
+    // An alias given twice (`SELECT 1 AS x, 2 AS x`): the later ones get
+    // the hidden suffix, as PostgreSQL allows repeated names.
+    let mut seen: Vec<String> = Vec::new();
+    for (index, item) in items.iter_mut().enumerate() {
+        if let SelectItem::ExprWithAlias { alias, .. } = item {
+            let name = if alias.quote_style.is_some() {
+                alias.value.clone()
+            } else {
+                alias.value.to_lowercase()
+            };
+            if seen.contains(&name) {
+                *alias = Ident::with_quote('"', format!("{name}{HIDDEN_SUFFIX}{index}"));
+            } else {
+                seen.push(name);
+            }
+        }
+    }
     for (index, item) in items.iter_mut().enumerate() {
         let Some(name) = &figured[index] else {
             continue;
@@ -311,6 +328,14 @@ mod tests {
             statement.to_string(),
             "WITH w AS (SELECT count(1) AS \"count\" FROM t), v (n) AS (SELECT count(1) FROM t) \
              SELECT * FROM w, v, (SELECT max(x) AS \"max\" FROM t) d"
+        );
+    }
+
+    #[test]
+    fn repeated_aliases_are_allowed() {
+        assert_eq!(
+            names("SELECT 1 AS one, 2 AS one, 3 AS \"One\""),
+            ["one", "one", "One"]
         );
     }
 }
