@@ -200,6 +200,7 @@ impl VisitorMut for Compatibility {
     }
 
     fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+        name_series_column(factor);
         name_unnest_column(factor);
         ControlFlow::Continue(())
     }
@@ -333,6 +334,88 @@ impl Compatibility {
             _ => cast_to(number("1"), DataType::BigInt(None)),
         })
     }
+}
+
+/// `FROM generate_series(1, 5) AS n` (or `AS g(n)`): PostgreSQL names the
+/// column by the alias (DataFusion: `value`), and a series of `integer`
+/// bounds is `integer` (DataFusion: `bigint`). For constant bounds, as a
+/// derived table that renames the column, and casts it when every argument
+/// is an integer literal that fits `integer`. `WITH ORDINALITY` is left as
+/// it is.
+fn name_series_column(factor: &mut TableFactor) {
+    let TableFactor::Table {
+        name,
+        alias: Some(alias),
+        args: Some(args),
+        with_ordinality: false,
+        ..
+    } = &*factor
+    else {
+        return;
+    };
+    if !last_part(name).eq_ignore_ascii_case("generate_series") || alias.columns.len() > 1 {
+        return;
+    }
+    let arguments = table_arguments(args);
+    // Constant bounds only: a series over other values (Grafana's search
+    // path query) keeps the form its stand-in recognises.
+    let constant = |argument: &Expr| {
+        let inner = match argument {
+            Expr::UnaryOp { expr, .. } => expr.as_ref(),
+            other => other,
+        };
+        matches!(
+            inner,
+            Expr::Value(_) | Expr::TypedString { .. } | Expr::Interval(_)
+        )
+    };
+    if arguments.len() != args.args.len() || !arguments.iter().all(constant) {
+        return;
+    }
+    let column = alias
+        .columns
+        .first()
+        .map_or_else(|| alias.name.clone(), |c| c.name.clone());
+    let int4 = arguments.iter().all(|argument| {
+        let literal = match argument {
+            Expr::UnaryOp { expr, .. } => expr.as_ref(),
+            other => other,
+        };
+        matches!(literal, Expr::Value(v)
+            if matches!(&v.value, Value::Number(n, _) if n.parse::<i32>().is_ok()))
+    });
+    let value = if int4 {
+        "CAST(value AS INTEGER)"
+    } else {
+        "value"
+    };
+    let sql = format!(
+        "SELECT {value} AS {column} FROM generate_series({})",
+        arguments
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let Ok(subquery) = datafusion::sql::sqlparser::parser::Parser::new(
+        &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
+    )
+    .try_with_sql(&sql)
+    .and_then(|mut parser| parser.parse_query()) else {
+        return;
+    };
+    let alias = TableAlias {
+        explicit: true,
+        name: alias.name.clone(),
+        columns: Vec::new(),
+        at: None,
+    };
+    *factor = TableFactor::Derived {
+        lateral: false,
+        subquery,
+        alias: Some(alias),
+        sample: None,
+    };
 }
 
 /// `FROM unnest(a)` names its column `unnest`, and `FROM unnest(a) AS x`
@@ -2427,6 +2510,18 @@ mod tests {
         .unwrap()
         .remove(0);
         assert_eq!(relation_aliases(&statement), ["t", "items", "d"]);
+    }
+
+    #[test]
+    fn series_columns_are_named_by_their_alias() {
+        assert_eq!(
+            rewrite("SELECT n FROM generate_series(1, 5) AS n"),
+            "SELECT n FROM (SELECT CAST(value AS INTEGER) AS n FROM generate_series(1, 5)) AS n"
+        );
+        assert_eq!(
+            rewrite("SELECT g.x FROM generate_series(1, 5000000000) AS g(x)"),
+            "SELECT g.x FROM (SELECT value AS x FROM generate_series(1, 5000000000)) AS g"
+        );
     }
 
     #[test]

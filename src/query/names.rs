@@ -204,6 +204,10 @@ fn figure_with_strength(expr: &Expr) -> (Option<String>, u8) {
         Expr::Array(_) => strong("array"),
         Expr::Subquery(query) => (subquery_name(query), 2),
         Expr::Extract { .. } => strong("extract"),
+        // `substr(...)` is a function of its own name in PostgreSQL.
+        Expr::Substring {
+            shorthand: true, ..
+        } => strong("substr"),
         Expr::Substring { .. } => strong("substring"),
         Expr::Position { .. } => strong("position"),
         Expr::Overlay { .. } => strong("overlay"),
@@ -328,6 +332,14 @@ mod tests {
             statement.to_string(),
             "WITH w AS (SELECT count(1) AS \"count\" FROM t), v (n) AS (SELECT count(1) FROM t) \
              SELECT * FROM w, v, (SELECT max(x) AS \"max\" FROM t) d"
+        );
+    }
+
+    #[test]
+    fn substr_is_named_substr() {
+        assert_eq!(
+            names("SELECT substr(t, 2), substring(t FROM 2)"),
+            ["substr", "substring"]
         );
     }
 
