@@ -2038,21 +2038,6 @@ fn limits_to_one_or_more(query: &Query) -> bool {
 /// What the subquery gives when its conditions select no row, if known:
 /// 0 for `count()`, NULL for the other aggregates and for a plain value.
 fn empty_value(query: &Query) -> Option<Expr> {
-    const NULL_ON_EMPTY: &[&str] = &[
-        "min",
-        "max",
-        "sum",
-        "avg",
-        "array_agg",
-        "string_agg",
-        "bool_and",
-        "bool_or",
-        "every",
-        "json_agg",
-        "jsonb_agg",
-        "json_object_agg",
-        "jsonb_object_agg",
-    ];
     let SetExpr::Select(select) = query.body.as_ref() else {
         return None;
     };
@@ -2067,7 +2052,7 @@ fn empty_value(query: &Query) -> Option<Expr> {
         Expr::Function(function) if function.over.is_none() => {
             match function_name(function).as_str() {
                 "count" => Some(number("0")),
-                name if NULL_ON_EMPTY.contains(&name) => Some(null),
+                name if AGGREGATES.contains(&name) => Some(null),
                 _ if !aggregates(expr) => Some(null),
                 _ => None,
             }
@@ -2328,31 +2313,34 @@ fn single_value(query: &Query) -> Option<Expr> {
     Some(Expr::Subquery(Box::new(rewritten)))
 }
 
+/// The aggregate functions the subquery rewrites recognise. Over no rows,
+/// `count` gives 0 and every other one NULL.
+const AGGREGATES: &[&str] = &[
+    "count",
+    "sum",
+    "min",
+    "max",
+    "avg",
+    "array_agg",
+    "string_agg",
+    "bool_and",
+    "bool_or",
+    "every",
+    "json_agg",
+    "jsonb_agg",
+    "json_object_agg",
+    "jsonb_object_agg",
+    "stddev",
+    "variance",
+    "bit_and",
+    "bit_or",
+    "first_value",
+    "last_value",
+];
+
 /// Whether `expr` computes an aggregate (or a window function), so its
 /// subquery already gives one row per group.
 fn aggregates(expr: &Expr) -> bool {
-    const AGGREGATES: &[&str] = &[
-        "count",
-        "sum",
-        "min",
-        "max",
-        "avg",
-        "array_agg",
-        "string_agg",
-        "bool_and",
-        "bool_or",
-        "every",
-        "json_agg",
-        "jsonb_agg",
-        "json_object_agg",
-        "jsonb_object_agg",
-        "stddev",
-        "variance",
-        "bit_and",
-        "bit_or",
-        "first_value",
-        "last_value",
-    ];
     let found = datafusion::sql::sqlparser::ast::visit_expressions(expr, |e| match e {
         Expr::Function(function)
             if function.over.is_some()

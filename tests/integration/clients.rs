@@ -107,7 +107,7 @@ async fn target_session_attrs_choose_pgaccel_as_the_standby() {
     source
         .execute("CREATE TABLE {schema}.t (id int PRIMARY KEY)")
         .await;
-    let server = Server::start(&source.dataset("t", &format!("{}.t", source.name), "")).await;
+    let server = Server::start(&source.served_datasets(&["t"])).await;
     server.wait_ready().await;
     let pgaccel = server.runtime.pg_addr().port();
     let python = python();
@@ -177,12 +177,7 @@ async fn real_clients_pass_their_checks_against_postgres_and_pgaccel() {
         "the client checks fail against PostgreSQL itself:\n{log}"
     );
 
-    let datasets = ["all_types", "orders"]
-        .iter()
-        .map(|table| source.dataset(table, &format!("{}.{table}", source.name), ""))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let server = Server::start(&datasets).await;
+    let server = Server::start(&source.served_datasets(&["all_types", "orders"])).await;
     server.wait_ready().await;
     let (passed, log) = run(
         "run.sh",

@@ -12,10 +12,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use tokio_postgres::types::{FromSql, Type};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
-use crate::support::{SOURCE_DSN, Server, SourceSchema, connect, sqlstate};
+use crate::support::{Raw, SOURCE_DSN, Server, SourceSchema, connect, sqlstate};
 
 const TABLES: &[&str] = &["nums", "texts", "times", "customers", "orders"];
 
@@ -115,19 +114,6 @@ async fn simple(client: &Client, sql: &str) -> Answer {
     }
 }
 
-/// A value's binary form, byte for byte.
-struct Raw(Vec<u8>);
-
-impl<'a> FromSql<'a> for Raw {
-    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
-        Ok(Raw(raw.to_vec()))
-    }
-
-    fn accepts(_: &Type) -> bool {
-        true
-    }
-}
-
 /// The extended protocol: column names with their type OIDs, and each
 /// value's binary form in hex.
 async fn extended(client: &Client, sql: &str) -> Answer {
@@ -165,12 +151,7 @@ async fn every_corpus_query_answers_as_postgres_answers() {
     let source = SourceSchema::create("differential").await;
     let fixture = std::fs::read_to_string(corpus_dir().join("fixture.sql")).unwrap();
     source.execute(&fixture).await;
-    let datasets = TABLES
-        .iter()
-        .map(|table| source.dataset(table, &format!("{}.{table}", source.name), ""))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let server = Server::start(&datasets).await;
+    let server = Server::start(&source.served_datasets(TABLES)).await;
     server.wait_ready().await;
 
     let setup = format!(

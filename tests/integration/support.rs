@@ -45,6 +45,16 @@ impl SourceSchema {
             .unwrap_or_else(|e| panic!("{sql}: {e}"));
     }
 
+    /// Dataset entries serving `tables` of this schema under their own
+    /// schema-qualified names (`<schema>.<table>`).
+    pub fn served_datasets(&self, tables: &[&str]) -> String {
+        tables
+            .iter()
+            .map(|table| self.dataset(table, &format!("{}.{table}", self.name), ""))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     /// A dataset entry reading `table` of this schema.
     pub fn dataset(&self, table: &str, name: &str, acceleration: &str) -> String {
         format!(
@@ -496,5 +506,22 @@ impl Drop for MysqlDatabase {
             .args(["-h", "127.0.0.1", "-P", "3306", "-u", "root", "-e"])
             .arg(format!("DROP DATABASE IF EXISTS {}", self.name))
             .output();
+    }
+}
+
+/// A value's binary form, byte for byte, as the server sent it.
+#[derive(Debug, PartialEq)]
+pub struct Raw(pub Vec<u8>);
+
+impl<'a> tokio_postgres::types::FromSql<'a> for Raw {
+    fn from_sql(
+        _: &tokio_postgres::types::Type,
+        raw: &'a [u8],
+    ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Raw(raw.to_vec()))
+    }
+
+    fn accepts(_: &tokio_postgres::types::Type) -> bool {
+        true
     }
 }

@@ -5,7 +5,7 @@
 use tokio_postgres::Row;
 use tokio_postgres::types::Type;
 
-use crate::support::{SOURCE_DSN, Server, SourceSchema, connect, text_rows};
+use crate::support::{Raw, SOURCE_DSN, Server, SourceSchema, connect, text_rows};
 
 const TABLE: &str = "CREATE TABLE {schema}.all_types (
     id int4 PRIMARY KEY, i2 int2, i8 int8, f4 float4, f8 float8, num numeric(14,4), t text, vc varchar(20),
@@ -176,20 +176,6 @@ async fn network_types_read_back_as_postgres_sends_them() {
 
 /// A row's column types and each value's binary form (the key left out).
 type RawRow = (Vec<Type>, Vec<Option<Vec<u8>>>);
-
-/// A value's binary form, byte for byte.
-#[derive(Debug, PartialEq)]
-struct Raw(Vec<u8>);
-
-impl<'a> tokio_postgres::types::FromSql<'a> for Raw {
-    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
-        Ok(Raw(raw.to_vec()))
-    }
-
-    fn accepts(_: &Type) -> bool {
-        true
-    }
-}
 
 /// Types the PostgreSQL reader has no Arrow conversion for (geometry, text
 /// search, ranges, timetz, money, arrays of dates, ...) are read as the text
