@@ -36,3 +36,8 @@ SELECT 7 & 3, 7 | 8, 7 # 2, ~7, 1 << 4, 256 >> 2;
 SELECT factorial(10);
 SELECT gcd(12, 18), lcm(4, 6);
 SELECT width_bucket(5.5, 0, 10, 4);
+SELECT 1::numeric, 1.50::numeric, '2.500'::numeric, 7::numeric / 3, (1::numeric / 3) * 3;
+SELECT id, n / 3 FROM nums WHERE id IN (1, 2, 5, 7, 11) ORDER BY id;
+SELECT id, amount / qty, round(amount / qty, 3), trunc(amount, 1), ceil(amount), floor(amount) FROM orders WHERE id < 6 ORDER BY id;
+SELECT 3.7::float8::int4, 2.5::float8::int4, (-2.5)::float8::int8, 1.5::float4::int2;
+SELECT round(-0.5), round(0.5, 0), round(1.005, 2), round(-1.005, 2), trunc(-0.99, 1);

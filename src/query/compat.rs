@@ -1059,6 +1059,14 @@ fn cast(inner: &Expr, data_type: &DataType, kind: &CastKind) -> Option<Expr> {
     {
         return Some(inner.clone());
     }
+    // Any other value cast to an unconstrained numeric keeps the display
+    // scale PostgreSQL gives it (`1::numeric` is `1`, not `1.0000000000`).
+    if matches!(
+        data_type,
+        DataType::Numeric(ExactNumberInfo::None) | DataType::Decimal(ExactNumberInfo::None)
+    ) {
+        return Some(call("pgaccel_to_numeric", vec![inner.clone()]));
+    }
     if let Some((domain, base, check)) = domain_base(data_type) {
         let value = cast(inner, &base, kind).unwrap_or_else(|| Expr::Cast {
             kind: kind.clone(),

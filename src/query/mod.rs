@@ -21,6 +21,7 @@ pub mod json;
 mod literals;
 mod lookup;
 mod names;
+mod numeric;
 pub mod origins;
 mod overflow;
 pub mod parameterize;
@@ -118,6 +119,7 @@ pub fn engine(
             .build();
     functions::register(&mut state)?;
     functions::register_aggregates(&mut state)?;
+    numeric::register(&mut state)?;
     json::register(&mut state)?;
     for function in pg_types::functions() {
         datafusion::execution::FunctionRegistry::register_udf(&mut state, function)?;

@@ -36,6 +36,14 @@ const TYPES_KEPT_AS_METADATA: &[&str] = &[
 /// type: `timestamp`, whose values before 1970 the provider drops.
 const PARSED_BACK: &[&str] = &["timestamp"];
 
+/// Whether the table provider reads a `numeric` of this type modifier
+/// exactly: it holds 28 significant digits, so a wider or unconstrained
+/// numeric column is read as text and parsed back (see [`PARSED_BACK`]).
+fn exact_numeric(typmod: i32) -> bool {
+    const PROVIDER_DIGITS: i32 = 28;
+    typmod >= 4 && ((typmod - 4) >> 16) <= PROVIDER_DIGITS
+}
+
 /// The types (by `typname`, domains by their base type's) the table
 /// provider reads itself, from their binary form. A column of any other type
 /// (`inet`, `tsvector`, `timetz`, ranges, geometry, arrays of dates, ...),
@@ -308,7 +316,8 @@ async fn describe(
             let declared = Declared {
                 type_name: row.get(1),
                 native: kind == "e" || READ_NATIVELY.contains(&read_as.as_str()),
-                parsed_back: PARSED_BACK.contains(&read_as.as_str()),
+                parsed_back: PARSED_BACK.contains(&read_as.as_str())
+                    || (read_as == "numeric" && !exact_numeric(row.get(2))),
                 typmod: row.get(2),
                 not_null: row.get(3),
                 comment: row.get(4),

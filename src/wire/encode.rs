@@ -62,6 +62,8 @@ fn special_type(field: &Field) -> Option<Type> {
         "macaddr8" => Type::MACADDR8,
         "timetz" => Type::TIMETZ,
         "void" => Type::VOID,
+        // A numeric printed at its per-value display scale.
+        "numeric" => Type::NUMERIC,
         _ => return None,
     })
 }
@@ -496,6 +498,7 @@ impl ToSql for TextBacked {
     ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
         match *ty {
             Type::UUID => out.put_slice(uuid::Uuid::parse_str(&self.0)?.as_bytes()),
+            Type::NUMERIC => super::numeric::binary_text(&self.0, out),
             Type::JSONB => {
                 // jsonb's binary form is a version byte (1) and the JSON text.
                 out.put_u8(1);

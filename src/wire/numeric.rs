@@ -59,6 +59,31 @@ pub fn binary_special(float: f64, out: &mut BytesMut) {
 /// then base-10000 digits without leading or trailing zero groups.
 pub fn binary(value: i128, scale: i8, out: &mut BytesMut) {
     let (integer, fraction) = split(value, scale);
+    binary_digits(value < 0, &integer, &fraction, out);
+}
+
+/// [`binary`] of a numeric's text (`-12.50`), keeping the scale it shows.
+pub fn binary_text(text: &str, out: &mut BytesMut) {
+    if let Some(special) = match text {
+        "NaN" => Some(f64::NAN),
+        "Infinity" => Some(f64::INFINITY),
+        "-Infinity" => Some(f64::NEG_INFINITY),
+        _ => None,
+    } {
+        return binary_special(special, out);
+    }
+    let (negative, magnitude) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (integer, fraction) = magnitude.split_once('.').unwrap_or((magnitude, ""));
+    binary_digits(negative, integer, fraction, out);
+}
+
+/// The binary form of `±integer.fraction`, given as decimal digits; the
+/// display scale is the fraction's length.
+fn binary_digits(negative: bool, integer: &str, fraction: &str, out: &mut BytesMut) {
+    let scale = fraction.len();
     let integer = integer.trim_start_matches('0');
     let mut groups: Vec<i16> = Vec::new();
     let lead = integer.len() % 4;
@@ -91,7 +116,7 @@ pub fn binary(value: i128, scale: i8, out: &mut BytesMut) {
     if groups.is_empty() {
         weight = 0;
     }
-    let sign: u16 = if value < 0 && !groups.is_empty() {
+    let sign: u16 = if negative && !groups.is_empty() {
         0x4000
     } else {
         0
@@ -99,7 +124,7 @@ pub fn binary(value: i128, scale: i8, out: &mut BytesMut) {
     out.put_i16(groups.len() as i16);
     out.put_i16(weight);
     out.put_u16(sign);
-    out.put_i16(i16::from(scale.max(0)));
+    out.put_i16(i16::try_from(scale).unwrap_or(i16::MAX));
     for group in groups {
         out.put_i16(group);
     }
@@ -113,6 +138,24 @@ mod tests {
         let mut out = BytesMut::new();
         binary(value, scale, &mut out);
         out.to_vec()
+    }
+
+    #[test]
+    fn binary_of_text_matches_binary_of_digits() {
+        for (value, scale, text) in [
+            (0, 4, "0.0000"),
+            (-1, 4, "-0.0001"),
+            (123_456_781_234, 4, "12345678.1234"),
+            (42, 0, "42"),
+        ] {
+            let mut out = BytesMut::new();
+            binary_text(text, &mut out);
+            assert_eq!(out.to_vec(), encoded(value, scale), "{text}");
+        }
+        let mut out = BytesMut::new();
+        binary_text("0.33333333333333333333333333333333333333333333", &mut out);
+        // 44 decimals: eleven base-10000 groups, display scale 44.
+        assert_eq!(&out[..8], [0, 11, 0xff, 0xff, 0, 0, 0, 44]);
     }
 
     #[test]

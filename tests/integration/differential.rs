@@ -168,6 +168,8 @@ async fn every_corpus_query_answers_as_postgres_answers() {
     let known = known_differences();
     let mut differ = Vec::new();
     let mut now_match = Vec::new();
+    // Every difference, listed or not, for whoever works on them.
+    let mut report = String::new();
     for case in &cases {
         let mut why = Vec::new();
         for (protocol, expected, got) in [
@@ -188,6 +190,14 @@ async fn every_corpus_query_answers_as_postgres_answers() {
                 ));
             }
         }
+        if !why.is_empty() {
+            report.push_str(&format!(
+                "{}: {}\n    {}\n",
+                case.id,
+                case.sql.trim(),
+                why.join("\n    ")
+            ));
+        }
         // A failed statement inside neither connection's transaction: both
         // are in autocommit, so nothing carries over.
         match (why.is_empty(), known.contains_key(&case.id)) {
@@ -205,10 +215,13 @@ async fn every_corpus_query_answers_as_postgres_answers() {
         .keys()
         .filter(|id| !cases.iter().any(|case| &case.id == *id))
         .collect();
+    let report_path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("differential.txt");
+    std::fs::write(&report_path, &report).unwrap();
     println!(
-        "differential corpus: {} queries, {} listed as differing",
+        "differential corpus: {} queries, {} listed as differing (every difference: {})",
         cases.len(),
-        known.len()
+        known.len(),
+        report_path.display()
     );
     assert!(
         differ.is_empty() && now_match.is_empty() && unknown.is_empty(),

@@ -1,0 +1,1928 @@
+//! PostgreSQL's `numeric` where its results depend on the value: the
+//! quotient of a division and of `avg` is computed at the scale
+//! PostgreSQL's `select_div_scale` picks (at least 16 significant digits,
+//! never fewer decimals than an operand shows), rounded half away from zero,
+//! and printed at that scale (PostgreSQL keeps a display scale with every
+//! numeric value: `1::numeric / 3` is `0.33333333333333333333`, `avg` of 1
+//! and 2 is `1.5000000000000000`).
+//!
+//! Arrow decimals have one scale per column, so such results are held as
+//! `Decimal256(76, 40)` ([`DYNAMIC`]) with the exact value, and the display
+//! scale of each value is computed beside it: within one expression from the
+//! operands, across plan nodes by a companion column threaded up from the
+//! aggregate or projection that computed the value ([`postgres_numerics`]).
+//! A result whose display scale cannot be followed is refused with 0A000,
+//! never printed at another scale.
+//!
+//! The arithmetic is written here because no crate does PostgreSQL's scale
+//! selection; values are exact in 256-bit integers.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, Decimal256Builder, Int32Builder, StringBuilder,
+};
+use datafusion::arrow::datatypes::{
+    DataType, Decimal128Type, Decimal256Type, Field, FieldRef, Int8Type, Int16Type, Int32Type,
+    Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type, i256,
+};
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{Column, DFSchema, Result, ScalarValue};
+use datafusion::error::DataFusionError;
+use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction, WindowFunction};
+use datafusion::logical_expr::expr_rewriter::NamePreserver;
+use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
+use datafusion::logical_expr::utils::merge_schema;
+use datafusion::logical_expr::{
+    Accumulator, Aggregate, AggregateUDF, AggregateUDFImpl, BinaryExpr, Case, ColumnarValue, Expr,
+    ExprSchemable, LogicalPlan, Operator, Projection, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
+    Signature, SubqueryAlias, TypeSignature, Volatility, Window, WindowFunctionDefinition, lit,
+};
+
+use super::PgError;
+use super::sqlstate;
+use crate::accelerator::PG_TYPE_METADATA;
+
+/// The Arrow type of a numeric whose display scale varies by value.
+pub const DYNAMIC: DataType = DataType::Decimal256(76, DYNAMIC_SCALE as i8);
+const DYNAMIC_SCALE: u32 = 40;
+
+/// PostgreSQL's `NUMERIC_MIN_SIG_DIGITS`: a quotient has at least this many
+/// significant digits.
+const MIN_SIG_DIGITS: i32 = 16;
+/// PostgreSQL's `NUMERIC_MAX_DISPLAY_SCALE`.
+const MAX_DISPLAY_SCALE: i32 = 1000;
+
+const DIVIDE: &str = "pgaccel_numeric_div";
+const DIVIDE_SCALE: &str = "pgaccel_numeric_div_scale";
+const AVG: &str = "pgaccel_avg";
+const AVG_SCALE: &str = "pgaccel_avg_scale";
+const TEXT: &str = "pgaccel_numeric_text";
+const DISPLAY: &str = "pgaccel_numeric_display";
+const TO_NUMERIC: &str = "pgaccel_to_numeric";
+const TO_NUMERIC_SCALE: &str = "pgaccel_to_numeric_scale";
+const FLOAT_ROUND: &str = "pgaccel_float_round";
+/// The display scale of a column computed in another plan node, until
+/// [`Threads::resolve_pending`] threads it up.
+const PENDING: &str = "pgaccel_numeric_pending_scale";
+
+/// Where a companion column's name starts; never a name a user writes.
+const COMPANION: &str = "__pgaccel_scale_";
+
+fn refused(what: &str) -> DataFusionError {
+    DataFusionError::External(Box::new(
+        PgError::new(
+            sqlstate::FEATURE_NOT_SUPPORTED,
+            format!("{what} is not supported: pgaccel cannot follow the scale PostgreSQL would print it with"),
+        )
+        .with_hint("round() the value to a number of decimals, or cast it to float8"),
+    ))
+}
+
+fn out_of_range() -> DataFusionError {
+    DataFusionError::External(Box::new(PgError::new(
+        sqlstate::NUMERIC_OUT_OF_RANGE,
+        "value overflows numeric format",
+    )))
+}
+
+fn ten_to(power: u32) -> Option<i256> {
+    i256::from_i128(10).checked_pow(power)
+}
+
+/// A numeric value: `digits × 10^-scale`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Number {
+    digits: i256,
+    scale: u32,
+}
+
+impl Number {
+    /// The weight and first digit of the value in PostgreSQL's base-10000
+    /// representation (both 0 for zero).
+    fn weight_and_first_digit(self) -> (i32, i256) {
+        if self.digits == i256::ZERO {
+            return (0, i256::ZERO);
+        }
+        let magnitude = self.digits.wrapping_abs();
+        let decimal_digits = magnitude.to_string().len() as i32;
+        let exponent = decimal_digits - 1 - self.scale as i32;
+        let weight = exponent.div_euclid(4);
+        let shift = -(self.scale as i32) - 4 * weight;
+        let first = if shift >= 0 {
+            magnitude.wrapping_mul(ten_to(shift as u32).unwrap_or(i256::ONE))
+        } else {
+            magnitude.wrapping_div(ten_to(shift.unsigned_abs()).unwrap_or(i256::ONE))
+        };
+        (weight, first)
+    }
+}
+
+/// PostgreSQL's `select_div_scale`: the scale of `dividend / divisor` given
+/// the operands and their display scales.
+fn div_scale(dividend: Number, dividend_scale: i32, divisor: Number, divisor_scale: i32) -> i32 {
+    let (weight1, first1) = dividend.weight_and_first_digit();
+    let (weight2, first2) = divisor.weight_and_first_digit();
+    let mut quotient_weight = weight1 - weight2;
+    if first1 <= first2 {
+        quotient_weight -= 1;
+    }
+    (MIN_SIG_DIGITS - quotient_weight * 4)
+        .max(dividend_scale)
+        .max(divisor_scale)
+        .clamp(0, MAX_DISPLAY_SCALE)
+}
+
+/// `dividend / divisor` rounded half away from zero to `scale` decimals, as
+/// digits at that scale; `None` when it does not fit.
+fn divide(dividend: Number, divisor: Number, scale: u32) -> Option<i256> {
+    // quotient × 10^scale = dividend.digits × 10^(scale + s2 - s1) / divisor.digits
+    let shift = scale as i64 + divisor.scale as i64 - dividend.scale as i64;
+    let (numerator, denominator) = if shift >= 0 {
+        (
+            dividend.digits.checked_mul(ten_to(shift as u32)?)?,
+            divisor.digits,
+        )
+    } else {
+        (
+            dividend.digits,
+            divisor
+                .digits
+                .checked_mul(ten_to(shift.unsigned_abs() as u32)?)?,
+        )
+    };
+    let negative = numerator.is_negative() != denominator.is_negative();
+    let (numerator, denominator) = (numerator.checked_abs()?, denominator.checked_abs()?);
+    let quotient = numerator.checked_div(denominator)?;
+    let remainder = numerator.checked_rem(denominator)?;
+    let rounded = if remainder.checked_mul(i256::from_i128(2))? >= denominator {
+        quotient.checked_add(i256::ONE)?
+    } else {
+        quotient
+    };
+    Some(if negative {
+        rounded.checked_neg()?
+    } else {
+        rounded
+    })
+}
+
+/// Digits at `scale` as digits at [`DYNAMIC_SCALE`].
+fn to_dynamic(digits: i256, scale: u32) -> Result<i256> {
+    if scale > DYNAMIC_SCALE {
+        return Err(DataFusionError::External(Box::new(PgError::new(
+            sqlstate::FEATURE_NOT_SUPPORTED,
+            format!(
+                "a numeric result with {scale} decimal digits is not supported (pgaccel keeps at most {DYNAMIC_SCALE})"
+            ),
+        ))));
+    }
+    let value = ten_to(DYNAMIC_SCALE - scale)
+        .and_then(|factor| digits.checked_mul(factor))
+        .ok_or_else(out_of_range)?;
+    if value.wrapping_abs() >= ten_to(76).unwrap_or(i256::MAX) {
+        return Err(out_of_range());
+    }
+    Ok(value)
+}
+
+/// PostgreSQL's text of `digits × 10^-scale` printed with `display` decimals.
+fn text(digits: i256, scale: u32, display: u32) -> String {
+    let digits = if display < scale {
+        let divisor = Number {
+            digits: ten_to(scale - display).unwrap_or(i256::ONE),
+            scale: 0,
+        };
+        divide(Number { digits, scale: 0 }, divisor, 0).unwrap_or(digits)
+    } else {
+        digits
+            .checked_mul(ten_to(display - scale).unwrap_or(i256::ONE))
+            .unwrap_or(digits)
+    };
+    let negative = digits.is_negative();
+    let magnitude = digits.wrapping_abs().to_string();
+    let display = display as usize;
+    let padded = format!("{magnitude:0>width$}", width = display + 1);
+    let (integer, fraction) = padded.split_at(padded.len() - display);
+    let sign = if negative { "-" } else { "" };
+    if fraction.is_empty() {
+        format!("{sign}{integer}")
+    } else {
+        format!("{sign}{integer}.{fraction}")
+    }
+}
+
+/// The value in row `row` of an integer or decimal array, `None` for NULL
+/// or another type.
+fn number_at(array: &dyn Array, row: usize) -> Option<Number> {
+    if array.is_null(row) {
+        return None;
+    }
+    let integer = |digits: i256| Number { digits, scale: 0 };
+    Some(match array.data_type() {
+        DataType::Int8 => integer(array.as_primitive::<Int8Type>().value(row).into()),
+        DataType::Int16 => integer(array.as_primitive::<Int16Type>().value(row).into()),
+        DataType::Int32 => integer(array.as_primitive::<Int32Type>().value(row).into()),
+        DataType::Int64 => integer(array.as_primitive::<Int64Type>().value(row).into()),
+        DataType::UInt8 => integer(i256::from(
+            array.as_primitive::<UInt8Type>().value(row) as i64
+        )),
+        DataType::UInt16 => integer(i256::from(
+            array.as_primitive::<UInt16Type>().value(row) as i64
+        )),
+        DataType::UInt32 => integer(i256::from(
+            array.as_primitive::<UInt32Type>().value(row) as i64
+        )),
+        DataType::UInt64 => integer(i256::from_i128(
+            array.as_primitive::<UInt64Type>().value(row) as i128,
+        )),
+        DataType::Decimal128(_, scale) => Number {
+            digits: i256::from_i128(array.as_primitive::<Decimal128Type>().value(row)),
+            scale: (*scale).max(0) as u32,
+        },
+        DataType::Decimal256(_, scale) => Number {
+            digits: array.as_primitive::<Decimal256Type>().value(row),
+            scale: (*scale).max(0) as u32,
+        },
+        _ => return None,
+    })
+}
+
+fn scale_at(array: &dyn Array, row: usize) -> Option<i32> {
+    if array.is_null(row) {
+        return None;
+    }
+    match array.data_type() {
+        DataType::Int32 => Some(array.as_primitive::<Int32Type>().value(row)),
+        DataType::Int64 => Some(array.as_primitive::<Int64Type>().value(row) as i32),
+        _ => None,
+    }
+}
+
+fn is_exact_number(data_type: &DataType) -> bool {
+    data_type.is_integer()
+        || matches!(
+            data_type,
+            DataType::Decimal128(..) | DataType::Decimal256(..)
+        )
+}
+
+fn is_decimal(data_type: &DataType) -> bool {
+    matches!(
+        data_type,
+        DataType::Decimal128(..) | DataType::Decimal256(..)
+    )
+}
+
+fn arrays(args: &ScalarFunctionArgs) -> Result<(Vec<ArrayRef>, bool)> {
+    let scalar = args
+        .args
+        .iter()
+        .all(|arg| matches!(arg, ColumnarValue::Scalar(_)));
+    let rows = args.number_rows.max(1);
+    let arrays = args
+        .args
+        .iter()
+        .map(|arg| arg.to_array(rows))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((arrays, scalar))
+}
+
+fn finish(array: ArrayRef, scalar: bool) -> Result<ColumnarValue> {
+    if scalar {
+        Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
+            &array, 0,
+        )?))
+    } else {
+        Ok(ColumnarValue::Array(array))
+    }
+}
+
+/// `pgaccel_numeric_div(a, b, display scale of a, display scale of b)`:
+/// PostgreSQL's numeric division, as [`DYNAMIC`].
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Divide {
+    signature: Signature,
+    scale_only: bool,
+}
+
+impl ScalarUDFImpl for Divide {
+    fn name(&self) -> &str {
+        if self.scale_only {
+            DIVIDE_SCALE
+        } else {
+            DIVIDE
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(if self.scale_only {
+            DataType::Int32
+        } else {
+            DYNAMIC
+        })
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let (arrays, scalar) = arrays(&args)?;
+        let rows = arrays[0].len();
+        let mut values = Decimal256Builder::with_capacity(rows);
+        let mut scales = Int32Builder::with_capacity(rows);
+        for row in 0..rows {
+            let (Some(dividend), Some(divisor), Some(scale1), Some(scale2)) = (
+                number_at(&arrays[0], row),
+                number_at(&arrays[1], row),
+                scale_at(&arrays[2], row),
+                scale_at(&arrays[3], row),
+            ) else {
+                values.append_null();
+                scales.append_null();
+                continue;
+            };
+            if divisor.digits == i256::ZERO {
+                return Err(DataFusionError::External(Box::new(PgError::new(
+                    sqlstate::DIVISION_BY_ZERO,
+                    "division by zero",
+                ))));
+            }
+            let scale = div_scale(dividend, scale1, divisor, scale2);
+            scales.append_value(scale);
+            if !self.scale_only {
+                let quotient = divide(dividend, divisor, scale as u32).ok_or_else(out_of_range)?;
+                values.append_value(to_dynamic(quotient, scale as u32)?);
+            }
+        }
+        let array: ArrayRef = if self.scale_only {
+            Arc::new(scales.finish())
+        } else {
+            Arc::new(
+                values
+                    .finish()
+                    .with_precision_and_scale(76, DYNAMIC_SCALE as i8)?,
+            )
+        };
+        finish(array, scalar)
+    }
+}
+
+/// `pgaccel_numeric_text(value, display scale)`: the value as PostgreSQL
+/// prints it; [`DISPLAY`] is the same text in a result column the wire
+/// reports as `numeric`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Text {
+    signature: Signature,
+    display: bool,
+}
+
+impl ScalarUDFImpl for Text {
+    fn name(&self) -> &str {
+        if self.display { DISPLAY } else { TEXT }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn return_field_from_args(
+        &self,
+        args: datafusion::logical_expr::ReturnFieldArgs,
+    ) -> Result<FieldRef> {
+        let nullable = args.arg_fields.iter().any(|field| field.is_nullable());
+        let field = Field::new(self.name(), DataType::Utf8, nullable);
+        Ok(Arc::new(if self.display {
+            field.with_metadata([(PG_TYPE_METADATA.to_owned(), "numeric".to_owned())].into())
+        } else {
+            field
+        }))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let (arrays, scalar) = arrays(&args)?;
+        let rows = arrays[0].len();
+        let mut out = StringBuilder::with_capacity(rows, rows * 24);
+        for row in 0..rows {
+            match (number_at(&arrays[0], row), scale_at(&arrays[1], row)) {
+                (Some(number), Some(display)) => {
+                    out.append_value(text(number.digits, number.scale, display.max(0) as u32));
+                }
+                _ => out.append_null(),
+            }
+        }
+        finish(Arc::new(out.finish()), scalar)
+    }
+}
+
+/// `avg` of integers and numerics as PostgreSQL computes it: the exact sum
+/// divided by the count with [`div_scale`]; with a second argument, the
+/// display scale of each input (for inputs that are themselves
+/// [`DYNAMIC`]). [`AVG_SCALE`] is the same aggregate returning the scale.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Average {
+    signature: Signature,
+    scale_only: bool,
+}
+
+impl AggregateUDFImpl for Average {
+    fn name(&self) -> &str {
+        if self.scale_only { AVG_SCALE } else { AVG }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(if self.scale_only {
+            DataType::Int32
+        } else {
+            DYNAMIC
+        })
+    }
+
+    fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
+        let scale = match args
+            .exprs
+            .first()
+            .map(|e| e.data_type(args.schema))
+            .transpose()?
+        {
+            Some(DataType::Decimal128(_, scale) | DataType::Decimal256(_, scale)) => {
+                scale.max(0) as u32
+            }
+            _ => 0,
+        };
+        Ok(Box::new(AverageAccumulator {
+            sum: i256::ZERO,
+            scale,
+            count: 0,
+            display: 0,
+            scale_only: self.scale_only,
+            distinct: args.is_distinct.then(std::collections::HashSet::new),
+        }))
+    }
+
+    fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
+        if args.is_distinct {
+            return Ok(vec![
+                Arc::new(Field::new_list(
+                    format!("{}[values]", args.name),
+                    Field::new_list_field(DataType::Decimal256(76, 0), true),
+                    true,
+                )),
+                Arc::new(Field::new(
+                    format!("{}[display]", args.name),
+                    DataType::Int32,
+                    true,
+                )),
+            ]);
+        }
+        Ok(vec![
+            Arc::new(Field::new(
+                format!("{}[sum]", args.name),
+                DataType::Decimal256(76, 0),
+                true,
+            )),
+            Arc::new(Field::new(
+                format!("{}[count]", args.name),
+                DataType::Int64,
+                true,
+            )),
+            Arc::new(Field::new(
+                format!("{}[display]", args.name),
+                DataType::Int32,
+                true,
+            )),
+        ])
+    }
+}
+
+#[derive(Debug)]
+struct AverageAccumulator {
+    /// The sum's digits at `scale`.
+    sum: i256,
+    scale: u32,
+    count: i64,
+    /// The largest display scale of an input.
+    display: i32,
+    scale_only: bool,
+    /// `avg(DISTINCT x)`: the distinct values seen (summed at the end).
+    distinct: Option<std::collections::HashSet<i256>>,
+}
+
+impl AverageAccumulator {
+    fn add(&mut self, values: &[ArrayRef], sign: i64) -> Result<()> {
+        let Some(column) = values.first() else {
+            return Ok(());
+        };
+        for row in 0..column.len() {
+            let Some(number) = number_at(column, row) else {
+                continue;
+            };
+            let display = values
+                .get(1)
+                .and_then(|scales| scale_at(scales, row))
+                .unwrap_or(number.scale as i32);
+            self.display = self.display.max(display);
+            if let Some(seen) = &mut self.distinct {
+                seen.insert(number.digits);
+                continue;
+            }
+            let digits = if sign < 0 {
+                number.digits.wrapping_neg()
+            } else {
+                number.digits
+            };
+            self.sum = self.sum.checked_add(digits).ok_or_else(out_of_range)?;
+            self.count += sign;
+        }
+        Ok(())
+    }
+}
+
+impl Accumulator for AverageAccumulator {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        self.add(values, 1)
+    }
+
+    fn retract_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        self.add(values, -1)
+    }
+
+    fn supports_retract_batch(&self) -> bool {
+        self.distinct.is_none()
+    }
+
+    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
+        if let Some(seen) = &mut self.distinct {
+            let lists = states[0].as_list::<i32>();
+            let displays = states[1].as_primitive::<Int32Type>();
+            for row in 0..lists.len() {
+                if lists.is_null(row) {
+                    continue;
+                }
+                let values = lists.value(row);
+                let values = values.as_primitive::<Decimal256Type>();
+                seen.extend(values.iter().flatten());
+                self.display = self.display.max(displays.value(row));
+            }
+            return Ok(());
+        }
+        let sums = states[0].as_primitive::<Decimal256Type>();
+        let counts = states[1].as_primitive::<Int64Type>();
+        let displays = states[2].as_primitive::<Int32Type>();
+        for row in 0..sums.len() {
+            if sums.is_null(row) {
+                continue;
+            }
+            self.sum = self
+                .sum
+                .checked_add(sums.value(row))
+                .ok_or_else(out_of_range)?;
+            self.count += counts.value(row);
+            self.display = self.display.max(displays.value(row));
+        }
+        Ok(())
+    }
+
+    fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        if let Some(seen) = &self.distinct {
+            let values: Vec<ScalarValue> = seen
+                .iter()
+                .map(|digits| ScalarValue::Decimal256(Some(*digits), 76, 0))
+                .collect();
+            return Ok(vec![
+                ScalarValue::List(ScalarValue::new_list_nullable(
+                    &values,
+                    &DataType::Decimal256(76, 0),
+                )),
+                ScalarValue::Int32(Some(self.display)),
+            ]);
+        }
+        Ok(vec![
+            ScalarValue::Decimal256(Some(self.sum), 76, 0),
+            ScalarValue::Int64(Some(self.count)),
+            ScalarValue::Int32(Some(self.display)),
+        ])
+    }
+
+    fn evaluate(&mut self) -> Result<ScalarValue> {
+        if let Some(seen) = &self.distinct {
+            self.sum = seen
+                .iter()
+                .try_fold(i256::ZERO, |sum, digits| sum.checked_add(*digits))
+                .ok_or_else(out_of_range)?;
+            self.count = seen.len() as i64;
+        }
+        if self.count == 0 {
+            return Ok(if self.scale_only {
+                ScalarValue::Int32(None)
+            } else {
+                ScalarValue::Decimal256(None, 76, DYNAMIC_SCALE as i8)
+            });
+        }
+        let sum = Number {
+            digits: self.sum,
+            scale: self.scale,
+        };
+        let count = Number {
+            digits: i256::from(self.count),
+            scale: 0,
+        };
+        let scale = div_scale(sum, self.display, count, 0);
+        if self.scale_only {
+            return Ok(ScalarValue::Int32(Some(scale)));
+        }
+        let quotient = divide(sum, count, scale as u32).ok_or_else(out_of_range)?;
+        Ok(ScalarValue::Decimal256(
+            Some(to_dynamic(quotient, scale as u32)?),
+            76,
+            DYNAMIC_SCALE as i8,
+        ))
+    }
+
+    fn size(&self) -> usize {
+        std::mem::size_of_val(self)
+            + self
+                .distinct
+                .as_ref()
+                .map_or(0, |seen| seen.capacity() * std::mem::size_of::<i256>())
+    }
+}
+
+/// How [`RoundNumeric`] rounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Rounding {
+    /// Half away from zero.
+    Round,
+    Trunc,
+    Ceil,
+    Floor,
+}
+
+impl Rounding {
+    fn of(name: &str) -> Option<Rounding> {
+        Some(match name {
+            "round" => Rounding::Round,
+            "trunc" => Rounding::Trunc,
+            "ceil" | "ceiling" => Rounding::Ceil,
+            "floor" => Rounding::Floor,
+            _ => return None,
+        })
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Rounding::Round => "pgaccel_numeric_round",
+            Rounding::Trunc => "pgaccel_numeric_trunc",
+            Rounding::Ceil => "pgaccel_numeric_ceil",
+            Rounding::Floor => "pgaccel_numeric_floor",
+        }
+    }
+
+    /// `digits` (at some scale) divided by `10^drop`, rounded this way.
+    fn apply(self, digits: i256, drop: u32) -> Option<i256> {
+        if drop == 0 {
+            return Some(digits);
+        }
+        let divisor = ten_to(drop)?;
+        let quotient = digits.checked_div(divisor)?;
+        let remainder = digits.checked_rem(divisor)?;
+        let away = match self {
+            Rounding::Round => remainder.wrapping_abs().checked_mul(i256::from_i128(2))? >= divisor,
+            Rounding::Trunc => false,
+            Rounding::Ceil => remainder > i256::ZERO,
+            Rounding::Floor => remainder < i256::ZERO,
+        };
+        if !away {
+            return Some(quotient);
+        }
+        if digits.is_negative() {
+            quotient.checked_sub(i256::ONE)
+        } else {
+            quotient.checked_add(i256::ONE)
+        }
+    }
+}
+
+/// `round`, `trunc`, `ceil` and `floor` of a numeric, as PostgreSQL's:
+/// numeric results (DataFusion computes them in floating point), halves
+/// rounded away from zero, the display scale the requested number of
+/// decimals (never negative). `round(x, 2)` with a constant count has a
+/// fixed scale; with a computed one the result is [`DYNAMIC`].
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct RoundNumeric {
+    signature: Signature,
+    rounding: Rounding,
+}
+
+/// The constant decimal count of `round(x, n)`: 0 without `n`.
+fn constant_places(args: &[Option<&ScalarValue>], arity: usize) -> Option<i32> {
+    if arity < 2 {
+        return Some(0);
+    }
+    let value = args.get(1).copied().flatten()?;
+    match value.cast_to(&DataType::Int32).ok()? {
+        ScalarValue::Int32(Some(places)) => Some(places),
+        _ => None,
+    }
+}
+
+impl ScalarUDFImpl for RoundNumeric {
+    fn name(&self) -> &str {
+        self.rounding.name()
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DYNAMIC)
+    }
+
+    fn return_field_from_args(
+        &self,
+        args: datafusion::logical_expr::ReturnFieldArgs,
+    ) -> Result<FieldRef> {
+        let input = args.arg_fields[0].data_type();
+        let data_type = match constant_places(args.scalar_arguments, args.arg_fields.len()) {
+            Some(places) => {
+                let scale = places.clamp(0, DYNAMIC_SCALE as i32) as i8;
+                match input {
+                    DataType::Decimal128(..) => DataType::Decimal128(38, scale),
+                    _ => DataType::Decimal256(76, scale),
+                }
+            }
+            None => DYNAMIC,
+        };
+        let nullable = args.arg_fields.iter().any(|field| field.is_nullable());
+        Ok(Arc::new(Field::new(self.name(), data_type, nullable)))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let output = args.return_field.data_type().clone();
+        let (arrays, scalar) = arrays(&args)?;
+        let rows = arrays[0].len();
+        let out_scale = match output {
+            DataType::Decimal128(_, scale) | DataType::Decimal256(_, scale) => scale as u32,
+            _ => DYNAMIC_SCALE,
+        };
+        let mut values = Decimal256Builder::with_capacity(rows);
+        for row in 0..rows {
+            let places = match arrays.get(1) {
+                Some(places) => scale_at(places, row),
+                None => Some(0),
+            };
+            let (Some(number), Some(places)) = (number_at(&arrays[0], row), places) else {
+                values.append_null();
+                continue;
+            };
+            // Rounded at `places` decimals (to tens, hundreds, ... when
+            // negative), then written at the output's scale.
+            let kept = places.clamp(-(76 - 1), DYNAMIC_SCALE as i32);
+            let drop = number.scale as i32 - kept;
+            let digits = if drop > 0 {
+                let rounded = self
+                    .rounding
+                    .apply(number.digits, drop as u32)
+                    .ok_or_else(out_of_range)?;
+                // Back to `kept` decimals' worth of digits at scale max(kept, 0).
+                if kept < 0 {
+                    rounded
+                        .checked_mul(ten_to(kept.unsigned_abs()).ok_or_else(out_of_range)?)
+                        .ok_or_else(out_of_range)?
+                } else {
+                    rounded
+                }
+            } else {
+                number
+                    .digits
+                    .checked_mul(ten_to((-drop) as u32).ok_or_else(out_of_range)?)
+                    .ok_or_else(out_of_range)?
+            };
+            let at = kept.max(0) as u32;
+            let scaled = if out_scale >= at {
+                digits
+                    .checked_mul(ten_to(out_scale - at).ok_or_else(out_of_range)?)
+                    .ok_or_else(out_of_range)?
+            } else {
+                Rounding::Round
+                    .apply(digits, at - out_scale)
+                    .ok_or_else(out_of_range)?
+            };
+            values.append_value(scaled);
+        }
+        let array = values
+            .finish()
+            .with_precision_and_scale(76, out_scale as i8)?;
+        let array: ArrayRef = match output {
+            DataType::Decimal128(precision, scale) => {
+                let mut narrow =
+                    datafusion::arrow::array::Decimal128Builder::with_capacity(array.len());
+                for row in 0..array.len() {
+                    if array.is_null(row) {
+                        narrow.append_null();
+                    } else {
+                        let value = array.value(row).to_i128().ok_or_else(out_of_range)?;
+                        if value.unsigned_abs() >= 10u128.pow(u32::from(precision)) {
+                            return Err(out_of_range());
+                        }
+                        narrow.append_value(value);
+                    }
+                }
+                Arc::new(narrow.finish().with_precision_and_scale(precision, scale)?)
+            }
+            _ => Arc::new(array),
+        };
+        finish(array, scalar)
+    }
+}
+
+/// `round(float8)`: PostgreSQL's `rint`, halves to even.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct FloatRound {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for FloatRound {
+    fn name(&self) -> &str {
+        FLOAT_ROUND
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        Ok(arg_types[0].clone())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        use datafusion::arrow::datatypes::{Float32Type, Float64Type};
+        let (arrays, scalar) = arrays(&args)?;
+        let array: ArrayRef = match arrays[0].data_type() {
+            DataType::Float32 => Arc::new(
+                arrays[0]
+                    .as_primitive::<Float32Type>()
+                    .unary::<_, Float32Type>(f32::round_ties_even),
+            ),
+            _ => Arc::new(
+                datafusion::arrow::compute::cast(&arrays[0], &DataType::Float64)?
+                    .as_primitive::<Float64Type>()
+                    .unary::<_, Float64Type>(f64::round_ties_even),
+            ),
+        };
+        finish(array, scalar)
+    }
+}
+
+/// `x::numeric` without a precision: the value as an unconstrained numeric
+/// with the display scale PostgreSQL gives it (an integer's is 0, a
+/// numeric keeps its own, text shows its own, a float gets its 15
+/// significant digits). [`TO_NUMERIC_SCALE`] returns that scale.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct ToNumeric {
+    signature: Signature,
+    scale_only: bool,
+}
+
+/// The digits and scale of a numeric's text (`-1.50`, `1e3`, ` 2 `).
+fn parse_numeric(text: &str) -> Option<Number> {
+    let trimmed = text.trim();
+    let (mantissa, exponent) = match trimmed.find(['e', 'E']) {
+        Some(at) => (&trimmed[..at], trimmed[at + 1..].parse::<i32>().ok()?),
+        None => (trimmed, 0),
+    };
+    let (negative, unsigned) = match mantissa.as_bytes().first()? {
+        b'-' => (true, &mantissa[1..]),
+        b'+' => (false, &mantissa[1..]),
+        _ => (false, mantissa),
+    };
+    let (integer, fraction) = unsigned.split_once('.').unwrap_or((unsigned, ""));
+    if integer.is_empty() && fraction.is_empty()
+        || !integer
+            .chars()
+            .chain(fraction.chars())
+            .all(|c| c.is_ascii_digit())
+    {
+        return None;
+    }
+    let mut digits =
+        i256::from_string(&format!("{integer}{fraction}0"))?.checked_div(i256::from_i128(10))?;
+    let mut scale = fraction.len() as i32 - exponent;
+    if scale < 0 {
+        digits = digits.checked_mul(ten_to(scale.unsigned_abs())?)?;
+        scale = 0;
+    }
+    if negative {
+        digits = digits.checked_neg()?;
+    }
+    Some(Number {
+        digits,
+        scale: scale as u32,
+    })
+}
+
+/// A float as PostgreSQL converts it to numeric: 15 significant digits,
+/// trailing zeros dropped.
+fn float_numeric(value: f64) -> Option<Number> {
+    if !value.is_finite() {
+        return None;
+    }
+    let text = format!("{value:.14e}");
+    let (mantissa, exponent) = text.split_once('e')?;
+    let exponent: i32 = exponent.parse().ok()?;
+    let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
+    parse_numeric(&format!("{mantissa}e{exponent}"))
+}
+
+impl ScalarUDFImpl for ToNumeric {
+    fn name(&self) -> &str {
+        if self.scale_only {
+            TO_NUMERIC_SCALE
+        } else {
+            TO_NUMERIC
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        if self.scale_only {
+            return Ok(DataType::Int32);
+        }
+        Ok(match &arg_types[0] {
+            t if t.is_integer() => DataType::Decimal128(38, 0),
+            DataType::Decimal128(..) | DataType::Decimal256(..) | DataType::Null => {
+                arg_types[0].clone()
+            }
+            _ => DYNAMIC,
+        })
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let output = args.return_field.data_type().clone();
+        let input = &args.args[0];
+        let input_type = input.data_type();
+        if !self.scale_only && output == input_type {
+            return Ok(input.clone());
+        }
+        if !self.scale_only && output == DataType::Decimal128(38, 0) {
+            return input.cast_to(&output, None);
+        }
+        let (arrays, scalar) = arrays(&args)?;
+        let array = &arrays[0];
+        let rows = array.len();
+        let mut values = Decimal256Builder::with_capacity(rows);
+        let mut scales = Int32Builder::with_capacity(rows);
+        let floats = match array.data_type() {
+            DataType::Float16 | DataType::Float32 | DataType::Float64 => {
+                Some(datafusion::arrow::compute::cast(array, &DataType::Float64)?)
+            }
+            _ => None,
+        };
+        let texts = match (&floats, array.data_type()) {
+            (None, t) if !is_exact_number(t) => {
+                Some(datafusion::arrow::compute::cast(array, &DataType::Utf8)?)
+            }
+            _ => None,
+        };
+        for row in 0..rows {
+            if array.is_null(row) {
+                values.append_null();
+                scales.append_null();
+                continue;
+            }
+            let number = if let Some(floats) = &floats {
+                let value = floats
+                    .as_primitive::<datafusion::arrow::datatypes::Float64Type>()
+                    .value(row);
+                float_numeric(value).ok_or_else(|| {
+                    DataFusionError::External(Box::new(PgError::new(
+                        sqlstate::FEATURE_NOT_SUPPORTED,
+                        format!("the numeric {value} is not supported"),
+                    )))
+                })?
+            } else if let Some(texts) = &texts {
+                let text = texts.as_string::<i32>().value(row);
+                parse_numeric(text).ok_or_else(|| {
+                    DataFusionError::External(Box::new(PgError::new(
+                        sqlstate::INVALID_TEXT_REPRESENTATION,
+                        format!("invalid input syntax for type numeric: \"{text}\""),
+                    )))
+                })?
+            } else {
+                number_at(array, row).ok_or_else(out_of_range)?
+            };
+            scales.append_value(number.scale as i32);
+            if !self.scale_only {
+                values.append_value(to_dynamic(number.digits, number.scale)?);
+            }
+        }
+        let array: ArrayRef = if self.scale_only {
+            Arc::new(scales.finish())
+        } else {
+            Arc::new(
+                values
+                    .finish()
+                    .with_precision_and_scale(76, DYNAMIC_SCALE as i8)?,
+            )
+        };
+        finish(array, scalar)
+    }
+}
+
+/// [`PENDING`]: never left in a plan that runs (see
+/// [`Threads::resolve_pending`]); refuses if it is.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Pending {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for Pending {
+    fn name(&self) -> &str {
+        PENDING
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Int32)
+    }
+
+    fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        Err(refused("this use of a numeric computed in a subquery"))
+    }
+}
+
+fn one_or_two() -> Signature {
+    Signature::one_of(
+        vec![TypeSignature::Any(1), TypeSignature::Any(2)],
+        Volatility::Immutable,
+    )
+}
+
+/// The functions and aggregates [`postgres_numerics`] plans with.
+pub fn register(state: &mut datafusion::execution::context::SessionState) -> Result<()> {
+    use datafusion::execution::FunctionRegistry;
+    for scale_only in [false, true] {
+        state.register_udf(Arc::new(ScalarUDF::new_from_impl(Divide {
+            signature: Signature::any(4, Volatility::Immutable),
+            scale_only,
+        })))?;
+        state.register_udaf(Arc::new(AggregateUDF::new_from_impl(Average {
+            signature: one_or_two(),
+            scale_only,
+        })))?;
+    }
+    for display in [false, true] {
+        state.register_udf(Arc::new(ScalarUDF::new_from_impl(Text {
+            signature: Signature::any(2, Volatility::Immutable),
+            display,
+        })))?;
+    }
+    for rounding in [
+        Rounding::Round,
+        Rounding::Trunc,
+        Rounding::Ceil,
+        Rounding::Floor,
+    ] {
+        state.register_udf(Arc::new(ScalarUDF::new_from_impl(RoundNumeric {
+            signature: one_or_two(),
+            rounding,
+        })))?;
+    }
+    state.register_udf(Arc::new(ScalarUDF::new_from_impl(Pending {
+        signature: Signature::any(1, Volatility::Immutable),
+    })))?;
+    state.register_udf(Arc::new(ScalarUDF::new_from_impl(FloatRound {
+        signature: Signature::any(1, Volatility::Immutable),
+    })))?;
+    // PostgreSQL spells `ceil` also `ceiling`.
+    if let Some(ceil) = state.scalar_functions().get("ceil").cloned() {
+        state.register_udf(Arc::new(ceil.as_ref().clone().with_aliases(["ceiling"])))?;
+    }
+    for scale_only in [false, true] {
+        state.register_udf(Arc::new(ScalarUDF::new_from_impl(ToNumeric {
+            signature: Signature::any(1, Volatility::Immutable),
+            scale_only,
+        })))?;
+    }
+    Ok(())
+}
+
+/// The functions the rewrite calls, looked up once per plan.
+struct Functions {
+    divide: Arc<ScalarUDF>,
+    divide_scale: Arc<ScalarUDF>,
+    text: Arc<ScalarUDF>,
+    display: Arc<ScalarUDF>,
+    first_value: Arc<AggregateUDF>,
+    avg: Arc<AggregateUDF>,
+    avg_scale: Arc<AggregateUDF>,
+    max: Arc<AggregateUDF>,
+    rounding: Vec<(Rounding, Arc<ScalarUDF>)>,
+    float_round: Arc<ScalarUDF>,
+    to_numeric_scale: Arc<ScalarUDF>,
+    pending: Arc<ScalarUDF>,
+}
+
+impl Functions {
+    fn new(state: &datafusion::execution::context::SessionState) -> Result<Self> {
+        let scalar = |name: &str| {
+            state
+                .scalar_functions()
+                .get(name)
+                .cloned()
+                .ok_or_else(|| DataFusionError::Internal(format!("{name} is not registered")))
+        };
+        let aggregate = |name: &str| {
+            state
+                .aggregate_functions()
+                .get(name)
+                .cloned()
+                .ok_or_else(|| DataFusionError::Internal(format!("{name} is not registered")))
+        };
+        Ok(Functions {
+            divide: scalar(DIVIDE)?,
+            divide_scale: scalar(DIVIDE_SCALE)?,
+            text: scalar(TEXT)?,
+            display: scalar(DISPLAY)?,
+            first_value: aggregate("first_value")?,
+            avg: aggregate(AVG)?,
+            avg_scale: aggregate(AVG_SCALE)?,
+            max: aggregate("max")?,
+            rounding: [
+                Rounding::Round,
+                Rounding::Trunc,
+                Rounding::Ceil,
+                Rounding::Floor,
+            ]
+            .into_iter()
+            .map(|rounding| Ok((rounding, scalar(rounding.name())?)))
+            .collect::<Result<_>>()?,
+            float_round: scalar(FLOAT_ROUND)?,
+            to_numeric_scale: scalar(TO_NUMERIC_SCALE)?,
+            pending: scalar(PENDING)?,
+        })
+    }
+}
+
+/// Plans PostgreSQL's numeric rules into `plan`: numeric division and
+/// `avg` of exact numbers computed as PostgreSQL computes them, and every
+/// result column whose display scale varies by value printed at that scale.
+pub fn postgres_numerics(
+    plan: LogicalPlan,
+    state: &datafusion::execution::context::SessionState,
+) -> Result<LogicalPlan> {
+    let functions = Functions::new(state)?;
+    let plan = plan
+        .transform_up_with_subqueries(|node| {
+            let schema = merge_schema(&node.inputs());
+            let names = NamePreserver::new(&node);
+            let rewritten = node.map_expressions(|expr| {
+                let saved = names.save(&expr);
+                let rewritten = expr.transform_up(|e| functions.rewrite(e, &schema))?;
+                Ok(rewritten.update_data(|e| saved.restore(e)))
+            })?;
+            // Types changed below (an average is now numeric) change the
+            // types of the columns every node above reads.
+            rewritten.map_data(|node| node.recompute_schema())
+        })?
+        .data;
+    let mut threads = Threads {
+        functions: &functions,
+        next: 0,
+    };
+    let plan = threads.resolve_pending(plan)?;
+    threads.display(plan)
+}
+
+impl Functions {
+    fn rewrite(&self, expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+        match &expr {
+            Expr::BinaryExpr(BinaryExpr {
+                left,
+                op: Operator::Divide,
+                right,
+            }) => {
+                let (Ok(left_type), Ok(right_type)) =
+                    (left.get_type(schema), right.get_type(schema))
+                else {
+                    return Ok(Transformed::no(expr));
+                };
+                let numeric = (is_decimal(&left_type) || is_decimal(&right_type))
+                    && is_exact_number(&left_type)
+                    && is_exact_number(&right_type);
+                if !numeric {
+                    return Ok(Transformed::no(expr));
+                }
+                let (Some(left_scale), Some(right_scale)) = (
+                    self.scale_of(left, schema, &mut |c| Some(self.pending(c))),
+                    self.scale_of(right, schema, &mut |c| Some(self.pending(c))),
+                ) else {
+                    return Err(refused("this division of numerics"));
+                };
+                Ok(Transformed::yes(Expr::ScalarFunction(
+                    ScalarFunction::new_udf(
+                        Arc::clone(&self.divide),
+                        vec![(**left).clone(), (**right).clone(), left_scale, right_scale],
+                    ),
+                )))
+            }
+            // PostgreSQL sums bigints as numeric: never an overflow.
+            Expr::AggregateFunction(aggregate)
+                if aggregate.func.name() == "sum"
+                    && aggregate.params.args.len() == 1
+                    && matches!(
+                        aggregate.params.args[0].get_type(schema),
+                        Ok(DataType::Int64 | DataType::UInt64)
+                    ) =>
+            {
+                let mut aggregate = aggregate.clone();
+                let argument = aggregate.params.args.remove(0);
+                aggregate
+                    .params
+                    .args
+                    .push(argument.cast_to(&DataType::Decimal128(38, 0), schema)?);
+                Ok(Transformed::yes(Expr::AggregateFunction(aggregate)))
+            }
+            Expr::ScalarFunction(function) => {
+                let Some(rounding) = Rounding::of(function.name()) else {
+                    return Ok(Transformed::no(expr));
+                };
+                let Some(Ok(data_type)) = function.args.first().map(|a| a.get_type(schema)) else {
+                    return Ok(Transformed::no(expr));
+                };
+                if is_decimal(&data_type) {
+                    let udf = self
+                        .rounding
+                        .iter()
+                        .find(|(r, _)| *r == rounding)
+                        .map(|(_, udf)| Arc::clone(udf))
+                        .ok_or_else(|| DataFusionError::Internal("rounding".into()))?;
+                    return Ok(Transformed::yes(Expr::ScalarFunction(
+                        ScalarFunction::new_udf(udf, function.args.clone()),
+                    )));
+                }
+                if rounding == Rounding::Round
+                    && function.args.len() == 1
+                    && data_type.is_floating()
+                {
+                    return Ok(Transformed::yes(Expr::ScalarFunction(
+                        ScalarFunction::new_udf(
+                            Arc::clone(&self.float_round),
+                            function.args.clone(),
+                        ),
+                    )));
+                }
+                Ok(Transformed::no(expr))
+            }
+            // Casts to an integer round (numeric: half away from zero,
+            // float: half to even) where DataFusion truncates.
+            Expr::Cast(cast) if cast.field.data_type().is_integer() => {
+                let Ok(from) = cast.expr.get_type(schema) else {
+                    return Ok(Transformed::no(expr));
+                };
+                let rounded = if is_decimal(&from) {
+                    let udf = Arc::clone(&self.rounding[0].1);
+                    ScalarFunction::new_udf(udf, vec![(*cast.expr).clone()])
+                } else if from.is_floating() {
+                    ScalarFunction::new_udf(
+                        Arc::clone(&self.float_round),
+                        vec![(*cast.expr).clone()],
+                    )
+                } else {
+                    return Ok(Transformed::no(expr));
+                };
+                Ok(Transformed::yes(Expr::Cast(
+                    datafusion::logical_expr::expr::Cast::new_from_field(
+                        Box::new(Expr::ScalarFunction(rounded)),
+                        Arc::clone(&cast.field),
+                    ),
+                )))
+            }
+            // A numeric whose scale varies, as text: printed at its scale.
+            Expr::Cast(cast)
+                if matches!(
+                    cast.field.data_type(),
+                    DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+                ) && matches!(cast.expr.get_type(schema), Ok(DataType::Decimal256(..))) =>
+            {
+                let Some(scale) = self.scale_of(&cast.expr, schema, &mut |c| Some(self.pending(c)))
+                else {
+                    return Err(refused("this cast of a numeric to text"));
+                };
+                let text = Expr::ScalarFunction(ScalarFunction::new_udf(
+                    Arc::clone(&self.text),
+                    vec![(*cast.expr).clone(), scale],
+                ));
+                Ok(Transformed::yes(Expr::Cast(
+                    datafusion::logical_expr::expr::Cast::new_from_field(
+                        Box::new(text),
+                        Arc::clone(&cast.field),
+                    ),
+                )))
+            }
+            Expr::AggregateFunction(aggregate) if aggregate.func.name() == "avg" => {
+                let Some(argument) = aggregate.params.args.first() else {
+                    return Ok(Transformed::no(expr));
+                };
+                let Some(args) = self.average_args(argument, schema)? else {
+                    return Ok(Transformed::no(expr));
+                };
+                let mut params = aggregate.params.clone();
+                params.args = args;
+                Ok(Transformed::yes(Expr::AggregateFunction(
+                    AggregateFunction {
+                        func: Arc::clone(&self.avg),
+                        params,
+                    },
+                )))
+            }
+            Expr::WindowFunction(window) if window.fun.name() == "avg" => {
+                let Some(argument) = window.params.args.first() else {
+                    return Ok(Transformed::no(expr));
+                };
+                let Some(args) = self.average_args(argument, schema)? else {
+                    return Ok(Transformed::no(expr));
+                };
+                let mut window = window.as_ref().clone();
+                window.fun = WindowFunctionDefinition::AggregateUDF(Arc::clone(&self.avg));
+                window.params.args = args;
+                Ok(Transformed::yes(Expr::WindowFunction(Box::new(window))))
+            }
+            _ => Ok(Transformed::no(expr)),
+        }
+    }
+
+    /// The display scale of `column`, computed in another plan node: left
+    /// for [`Threads::resolve_pending`].
+    fn pending(&self, column: &Column) -> Expr {
+        Expr::ScalarFunction(ScalarFunction::new_udf(
+            Arc::clone(&self.pending),
+            vec![Expr::Column(column.clone())],
+        ))
+    }
+
+    /// The arguments of [`AVG`] for `avg(argument)`: `None` when the
+    /// argument is not an exact number (a float's average stays
+    /// DataFusion's).
+    fn average_args(&self, argument: &Expr, schema: &DFSchema) -> Result<Option<Vec<Expr>>> {
+        let Ok(data_type) = argument.get_type(schema) else {
+            return Ok(None);
+        };
+        if !is_exact_number(&data_type) {
+            return Ok(None);
+        }
+        if !matches!(data_type, DataType::Decimal256(..)) {
+            return Ok(Some(vec![argument.clone()]));
+        }
+        match self.scale_of(argument, schema, &mut |c| Some(self.pending(c))) {
+            Some(scale) => Ok(Some(vec![argument.clone(), scale])),
+            None => Err(refused("this avg() of numerics")),
+        }
+    }
+
+    /// The display scale of `expr`'s value, as an expression over the same
+    /// input; a column of [`DYNAMIC`] type asks `column` for its companion.
+    fn scale_of(
+        &self,
+        expr: &Expr,
+        schema: &DFSchema,
+        column: &mut dyn FnMut(&Column) -> Option<Expr>,
+    ) -> Option<Expr> {
+        let static_scale = |data_type: &DataType| match data_type {
+            DataType::Decimal128(_, scale) => Some(lit(i32::from(*scale).max(0))),
+            t if t.is_integer() => Some(lit(0i32)),
+            _ => None,
+        };
+        match expr {
+            Expr::Alias(alias) => self.scale_of(&alias.expr, schema, column),
+            Expr::Literal(value, _) => match value.data_type() {
+                DataType::Decimal256(_, scale) => Some(lit(i32::from(scale).max(0))),
+                other => static_scale(&other),
+            },
+            Expr::Column(c) => {
+                let data_type = datafusion::common::ExprSchema::field_from_column(schema, c)
+                    .ok()?
+                    .data_type()
+                    .clone();
+                match data_type {
+                    DataType::Decimal256(..) => column(c),
+                    other => static_scale(&other),
+                }
+            }
+            Expr::Cast(cast) => self.cast_scale(&cast.expr, cast.field.data_type(), schema, column),
+            Expr::TryCast(cast) => {
+                self.cast_scale(&cast.expr, cast.field.data_type(), schema, column)
+            }
+            Expr::Negative(inner) => self.scale_of(inner, schema, column),
+            Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
+                let left = self.scale_of(left, schema, column)?;
+                let right = self.scale_of(right, schema, column)?;
+                match op {
+                    Operator::Plus | Operator::Minus | Operator::Modulo => {
+                        Some(greater(left, right))
+                    }
+                    Operator::Multiply => Some(left + right),
+                    _ => None,
+                }
+            }
+            Expr::ScalarFunction(function) if function.name() == DIVIDE => {
+                Some(Expr::ScalarFunction(ScalarFunction::new_udf(
+                    Arc::clone(&self.divide_scale),
+                    function.args.clone(),
+                )))
+            }
+            Expr::ScalarFunction(function) if function.name() == PENDING => Some(expr.clone()),
+            Expr::ScalarFunction(function) if function.name() == TO_NUMERIC => {
+                let argument = function.args.first()?;
+                if is_exact_number(&argument.get_type(schema).ok()?) {
+                    self.scale_of(argument, schema, column)
+                } else {
+                    Some(Expr::ScalarFunction(ScalarFunction::new_udf(
+                        Arc::clone(&self.to_numeric_scale),
+                        function.args.clone(),
+                    )))
+                }
+            }
+            Expr::ScalarFunction(function)
+                if self
+                    .rounding
+                    .iter()
+                    .any(|(r, _)| r.name() == function.name()) =>
+            {
+                match function.args.get(1) {
+                    None => Some(lit(0i32)),
+                    Some(places) => {
+                        let places = places.clone().cast_to(&DataType::Int32, schema).ok()?;
+                        Some(greater(places, lit(0i32)))
+                    }
+                }
+            }
+            Expr::ScalarFunction(function) if function.name() == "abs" => {
+                self.scale_of(function.args.first()?, schema, column)
+            }
+            Expr::Case(case) => {
+                let mut when_then = Vec::with_capacity(case.when_then_expr.len());
+                for (when, then) in &case.when_then_expr {
+                    when_then.push((when.clone(), Box::new(self.scale_of(then, schema, column)?)));
+                }
+                let otherwise = match &case.else_expr {
+                    Some(other) => Some(Box::new(self.scale_of(other, schema, column)?)),
+                    None => None,
+                };
+                Some(Expr::Case(Case {
+                    expr: case.expr.clone(),
+                    when_then_expr: when_then,
+                    else_expr: otherwise,
+                }))
+            }
+            _ => {
+                // A value of another type: its scale is its type's.
+                let data_type = expr.get_type(schema).ok()?;
+                match data_type {
+                    DataType::Decimal256(..) => None,
+                    other => static_scale(&other),
+                }
+            }
+        }
+    }
+
+    fn cast_scale(
+        &self,
+        inner: &Expr,
+        target: &DataType,
+        schema: &DFSchema,
+        column: &mut dyn FnMut(&Column) -> Option<Expr>,
+    ) -> Option<Expr> {
+        let from = inner.get_type(schema).ok()?;
+        match target {
+            // Widening to 256 bits for arithmetic keeps the value and its
+            // display scale.
+            DataType::Decimal256(..) if is_exact_number(&from) => {
+                self.scale_of(inner, schema, column)
+            }
+            DataType::Decimal128(_, scale) => Some(lit(i32::from(*scale).max(0))),
+            t if t.is_integer() => Some(lit(0i32)),
+            _ => None,
+        }
+    }
+}
+
+/// `CASE WHEN a >= b THEN a ELSE b END` over two scales.
+fn greater(left: Expr, right: Expr) -> Expr {
+    Expr::Case(Case {
+        expr: None,
+        when_then_expr: vec![(Box::new(left.clone().gt_eq(right.clone())), Box::new(left))],
+        else_expr: Some(Box::new(right)),
+    })
+}
+
+/// Threads the display scale of [`DYNAMIC`] result columns up from where
+/// they are computed.
+struct Threads<'a> {
+    functions: &'a Functions,
+    next: usize,
+}
+
+impl Threads<'_> {
+    /// Replaces every [`PENDING`] scale in a projection or aggregate by the
+    /// scale threaded up from its input; refuses the plan if one cannot be.
+    fn resolve_pending(&mut self, plan: LogicalPlan) -> Result<LogicalPlan> {
+        let plan = plan
+            .transform_up_with_subqueries(|node| {
+                if !matches!(node, LogicalPlan::Projection(_) | LogicalPlan::Aggregate(_)) {
+                    return Ok(Transformed::no(node));
+                }
+                let mut pending: Vec<Expr> = Vec::new();
+                for expr in node.expressions() {
+                    expr.apply(|e| {
+                        if let Expr::ScalarFunction(f) = e
+                            && f.name() == PENDING
+                            && !pending.contains(e)
+                        {
+                            pending.push(e.clone());
+                        }
+                        Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+                    })?;
+                }
+                if pending.is_empty() {
+                    return Ok(Transformed::no(node));
+                }
+                let mut input = node.inputs()[0].clone();
+                let mut resolved: Vec<(Expr, Expr)> = Vec::new();
+                for call in pending {
+                    let Expr::ScalarFunction(f) = &call else {
+                        continue;
+                    };
+                    let Some(Expr::Column(column)) = f.args.first() else {
+                        continue;
+                    };
+                    if let Some((threaded, scale)) = self.thread(input.clone(), column)? {
+                        input = threaded;
+                        resolved.push((call, scale));
+                    }
+                }
+                let names = NamePreserver::new(&node);
+                let exprs = node
+                    .expressions()
+                    .into_iter()
+                    .map(|expr| {
+                        let saved = names.save(&expr);
+                        let replaced = expr.transform_up(|e| {
+                            Ok(match resolved.iter().find(|(call, _)| *call == e) {
+                                Some((_, scale)) => Transformed::yes(scale.clone()),
+                                None => Transformed::no(e),
+                            })
+                        })?;
+                        Ok(saved.restore(replaced.data))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(Transformed::yes(node.with_new_exprs(exprs, vec![input])?))
+            })?
+            .data;
+        let mut left = false;
+        plan.apply_with_subqueries(|node| {
+            node.apply_expressions(|expr| {
+                expr.apply(|e| {
+                    left |= matches!(e, Expr::ScalarFunction(f) if f.name() == PENDING);
+                    Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+                })
+            })
+        })?;
+        if left {
+            return Err(refused("this use of a numeric computed in a subquery"));
+        }
+        Ok(plan)
+    }
+
+    fn fresh(&mut self) -> String {
+        self.next += 1;
+        format!("{COMPANION}{}", self.next)
+    }
+
+    /// Prints every [`DYNAMIC`] column of the result at its display scale.
+    fn display(&mut self, plan: LogicalPlan) -> Result<LogicalPlan> {
+        let dynamic: Vec<usize> = plan
+            .schema()
+            .fields()
+            .iter()
+            .enumerate()
+            .filter(|(_, field)| matches!(field.data_type(), DataType::Decimal256(..)))
+            .map(|(index, _)| index)
+            .collect();
+        if dynamic.is_empty() {
+            return Ok(plan);
+        }
+        let output = plan.schema().as_ref().clone();
+        let mut scales = Vec::new();
+        let mut plan = plan;
+        for index in &dynamic {
+            let (qualifier, field) = output.qualified_field(*index);
+            let column = Column::from((qualifier, field));
+            let Some((threaded, scale)) = self.thread(plan, &column)? else {
+                return Err(refused(&format!(
+                    "printing the numeric column \"{}\"",
+                    super::display_name(field.name())
+                )));
+            };
+            plan = threaded;
+            scales.push(scale);
+        }
+        let plan = Arc::new(plan);
+        let exprs = output
+            .iter()
+            .enumerate()
+            .map(|(index, (qualifier, field))| {
+                let column = Expr::Column(Column::from((qualifier, field)));
+                match dynamic.iter().position(|i| *i == index) {
+                    Some(at) => Expr::ScalarFunction(ScalarFunction::new_udf(
+                        Arc::clone(&self.functions.display),
+                        vec![column, scales[at].clone()],
+                    ))
+                    .alias_qualified(qualifier.cloned(), field.name()),
+                    None => column,
+                }
+            })
+            .collect();
+        Ok(LogicalPlan::Projection(Projection::try_new(exprs, plan)?))
+    }
+
+    /// `plan` with `column`'s display scale available as an expression over
+    /// its output; `None` when it cannot be followed.
+    fn thread(
+        &mut self,
+        plan: LogicalPlan,
+        column: &Column,
+    ) -> Result<Option<(LogicalPlan, Expr)>> {
+        let Ok(index) = plan.schema().index_of_column(column) else {
+            return Ok(None);
+        };
+        match plan {
+            LogicalPlan::Projection(projection) => {
+                let expr = projection.expr[index].clone();
+                let input = Arc::unwrap_or_clone(projection.input);
+                let Some((input, scale)) = self.scale_in(input, &expr)? else {
+                    return Ok(None);
+                };
+                let name = self.fresh();
+                let mut exprs = projection.expr;
+                exprs.push(scale.alias(&name));
+                let plan = LogicalPlan::Projection(Projection::try_new(exprs, Arc::new(input))?);
+                Ok(Some((plan, Expr::Column(Column::from_name(name)))))
+            }
+            LogicalPlan::Aggregate(aggregate) => {
+                let groups = aggregate.group_expr.len();
+                let Some(expr) = index
+                    .checked_sub(groups)
+                    .and_then(|at| aggregate.aggr_expr.get(at))
+                    .cloned()
+                else {
+                    return Ok(None);
+                };
+                let mut inner = &expr;
+                while let Expr::Alias(alias) = inner {
+                    inner = &alias.expr;
+                }
+                let Expr::AggregateFunction(function) = inner else {
+                    return Ok(None);
+                };
+                let input = Arc::unwrap_or_clone(aggregate.input);
+                let (input, companion) = match function.func.name() {
+                    AVG => (
+                        input,
+                        Expr::AggregateFunction(AggregateFunction {
+                            func: Arc::clone(&self.functions.avg_scale),
+                            params: function.params.clone(),
+                        }),
+                    ),
+                    "sum" => {
+                        let Some(argument) = function.params.args.first() else {
+                            return Ok(None);
+                        };
+                        let Some((input, scale)) = self.scale_in(input, argument)? else {
+                            return Ok(None);
+                        };
+                        let mut params = function.params.clone();
+                        params.args = vec![scale];
+                        params.distinct = false;
+                        (
+                            input,
+                            Expr::AggregateFunction(AggregateFunction {
+                                func: Arc::clone(&self.functions.max),
+                                params,
+                            }),
+                        )
+                    }
+                    // The scale of the value chosen: the first in the
+                    // aggregate's own order.
+                    name @ ("max" | "min") => {
+                        let Some(argument) = function.params.args.first() else {
+                            return Ok(None);
+                        };
+                        let Some((input, scale)) = self.scale_in(input, argument)? else {
+                            return Ok(None);
+                        };
+                        let mut params = function.params.clone();
+                        params.args = vec![scale];
+                        params.distinct = false;
+                        params.order_by = vec![datafusion::logical_expr::SortExpr::new(
+                            argument.clone(),
+                            name == "min",
+                            false,
+                        )];
+                        (
+                            input,
+                            Expr::AggregateFunction(AggregateFunction {
+                                func: Arc::clone(&self.functions.first_value),
+                                params,
+                            }),
+                        )
+                    }
+                    _ => return Ok(None),
+                };
+                let name = self.fresh();
+                let mut aggr_expr = aggregate.aggr_expr;
+                aggr_expr.push(companion.alias(&name));
+                let plan = LogicalPlan::Aggregate(Aggregate::try_new(
+                    Arc::new(input),
+                    aggregate.group_expr,
+                    aggr_expr,
+                )?);
+                Ok(Some((plan, Expr::Column(Column::from_name(name)))))
+            }
+            LogicalPlan::Window(window) => {
+                let inputs = window.input.schema().fields().len();
+                if index < inputs {
+                    let input_column = Column::from(window.input.schema().qualified_field(index));
+                    let input = Arc::unwrap_or_clone(window.input);
+                    let Some((input, scale)) = self.thread(input, &input_column)? else {
+                        return Ok(None);
+                    };
+                    let plan =
+                        LogicalPlan::Window(Window::try_new(window.window_expr, Arc::new(input))?);
+                    return Ok(Some((plan, scale)));
+                }
+                let expr = window.window_expr[index - inputs].clone();
+                let mut inner = &expr;
+                while let Expr::Alias(alias) = inner {
+                    inner = &alias.expr;
+                }
+                let Expr::WindowFunction(function) = inner else {
+                    return Ok(None);
+                };
+                if function.fun.name() != AVG {
+                    return Ok(None);
+                }
+                let companion = Expr::WindowFunction(Box::new(WindowFunction {
+                    fun: WindowFunctionDefinition::AggregateUDF(Arc::clone(
+                        &self.functions.avg_scale,
+                    )),
+                    params: function.params.clone(),
+                }));
+                let name = self.fresh();
+                let mut window_expr = window.window_expr;
+                window_expr.push(companion.alias(&name));
+                let plan = LogicalPlan::Window(Window::try_new(window_expr, window.input)?);
+                Ok(Some((plan, Expr::Column(Column::from_name(name)))))
+            }
+            LogicalPlan::SubqueryAlias(alias) => {
+                let input_column = Column::from(alias.input.schema().qualified_field(index));
+                let input = Arc::unwrap_or_clone(alias.input);
+                let Some((input, scale)) = self.thread(input, &input_column)? else {
+                    return Ok(None);
+                };
+                let plan = LogicalPlan::SubqueryAlias(SubqueryAlias::try_new(
+                    Arc::new(input),
+                    alias.alias.clone(),
+                )?);
+                // The companion column takes the alias as its qualifier.
+                let scale = match scale {
+                    Expr::Column(c) => Expr::Column(Column::new(Some(alias.alias), c.name)),
+                    other => other,
+                };
+                Ok(Some((plan, scale)))
+            }
+            LogicalPlan::Filter(_)
+            | LogicalPlan::Sort(_)
+            | LogicalPlan::Limit(_)
+            | LogicalPlan::Distinct(datafusion::logical_expr::Distinct::All(_))
+            | LogicalPlan::Join(_) => {
+                let inputs: Vec<LogicalPlan> =
+                    plan.inputs().into_iter().cloned().collect::<Vec<_>>();
+                let Some(at) = inputs
+                    .iter()
+                    .position(|input| input.schema().index_of_column(column).is_ok())
+                else {
+                    return Ok(None);
+                };
+                let mut inputs = inputs;
+                let input = inputs.remove(at);
+                let Some((input, scale)) = self.thread(input, column)? else {
+                    return Ok(None);
+                };
+                inputs.insert(at, input);
+                let plan = plan.with_new_exprs(plan.expressions(), inputs)?;
+                Ok(Some((plan, scale)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// `input` with the display scale of `expr` (an expression over its
+    /// output) available.
+    fn scale_in(&mut self, input: LogicalPlan, expr: &Expr) -> Result<Option<(LogicalPlan, Expr)>> {
+        let mut input = Some(input);
+        let mut failed: Option<DataFusionError> = None;
+        let schema = input
+            .as_ref()
+            .map(|plan| Arc::clone(plan.schema()))
+            .unwrap_or_else(|| Arc::new(DFSchema::empty()));
+        let functions = self.functions;
+        let scale = functions.scale_of(expr, &schema, &mut |c: &Column| {
+            let plan = input.take()?;
+            let fallback = plan.clone();
+            match self.thread(plan, c) {
+                Ok(Some((threaded, scale))) => {
+                    input = Some(threaded);
+                    Some(scale)
+                }
+                Ok(None) => {
+                    input = Some(fallback);
+                    None
+                }
+                Err(error) => {
+                    failed = Some(error);
+                    input = Some(fallback);
+                    None
+                }
+            }
+        });
+        if let Some(error) = failed {
+            return Err(error);
+        }
+        Ok(scale.zip(input).map(|(scale, input)| (input, scale)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn number(text: &str) -> Number {
+        let (integer, fraction) = text.split_once('.').unwrap_or((text, ""));
+        Number {
+            digits: i256::from_string(&format!("{integer}{fraction}")).unwrap(),
+            scale: fraction.len() as u32,
+        }
+    }
+
+    /// `a / b` as PostgreSQL prints it.
+    fn quotient(a: &str, b: &str) -> String {
+        let (a, b) = (number(a), number(b));
+        let scale = div_scale(a, a.scale as i32, b, b.scale as i32);
+        text(
+            divide(a, b, scale as u32).unwrap(),
+            scale as u32,
+            scale as u32,
+        )
+    }
+
+    #[test]
+    fn division_scale_as_postgres_selects_it() {
+        // Each expected value is PostgreSQL 15's `SELECT a::numeric / b`.
+        assert_eq!(quotient("1", "3"), "0.33333333333333333333");
+        assert_eq!(quotient("10", "4"), "2.5000000000000000");
+        assert_eq!(quotient("3", "2"), "1.5000000000000000");
+        assert_eq!(quotient("2", "2"), "1.00000000000000000000");
+        assert_eq!(quotient("1.9", "1"), "1.90000000000000000000");
+        assert_eq!(quotient("19", "10"), "1.9000000000000000");
+        assert_eq!(quotient("100000", "3"), "33333.333333333333");
+        assert_eq!(quotient("-2", "3"), "-0.66666666666666666667");
+        assert_eq!(quotient("1", "8.00"), "0.12500000000000000000");
+        assert_eq!(quotient("0", "5"), "0.00000000000000000000");
+        assert_eq!(quotient("5.5", "0.25"), "22.0000000000000000");
+    }
+
+    #[test]
+    fn text_pads_and_rounds_to_the_display_scale() {
+        assert_eq!(text(i256::from(15), 1, 3), "1.500");
+        assert_eq!(text(i256::from(-5), 2, 2), "-0.05");
+        assert_eq!(text(i256::from(125), 2, 1), "1.3");
+        assert_eq!(text(i256::from(7), 0, 0), "7");
+    }
+}
