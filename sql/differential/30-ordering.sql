@@ -27,3 +27,5 @@ SELECT count(*) FROM nums WHERE i4 NOT IN (1, 2);
 SELECT count(*) FROM nums WHERE i4 NOT IN (1, NULL);
 SELECT coalesce(NULL, 2, 3), nullif(1, 1), nullif(1, 2);
 SELECT id, CASE WHEN i4 > 0 THEN 'pos' WHEN i4 < 0 THEN 'neg' END FROM nums ORDER BY id;
+SELECT id FROM orders ORDER BY id OFFSET 2 ROWS FETCH NEXT 2 ROWS ONLY;
+SELECT id FROM orders ORDER BY id DESC FETCH FIRST ROW ONLY;

@@ -23,3 +23,7 @@ WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 10) SEL
 WITH RECURSIVE r(a, b) AS (SELECT 1, 1 UNION ALL SELECT a + 1, a + 1 FROM r WHERE a < 5) SELECT * FROM r ORDER BY a;
 SELECT o.id, c.region FROM orders o JOIN customers c USING (id) ORDER BY o.id LIMIT 5;
 SELECT * FROM customers NATURAL JOIN (SELECT id, 'x' AS tag FROM orders WHERE id < 4) s ORDER BY id;
+SELECT id, qty > ANY (SELECT qty FROM orders WHERE id BETWEEN 5 AND 7), qty <= ALL (SELECT qty FROM orders WHERE id BETWEEN 5 AND 7) FROM orders WHERE id < 6 ORDER BY id;
+SELECT x, x > ANY (SELECT i2 FROM nums WHERE id IN (5, 6, 7)), x < ALL (SELECT i2 FROM nums WHERE id IN (5, 6, 7)), x = ALL (SELECT i2 FROM nums WHERE id = 5), x <> ANY (SELECT i2 FROM nums WHERE id > 100) FROM (VALUES (-1), (3), (10), (NULL)) t(x) ORDER BY x NULLS FIRST;
+SELECT id FROM customers WHERE id <> ALL (SELECT customer_id FROM orders) ORDER BY id;
+SELECT x, x >= ALL (SELECT i2 FROM nums WHERE id > 100), x <= ANY (SELECT i2 FROM nums WHERE id IN (1, 6)) FROM (VALUES (0), (1), (NULL)) t(x) ORDER BY x NULLS FIRST;

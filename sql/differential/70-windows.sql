@@ -10,3 +10,5 @@ SELECT id, first_value(id) OVER (PARTITION BY status ORDER BY id), last_value(id
 SELECT id, ntile(4) OVER (ORDER BY id), percent_rank() OVER (ORDER BY qty), cume_dist() OVER (ORDER BY qty) FROM orders ORDER BY id LIMIT 10;
 SELECT status, id, nth_value(id, 2) OVER (PARTITION BY status ORDER BY id) FROM orders WHERE id < 20 ORDER BY status, id;
 SELECT id, sum(qty) OVER w, max(qty) OVER w FROM orders WINDOW w AS (PARTITION BY status ORDER BY id) ORDER BY id LIMIT 10;
+SELECT id, avg(qty) OVER (ORDER BY id ROWS BETWEEN 2 PRECEDING AND CURRENT ROW), max(qty) OVER (ORDER BY id ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING) FROM orders ORDER BY id LIMIT 6;
+SELECT id, sum(amount) OVER (PARTITION BY status ORDER BY id ROWS UNBOUNDED PRECEDING) FROM orders WHERE id < 9 ORDER BY id;

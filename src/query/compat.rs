@@ -145,6 +145,7 @@ impl VisitorMut for Compatibility {
     type Break = ();
 
     fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        fetch_as_limit(query);
         lateral_scalar_functions(query);
         distinct_on_over_subqueries(query);
         ControlFlow::Continue(())
@@ -209,6 +210,28 @@ impl VisitorMut for Compatibility {
         self.relations.pop();
         self.outputs.pop();
         self.derived.pop();
+        ControlFlow::Continue(())
+    }
+
+    /// Rewritten before the subquery inside is visited as a scalar one.
+    fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        let replacement = match expr {
+            Expr::AnyOp {
+                left,
+                compare_op,
+                right,
+                ..
+            } => quantified_subquery(left, compare_op, right, false),
+            Expr::AllOp {
+                left,
+                compare_op,
+                right,
+            } => quantified_subquery(left, compare_op, right, true),
+            _ => None,
+        };
+        if let Some(replacement) = replacement {
+            *expr = replacement;
+        }
         ControlFlow::Continue(())
     }
 
@@ -1936,6 +1959,77 @@ fn first_row(query: &mut Query) -> bool {
     true
 }
 
+/// `x op ANY (subquery)` and `x op ALL (subquery)` with PostgreSQL's
+/// three-valued answer: `= ANY` is `IN`, `<> ALL` is `NOT IN`; the other
+/// comparisons compare with the subquery's least or greatest value, and
+/// count its rows and NULLs for the cases the comparison alone does not
+/// settle (no rows: ANY is false and ALL true; a NULL on either side and
+/// no deciding value: NULL).
+fn quantified_subquery(
+    left: &Expr,
+    op: &datafusion::sql::sqlparser::ast::BinaryOperator,
+    right: &Expr,
+    all: bool,
+) -> Option<Expr> {
+    use datafusion::sql::sqlparser::ast::BinaryOperator;
+    let mut right = right;
+    while let Expr::Nested(inner) = right {
+        right = inner;
+    }
+    let Expr::Subquery(subquery) = right else {
+        return None;
+    };
+    match (op, all) {
+        (BinaryOperator::Eq, false) | (BinaryOperator::NotEq, true) => {
+            return Some(Expr::InSubquery {
+                expr: Box::new(left.clone()),
+                subquery: subquery.clone(),
+                negated: all,
+            });
+        }
+        _ => {}
+    }
+    let over = |aggregate: &str| {
+        format!("(SELECT {aggregate} FROM ({subquery}) AS pgaccel_quantified(pgaccel_value))")
+    };
+    let x = format!("({left})");
+    let count = over("count(*)");
+    let nulls = format!(
+        "({x} IS NULL OR {} > 0)",
+        over("count(*) - count(pgaccel_value)")
+    );
+    let (least, greatest) = (over("min(pgaccel_value)"), over("max(pgaccel_value)"));
+    let sql = match (op, all) {
+        // Some value satisfies the comparison: the extreme one does.
+        (BinaryOperator::Gt | BinaryOperator::GtEq, false) => format!(
+            "CASE WHEN {x} {op} {least} THEN true WHEN {count} = 0 THEN false WHEN {nulls} THEN NULL ELSE false END"
+        ),
+        (BinaryOperator::Lt | BinaryOperator::LtEq, false) => format!(
+            "CASE WHEN {x} {op} {greatest} THEN true WHEN {count} = 0 THEN false WHEN {nulls} THEN NULL ELSE false END"
+        ),
+        (BinaryOperator::NotEq, false) => format!(
+            "CASE WHEN {count} = 0 THEN false WHEN {x} <> {least} OR {x} <> {greatest} THEN true WHEN {nulls} THEN NULL ELSE false END"
+        ),
+        // Some value fails the comparison: the extreme one does.
+        (BinaryOperator::Gt | BinaryOperator::GtEq, true) => format!(
+            "CASE WHEN {count} = 0 THEN true WHEN NOT ({x} {op} {greatest}) THEN false WHEN {nulls} THEN NULL ELSE true END"
+        ),
+        (BinaryOperator::Lt | BinaryOperator::LtEq, true) => format!(
+            "CASE WHEN {count} = 0 THEN true WHEN NOT ({x} {op} {least}) THEN false WHEN {nulls} THEN NULL ELSE true END"
+        ),
+        (BinaryOperator::Eq, true) => format!(
+            "CASE WHEN {count} = 0 THEN true WHEN {x} <> {least} OR {x} <> {greatest} THEN false WHEN {nulls} THEN NULL ELSE true END"
+        ),
+        _ => return None,
+    };
+    datafusion::sql::sqlparser::parser::Parser::new(
+        &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
+    )
+    .try_with_sql(&sql)
+    .and_then(|mut parser| parser.parse_expr())
+    .ok()
+}
+
 /// `CASE WHEN condition THEN result [ELSE otherwise] END`.
 fn case_when(condition: Expr, result: Expr, otherwise: Option<Expr>) -> Expr {
     use datafusion::sql::sqlparser::ast::helpers::attached_token::AttachedToken;
@@ -2027,6 +2121,42 @@ fn single_aggregate_row(select: &Select) -> bool {
             }
             _ => false,
         })
+}
+
+/// `FETCH FIRST n ROWS ONLY` (the SQL standard's LIMIT) as `LIMIT n`;
+/// `n` defaults to 1. `WITH TIES` and `PERCENT` are left to be refused.
+fn fetch_as_limit(query: &mut Query) {
+    use datafusion::sql::sqlparser::ast::LimitClause;
+    let Some(fetch) = &query.fetch else {
+        return;
+    };
+    if fetch.with_ties || fetch.percent {
+        return;
+    }
+    let count = fetch
+        .quantity
+        .clone()
+        .unwrap_or_else(|| Expr::value(Value::Number("1".to_owned(), false)));
+    let offset = match query.limit_clause.take() {
+        Some(LimitClause::LimitOffset {
+            limit: None,
+            offset,
+            limit_by,
+        }) if limit_by.is_empty() => offset,
+        None => None,
+        other => {
+            // LIMIT and FETCH together: PostgreSQL refuses it; so does
+            // DataFusion, on the FETCH left in place.
+            query.limit_clause = other;
+            return;
+        }
+    };
+    query.fetch = None;
+    query.limit_clause = Some(LimitClause::LimitOffset {
+        limit: Some(count),
+        offset,
+        limit_by: Vec::new(),
+    });
 }
 
 fn limits_to_one_or_more(query: &Query) -> bool {

@@ -20,7 +20,7 @@ use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
     CastKind, DataType, Expr, GroupByExpr, LimitClause, OrderByKind, Query, Select, Statement,
-    Value, VisitMut, VisitorMut,
+    Value, VisitMut, VisitorMut, WindowFrameBound, WindowType,
 };
 
 /// Types the integer literals of a query statement as PostgreSQL would.
@@ -71,6 +71,28 @@ fn group_by_exprs(select: &mut Select) -> impl Iterator<Item = &mut Expr> {
     }
 }
 
+/// The offsets of a window frame (`ROWS BETWEEN 2 PRECEDING AND 1
+/// FOLLOWING`), which DataFusion reads only as plain numbers.
+fn frame_offsets(expr: &mut Expr) -> Vec<&mut Expr> {
+    let Expr::Function(function) = expr else {
+        return Vec::new();
+    };
+    let Some(WindowType::WindowSpec(spec)) = &mut function.over else {
+        return Vec::new();
+    };
+    let Some(frame) = &mut spec.window_frame else {
+        return Vec::new();
+    };
+    std::iter::once(&mut frame.start_bound)
+        .chain(frame.end_bound.as_mut())
+        .filter_map(|bound| match bound {
+            WindowFrameBound::Preceding(Some(offset))
+            | WindowFrameBound::Following(Some(offset)) => Some(offset.as_mut()),
+            _ => None,
+        })
+        .collect()
+}
+
 impl VisitorMut for IntegerLiterals {
     type Break = ();
 
@@ -98,7 +120,13 @@ impl VisitorMut for IntegerLiterals {
         ControlFlow::Continue(())
     }
 
+    fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        mark_positions(frame_offsets(expr).into_iter(), true);
+        ControlFlow::Continue(())
+    }
+
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        mark_positions(frame_offsets(expr).into_iter(), false);
         let Expr::Value(value) = expr else {
             return ControlFlow::Continue(());
         };
@@ -184,6 +212,16 @@ mod tests {
         let rewritten = rewrite(sql);
         let case = "CASE WHEN x > CAST(100 AS INT) THEN 'a' END";
         assert_eq!(rewritten.matches(case).count(), 3, "{rewritten}");
+    }
+
+    #[test]
+    fn window_frame_offsets_stay_numbers() {
+        assert_eq!(
+            rewrite(
+                "SELECT sum(x) OVER (ORDER BY y ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING) FROM t"
+            ),
+            "SELECT sum(x) OVER (ORDER BY y ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING) FROM t"
+        );
     }
 
     #[test]
