@@ -43,3 +43,7 @@ SELECT s, a / b, a::text FROM (SELECT status s, avg(qty) a, avg(amount) b FROM o
 SELECT avg(a), sum(a), max(a) FROM (SELECT avg(qty) a FROM orders GROUP BY status) t;
 WITH s AS (SELECT customer_id, avg(qty) AS q FROM orders GROUP BY customer_id) SELECT c.name, s.q FROM customers c JOIN s ON s.customer_id = c.id WHERE c.id < 6 ORDER BY c.id;
 SELECT status, sum(amount) / sum(qty) AS per_unit, sum(amount) * 100 / (SELECT sum(amount) FROM orders) AS share FROM orders GROUP BY status ORDER BY per_unit;
+SELECT status, stddev(qty), var_pop(qty), stddev_pop(amount), variance(amount) FROM orders GROUP BY status ORDER BY status;
+SELECT stddev(x), variance(x), stddev_pop(x), var_samp(x) FROM (VALUES (1), (1)) t(x);
+SELECT stddev(i4), var_pop(n), stddev_samp(i8) FROM nums WHERE id IN (1, 2, 7);
+SELECT var_samp(x), var_pop(x), every(x > 2) FROM (VALUES (5)) t(x);

@@ -231,6 +231,7 @@ struct Functions {
     float_round: Arc<ScalarUDF>,
     to_numeric_scale: Arc<ScalarUDF>,
     pending: Arc<ScalarUDF>,
+    spreads: Vec<(&'static str, Arc<AggregateUDF>)>,
 }
 
 impl Functions {
@@ -270,6 +271,16 @@ impl Functions {
             float_round: scalar(FLOAT_ROUND)?,
             to_numeric_scale: scalar(TO_NUMERIC_SCALE)?,
             pending: scalar(PENDING)?,
+            spreads: [
+                Spread::VarianceSample,
+                Spread::VariancePopulation,
+                Spread::DeviationSample,
+                Spread::DeviationPopulation,
+            ]
+            .into_iter()
+            .flat_map(|spread| [spread.name(false), spread.name(true)])
+            .map(|name| Ok((name, aggregate(name)?)))
+            .collect::<Result<_>>()?,
         })
     }
 }
@@ -430,6 +441,28 @@ impl Functions {
                     ),
                 )))
             }
+            Expr::AggregateFunction(aggregate)
+                if Spread::of(aggregate.func.name()).is_some()
+                    && aggregate.params.args.len() == 1 =>
+            {
+                let Ok(data_type) = aggregate.params.args[0].get_type(schema) else {
+                    return Ok(Transformed::no(expr));
+                };
+                if !is_exact_number(&data_type) {
+                    return Ok(Transformed::no(expr));
+                }
+                if matches!(data_type, DataType::Decimal256(..)) {
+                    return Err(refused("stddev() or variance() of a computed numeric"));
+                }
+                let spread = Spread::of(aggregate.func.name()).unwrap_or(Spread::VarianceSample);
+                let func = self.spread(spread, false)?;
+                Ok(Transformed::yes(Expr::AggregateFunction(
+                    AggregateFunction {
+                        func,
+                        params: aggregate.params.clone(),
+                    },
+                )))
+            }
             Expr::AggregateFunction(aggregate) if aggregate.func.name() == "avg" => {
                 let Some(argument) = aggregate.params.args.first() else {
                     return Ok(Transformed::no(expr));
@@ -460,6 +493,16 @@ impl Functions {
             }
             _ => Ok(Transformed::no(expr)),
         }
+    }
+
+    /// The aggregate computing `spread` (or its display scale).
+    fn spread(&self, spread: Spread, scale_only: bool) -> Result<Arc<AggregateUDF>> {
+        let name = spread.name(scale_only);
+        self.spreads
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, udaf)| Arc::clone(udaf))
+            .ok_or_else(|| DataFusionError::Internal(format!("{name} is not registered")))
     }
 
     /// The display scale of `column`, computed in another plan node: left
@@ -822,6 +865,24 @@ impl Threads<'_> {
                             }),
                         )
                     }
+                    name if self.functions.spreads.iter().any(|(n, _)| *n == name) => {
+                        let spread = [
+                            Spread::VarianceSample,
+                            Spread::VariancePopulation,
+                            Spread::DeviationSample,
+                            Spread::DeviationPopulation,
+                        ]
+                        .into_iter()
+                        .find(|spread| spread.name(false) == name)
+                        .ok_or_else(|| DataFusionError::Internal(name.to_owned()))?;
+                        (
+                            input,
+                            Expr::AggregateFunction(AggregateFunction {
+                                func: self.functions.spread(spread, true)?,
+                                params: function.params.clone(),
+                            }),
+                        )
+                    }
                     // The scale of the value chosen: the first in the
                     // aggregate's own order.
                     name @ ("max" | "min") => {
@@ -1063,6 +1124,28 @@ mod tests {
                 "{rounding:?} {digits}"
             );
         }
+    }
+
+    #[test]
+    fn square_roots_round_half_away_from_zero() {
+        for (n, root) in [
+            (0, 0),
+            (1, 1),
+            (2, 1),
+            (3, 2),
+            (16, 4),
+            (20, 4),
+            (21, 5),
+            (99, 10),
+        ] {
+            assert_eq!(rounded_sqrt(i256::from(n)), Some(i256::from(root)), "{n}");
+        }
+        let big = i256::from_string("100000000000000000000000000000000000000000").unwrap();
+        assert_eq!(
+            rounded_sqrt(big),
+            i256::from_string("316227766016837933200")
+        );
+        assert_eq!(rounded_sqrt(i256::from(-4)), None);
     }
 
     #[test]

@@ -659,6 +659,284 @@ impl datafusion::logical_expr::GroupsAccumulator for AverageGroups {
     }
 }
 
+/// Which of PostgreSQL's `var_samp`, `var_pop`, `stddev_samp` and
+/// `stddev_pop` a [`Variance`] computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Spread {
+    VarianceSample,
+    VariancePopulation,
+    DeviationSample,
+    DeviationPopulation,
+}
+
+impl Spread {
+    /// The spread DataFusion's aggregate `name` computes.
+    pub(super) fn of(name: &str) -> Option<Spread> {
+        Some(match name {
+            "var" => Spread::VarianceSample,
+            "var_pop" => Spread::VariancePopulation,
+            "stddev" => Spread::DeviationSample,
+            "stddev_pop" => Spread::DeviationPopulation,
+            _ => return None,
+        })
+    }
+
+    pub(super) fn name(self, scale_only: bool) -> &'static str {
+        match (self, scale_only) {
+            (Spread::VarianceSample, false) => "pgaccel_var_samp",
+            (Spread::VariancePopulation, false) => "pgaccel_var_pop",
+            (Spread::DeviationSample, false) => "pgaccel_stddev_samp",
+            (Spread::DeviationPopulation, false) => "pgaccel_stddev_pop",
+            (Spread::VarianceSample, true) => "pgaccel_var_samp_scale",
+            (Spread::VariancePopulation, true) => "pgaccel_var_pop_scale",
+            (Spread::DeviationSample, true) => "pgaccel_stddev_samp_scale",
+            (Spread::DeviationPopulation, true) => "pgaccel_stddev_pop_scale",
+        }
+    }
+
+    fn sample(self) -> bool {
+        matches!(self, Spread::VarianceSample | Spread::DeviationSample)
+    }
+
+    fn deviation(self) -> bool {
+        matches!(self, Spread::DeviationSample | Spread::DeviationPopulation)
+    }
+}
+
+/// The square root of `n`, rounded half away from zero.
+pub(super) fn rounded_sqrt(n: i256) -> Option<i256> {
+    if n.is_negative() {
+        return None;
+    }
+    if n == i256::ZERO {
+        return Some(n);
+    }
+    // Newton's method from above: x(k+1) = (x(k) + n / x(k)) / 2.
+    let two = i256::from_i128(2);
+    let bits = 256 - n.leading_zeros();
+    let mut x = i256::ONE.checked_mul(two.checked_pow(bits.div_ceil(2))?)?;
+    loop {
+        let next = x.checked_add(n.checked_div(x)?)?.checked_div(two)?;
+        if next >= x {
+            break;
+        }
+        x = next;
+    }
+    // x = floor(sqrt(n)); round up when n ≥ (x + ½)², i.e. n − x² > x.
+    let remainder = n.checked_sub(x.checked_mul(x)?)?;
+    Some(if remainder > x {
+        x.checked_add(i256::ONE)?
+    } else {
+        x
+    })
+}
+
+/// PostgreSQL's `numeric_stddev_internal` over exact sums: the value (as
+/// [`DYNAMIC`] digits) and its display scale; `None` for too few values.
+pub(super) fn spread(
+    spread: Spread,
+    sum: i256,
+    squares: i256,
+    count: i64,
+    scale: u32,
+) -> Result<Option<(i256, i32)>> {
+    if count <= i64::from(spread.sample()) {
+        return Ok(None);
+    }
+    let n = i256::from(count);
+    // N·Σx² − (Σx)², at twice the inputs' scale.
+    let numerator = n
+        .checked_mul(squares)
+        .and_then(|product| product.checked_sub(sum.checked_mul(sum)?))
+        .ok_or_else(out_of_range)?;
+    if numerator <= i256::ZERO {
+        return Ok(Some((i256::ZERO, 0)));
+    }
+    let denominator = if spread.sample() {
+        n.checked_mul(n.checked_sub(i256::ONE).ok_or_else(out_of_range)?)
+    } else {
+        n.checked_mul(n)
+    }
+    .ok_or_else(out_of_range)?;
+    let numerator = Number {
+        digits: numerator,
+        scale: scale * 2,
+    };
+    let denominator = Number {
+        digits: denominator,
+        scale: 0,
+    };
+    let rscale = div_scale(numerator, (scale * 2) as i32, denominator, 0);
+    let variance = divide(numerator, denominator, rscale as u32).ok_or_else(out_of_range)?;
+    let value = if spread.deviation() {
+        let widened = ten_to(rscale as u32)
+            .and_then(|factor| variance.checked_mul(factor))
+            .ok_or_else(out_of_range)?;
+        rounded_sqrt(widened).ok_or_else(out_of_range)?
+    } else {
+        variance
+    };
+    Ok(Some((to_dynamic(value, rscale as u32)?, rscale)))
+}
+
+/// `var_samp`, `var_pop`, `stddev_samp` and `stddev_pop` of integers and
+/// fixed-scale numerics as PostgreSQL computes them: exact sums, the
+/// quotient at [`div_scale`]'s scale, the root rounded at the same scale.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(super) struct Variance {
+    signature: Signature,
+    spread: Spread,
+    scale_only: bool,
+}
+
+impl AggregateUDFImpl for Variance {
+    fn name(&self) -> &str {
+        self.spread.name(self.scale_only)
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(if self.scale_only {
+            DataType::Int32
+        } else {
+            DYNAMIC
+        })
+    }
+
+    fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
+        if args.is_distinct {
+            return Err(refused("DISTINCT in stddev() or variance()"));
+        }
+        let scale = match args
+            .exprs
+            .first()
+            .map(|e| e.data_type(args.schema))
+            .transpose()?
+        {
+            Some(DataType::Decimal128(_, scale)) => scale.max(0) as u32,
+            _ => 0,
+        };
+        Ok(Box::new(VarianceAccumulator {
+            spread: self.spread,
+            scale_only: self.scale_only,
+            scale,
+            sum: i256::ZERO,
+            squares: i256::ZERO,
+            count: 0,
+        }))
+    }
+
+    fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
+        Ok(vec![
+            Arc::new(Field::new(
+                format!("{}[sum]", args.name),
+                DataType::Decimal256(76, 0),
+                true,
+            )),
+            Arc::new(Field::new(
+                format!("{}[squares]", args.name),
+                DataType::Decimal256(76, 0),
+                true,
+            )),
+            Arc::new(Field::new(
+                format!("{}[count]", args.name),
+                DataType::Int64,
+                true,
+            )),
+        ])
+    }
+}
+
+#[derive(Debug)]
+struct VarianceAccumulator {
+    spread: Spread,
+    scale_only: bool,
+    /// The inputs' scale: `sum` is at it, `squares` at twice it.
+    scale: u32,
+    sum: i256,
+    squares: i256,
+    count: i64,
+}
+
+impl VarianceAccumulator {
+    fn add(&mut self, values: &[ArrayRef], sign: i64) -> Result<()> {
+        let Some(column) = values.first() else {
+            return Ok(());
+        };
+        for digits in digits_of(column).into_iter().flatten() {
+            let square = digits.checked_mul(digits).ok_or_else(out_of_range)?;
+            let (digits, square) = if sign < 0 {
+                (digits.wrapping_neg(), square.wrapping_neg())
+            } else {
+                (digits, square)
+            };
+            self.sum = self.sum.checked_add(digits).ok_or_else(out_of_range)?;
+            self.squares = self.squares.checked_add(square).ok_or_else(out_of_range)?;
+            self.count += sign;
+        }
+        Ok(())
+    }
+}
+
+impl Accumulator for VarianceAccumulator {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        self.add(values, 1)
+    }
+
+    fn retract_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        self.add(values, -1)
+    }
+
+    fn supports_retract_batch(&self) -> bool {
+        true
+    }
+
+    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
+        let sums = states[0].as_primitive::<Decimal256Type>();
+        let squares = states[1].as_primitive::<Decimal256Type>();
+        let counts = states[2].as_primitive::<Int64Type>();
+        for row in 0..sums.len() {
+            if sums.is_null(row) {
+                continue;
+            }
+            self.sum = self
+                .sum
+                .checked_add(sums.value(row))
+                .ok_or_else(out_of_range)?;
+            self.squares = self
+                .squares
+                .checked_add(squares.value(row))
+                .ok_or_else(out_of_range)?;
+            self.count += counts.value(row);
+        }
+        Ok(())
+    }
+
+    fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        Ok(vec![
+            ScalarValue::Decimal256(Some(self.sum), 76, 0),
+            ScalarValue::Decimal256(Some(self.squares), 76, 0),
+            ScalarValue::Int64(Some(self.count)),
+        ])
+    }
+
+    fn evaluate(&mut self) -> Result<ScalarValue> {
+        let result = spread(self.spread, self.sum, self.squares, self.count, self.scale)?;
+        Ok(if self.scale_only {
+            ScalarValue::Int32(result.map(|(_, scale)| scale))
+        } else {
+            ScalarValue::Decimal256(result.map(|(value, _)| value), 76, DYNAMIC_SCALE as i8)
+        })
+    }
+
+    fn size(&self) -> usize {
+        std::mem::size_of_val(self)
+    }
+}
+
 /// How [`RoundNumeric`] rounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) enum Rounding {
@@ -1088,6 +1366,26 @@ pub fn register(state: &mut datafusion::execution::context::SessionState) -> Res
             signature: one_or_two(),
             scale_only,
         })))?;
+    }
+    for spread in [
+        Spread::VarianceSample,
+        Spread::VariancePopulation,
+        Spread::DeviationSample,
+        Spread::DeviationPopulation,
+    ] {
+        for scale_only in [false, true] {
+            state.register_udaf(Arc::new(AggregateUDF::new_from_impl(Variance {
+                signature: Signature::any(1, Volatility::Immutable),
+                spread,
+                scale_only,
+            })))?;
+        }
+    }
+    // PostgreSQL's `variance` is `var_samp`, and `every` is `bool_and`.
+    for (name, alias) in [("var", "variance"), ("bool_and", "every")] {
+        if let Some(aggregate) = state.aggregate_functions().get(name).cloned() {
+            state.register_udaf(Arc::new(aggregate.as_ref().clone().with_aliases([alias])))?;
+        }
     }
     for display in [false, true] {
         state.register_udf(Arc::new(ScalarUDF::new_from_impl(Text {
