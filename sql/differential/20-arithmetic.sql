@@ -41,3 +41,5 @@ SELECT id, n / 3 FROM nums WHERE id IN (1, 2, 5, 7, 11) ORDER BY id;
 SELECT id, amount / qty, round(amount / qty, 3), trunc(amount, 1), ceil(amount), floor(amount) FROM orders WHERE id < 6 ORDER BY id;
 SELECT 3.7::float8::int4, 2.5::float8::int4, (-2.5)::float8::int8, 1.5::float4::int2;
 SELECT round(-0.5), round(0.5, 0), round(1.005, 2), round(-1.005, 2), trunc(-0.99, 1);
+SELECT id, mod(i4, 7), mod(n, 2), sign(n), sign(f8), sign(i2) FROM nums WHERE id IN (1, 2, 5, 7, 11) ORDER BY id;
+SELECT gcd(i2, 6), lcm(i4, 4), factorial(5) FROM nums WHERE id = 12;

@@ -1351,6 +1351,18 @@ fn function_call(function: &Function) -> Option<Expr> {
             let from = if is_vector(&array) { 0 } else { 1 };
             Some(subscripts(array, from))
         }
+        // `mod(a, b)` is `a % b` (the remainder takes the dividend's sign in
+        // both); `sign` is DataFusion's `signum` (a numeric keeps its type,
+        // see [`super::numeric`]).
+        "mod" => match <[Expr; 2]>::try_from(arguments(function)) {
+            Ok([a, b]) => Some(Expr::Nested(Box::new(Expr::BinaryOp {
+                left: Box::new(Expr::Nested(Box::new(a))),
+                op: BinaryOperator::Modulo,
+                right: Box::new(Expr::Nested(Box::new(b))),
+            }))),
+            Err(_) => None,
+        },
+        "sign" => Some(call("signum", arguments(function))),
         _ => None,
     }
 }

@@ -364,6 +364,54 @@ impl Functions {
                     .push(argument.cast_to(&DataType::Decimal128(38, 0), schema)?);
                 Ok(Transformed::yes(Expr::AggregateFunction(aggregate)))
             }
+            // `sign(numeric)` is a numeric -1, 0 or 1.
+            Expr::ScalarFunction(function)
+                if function.name() == "signum"
+                    && function.args.len() == 1
+                    && function.args[0]
+                        .get_type(schema)
+                        .is_ok_and(|t| is_decimal(&t)) =>
+            {
+                let x = function.args[0].clone();
+                let one = |n: i128| Expr::Literal(ScalarValue::Decimal128(Some(n), 1, 0), None);
+                Ok(Transformed::yes(Expr::Case(Case {
+                    expr: None,
+                    when_then_expr: vec![
+                        (Box::new(x.clone().gt(lit(0i32))), Box::new(one(1))),
+                        (Box::new(x.clone().lt(lit(0i32))), Box::new(one(-1))),
+                        (Box::new(x.is_not_null()), Box::new(one(0))),
+                    ],
+                    else_expr: None,
+                })))
+            }
+            // `gcd` and `lcm` of `smallint`s and `integer`s are `integer`s.
+            Expr::ScalarFunction(function)
+                if matches!(function.name(), "gcd" | "lcm")
+                    && function.args.iter().all(|a| {
+                        a.get_type(schema)
+                            .is_ok_and(|t| matches!(t, DataType::Int16 | DataType::Int32))
+                    }) =>
+            {
+                Ok(Transformed::yes(expr.cast_to(&DataType::Int32, schema)?))
+            }
+            // `nullif(a, b)` has `a`'s type (`nullif(smallint_col, 0)` is a
+            // smallint, where DataFusion widens it to `b`'s).
+            Expr::ScalarFunction(function) if function.name() == "nullif" => {
+                let (Some(Ok(first)), Ok(result)) = (
+                    function.args.first().map(|a| a.get_type(schema)),
+                    expr.get_type(schema),
+                ) else {
+                    return Ok(Transformed::no(expr));
+                };
+                if first == result || !first.is_integer() {
+                    return Ok(Transformed::no(expr));
+                }
+                Ok(Transformed::yes(expr.cast_to(&first, schema)?))
+            }
+            // `factorial` is a numeric.
+            Expr::ScalarFunction(function) if function.name() == "factorial" => Ok(
+                Transformed::yes(expr.cast_to(&DataType::Decimal128(38, 0), schema)?),
+            ),
             Expr::ScalarFunction(function) => {
                 let Some(rounding) = Rounding::of(function.name()) else {
                     return Ok(Transformed::no(expr));
