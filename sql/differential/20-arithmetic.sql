@@ -43,3 +43,8 @@ SELECT 3.7::float8::int4, 2.5::float8::int4, (-2.5)::float8::int8, 1.5::float4::
 SELECT round(-0.5), round(0.5, 0), round(1.005, 2), round(-1.005, 2), trunc(-0.99, 1);
 SELECT id, mod(i4, 7), mod(n, 2), sign(n), sign(f8), sign(i2) FROM nums WHERE id IN (1, 2, 5, 7, 11) ORDER BY id;
 SELECT gcd(i2, 6), lcm(i4, 4), factorial(5) FROM nums WHERE id = 12;
+SELECT 1.0::float8 / 0;
+SELECT 1e-300::float8 * 1e-300::float8;
+SELECT 'NaN'::float8 / 0::float8, 'Infinity'::float8 * 2, 1.5::float8 - 0.5::float8, 10::float4 / 4::float4;
+SELECT f4 * 2::float4 FROM nums WHERE id = 3;
+SELECT id, f8 / 2, f8 + 1 FROM nums WHERE id IN (1, 2, 5, 7, 8, 9, 10, 11) ORDER BY id;

@@ -26,21 +26,37 @@ use datafusion::optimizer::AnalyzerRule;
 
 use super::QueryError;
 
-/// The analyzer rule that swaps wrapping integer arithmetic for checked.
+/// The analyzer rule that swaps wrapping integer arithmetic for checked,
+/// and float arithmetic for PostgreSQL's (which fails where a finite
+/// operation overflows to infinity or underflows to zero, or divides by
+/// zero, instead of answering `Infinity` or `NaN`).
 #[derive(Debug)]
 pub struct CheckedIntegerArithmetic {
     add: Arc<ScalarUDF>,
     subtract: Arc<ScalarUDF>,
     multiply: Arc<ScalarUDF>,
+    float: [Arc<ScalarUDF>; 4],
 }
 
 impl Default for CheckedIntegerArithmetic {
     fn default() -> Self {
         let udf = |op| Arc::new(ScalarUDF::from(CheckedInteger::new(op)));
+        let float = |op| {
+            Arc::new(ScalarUDF::from(CheckedFloat {
+                op,
+                signature: Signature::any(2, Volatility::Immutable),
+            }))
+        };
         CheckedIntegerArithmetic {
             add: udf(IntegerOp::Add),
             subtract: udf(IntegerOp::Subtract),
             multiply: udf(IntegerOp::Multiply),
+            float: [
+                float(Operator::Plus),
+                float(Operator::Minus),
+                float(Operator::Multiply),
+                float(Operator::Divide),
+            ],
         }
     }
 }
@@ -79,17 +95,29 @@ impl CheckedIntegerArithmetic {
         let Expr::BinaryExpr(BinaryExpr { left, op, right }) = &expr else {
             return Ok(Transformed::no(expr));
         };
-        let udf = match op {
-            Operator::Plus => &self.add,
-            Operator::Minus => &self.subtract,
-            Operator::Multiply => &self.multiply,
-            _ => return Ok(Transformed::no(expr)),
-        };
         // Types that cannot be computed here (a scan's own filters) are left
         // to DataFusion unchanged.
         let (Ok(left_type), Ok(right_type)) = (left.get_type(schema), right.get_type(schema))
         else {
             return Ok(Transformed::no(expr));
+        };
+        if left_type == right_type && matches!(left_type, DataType::Float32 | DataType::Float64) {
+            let udf = match op {
+                Operator::Plus => &self.float[0],
+                Operator::Minus => &self.float[1],
+                Operator::Multiply => &self.float[2],
+                Operator::Divide => &self.float[3],
+                _ => return Ok(Transformed::no(expr)),
+            };
+            let call =
+                ScalarFunction::new_udf(Arc::clone(udf), vec![(**left).clone(), (**right).clone()]);
+            return Ok(Transformed::yes(Expr::ScalarFunction(call)));
+        }
+        let udf = match op {
+            Operator::Plus => &self.add,
+            Operator::Minus => &self.subtract,
+            Operator::Multiply => &self.multiply,
+            _ => return Ok(Transformed::no(expr)),
         };
         if left_type != right_type || integer_name(&left_type).is_none() {
             return Ok(Transformed::no(expr));
@@ -178,6 +206,110 @@ impl ScalarUDFImpl for CheckedInteger {
                 }
                 other => DataFusionError::ArrowError(Box::new(other), None),
             })?;
+        if all_scalar {
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
+                &result, 0,
+            )?))
+        } else {
+            Ok(ColumnarValue::Array(result))
+        }
+    }
+}
+
+/// PostgreSQL's float `+ - * /`: IEEE arithmetic that fails where finite
+/// operands give an infinite result (22003 "value out of range: overflow"),
+/// nonzero operands a zero product or quotient (underflow), or a divisor is
+/// zero (22012).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct CheckedFloat {
+    op: Operator,
+    signature: Signature,
+}
+
+/// Why a float operation fails in PostgreSQL, if it does.
+fn float_failure(
+    op: Operator,
+    a: f64,
+    b: f64,
+    result: f64,
+) -> Option<(&'static str, &'static str)> {
+    const RANGE: &str = "22003";
+    if op == Operator::Divide && b == 0.0 && !a.is_nan() {
+        return Some(("22012", "division by zero"));
+    }
+    if result.is_infinite() && a.is_finite() && b.is_finite() {
+        return Some((RANGE, "value out of range: overflow"));
+    }
+    let underflow = match op {
+        Operator::Multiply => result == 0.0 && a != 0.0 && b != 0.0,
+        Operator::Divide => result == 0.0 && a != 0.0 && !b.is_infinite(),
+        _ => false,
+    };
+    underflow.then_some((RANGE, "value out of range: underflow"))
+}
+
+impl ScalarUDFImpl for CheckedFloat {
+    fn name(&self) -> &str {
+        match self.op {
+            Operator::Plus => "pgaccel_float_add",
+            Operator::Minus => "pgaccel_float_subtract",
+            Operator::Multiply => "pgaccel_float_multiply",
+            _ => "pgaccel_float_divide",
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        Ok(arg_types[0].clone())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        use datafusion::arrow::array::{Array, AsArray, Float64Array};
+        use datafusion::arrow::datatypes::Float64Type;
+        let all_scalar = args
+            .args
+            .iter()
+            .all(|arg| matches!(arg, ColumnarValue::Scalar(_)));
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let data_type = arrays[0].data_type().clone();
+        let left = datafusion::arrow::compute::cast(&arrays[0], &DataType::Float64)?;
+        let right = datafusion::arrow::compute::cast(&arrays[1], &DataType::Float64)?;
+        let (left, right) = (
+            left.as_primitive::<Float64Type>(),
+            right.as_primitive::<Float64Type>(),
+        );
+        let narrow = data_type == DataType::Float32;
+        let mut out = Vec::with_capacity(left.len());
+        for row in 0..left.len() {
+            if left.is_null(row) || right.is_null(row) {
+                out.push(None);
+                continue;
+            }
+            let (a, b) = (left.value(row), right.value(row));
+            let result = match self.op {
+                Operator::Plus => a + b,
+                Operator::Minus => a - b,
+                Operator::Multiply => a * b,
+                _ => a / b,
+            };
+            // A real's result is checked as a real.
+            let result = if narrow {
+                f64::from(result as f32)
+            } else {
+                result
+            };
+            if let Some((code, message)) = float_failure(self.op, a, b, result) {
+                return Err(DataFusionError::External(Box::new(super::PgError::new(
+                    code, message,
+                ))));
+            }
+            out.push(Some(result));
+        }
+        let result: ArrayRef = Arc::new(Float64Array::from(out));
+        let result = datafusion::arrow::compute::cast(&result, &data_type)?;
         if all_scalar {
             Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
                 &result, 0,
