@@ -31,3 +31,6 @@ SELECT id, lag(ts) OVER (ORDER BY id), ts - lag(ts) OVER (ORDER BY id) FROM time
 SELECT generate_series(timestamp '2024-01-01', timestamp '2024-01-03', interval '1 day');
 SELECT * FROM generate_series(date '2024-02-27', date '2024-03-02', interval '1 day') AS g(day);
 SELECT EXTRACT(isodow FROM date '2024-02-25'), EXTRACT(week FROM date '2024-01-01'), EXTRACT(quarter FROM date '2024-05-01');
+SELECT id, d - 1, d + 7, d - date '2024-01-01' AS days, date '2024-03-01' - interval '1 hour' FROM times WHERE id IN (1, 4, 8) ORDER BY id;
+SELECT id, tstz - timestamptz '2024-01-01 00:00:00+00', ts - lag(ts) OVER (ORDER BY ts) FROM times WHERE id IN (1, 3, 4, 5) ORDER BY id;
+SELECT justify_hours(interval '-50 hours'), justify_hours(interval '1 day -5 hours'), justify_days(interval '1 mon -40 days'), justify_interval(interval '29 days 25 hours');

@@ -34,6 +34,7 @@ pub mod sqlstate;
 pub mod statement;
 pub mod system;
 mod table;
+mod temporal;
 pub mod text;
 mod text_casts;
 mod unknown_literals;
@@ -121,7 +122,10 @@ pub fn engine(
     functions::register_aggregates(&mut state)?;
     numeric::register(&mut state)?;
     json::register(&mut state)?;
-    for function in pg_types::functions() {
+    for function in pg_types::functions()
+        .into_iter()
+        .chain(temporal::functions())
+    {
         datafusion::execution::FunctionRegistry::register_udf(&mut state, function)?;
     }
     Ok(Arc::new(Engine::new(

@@ -671,6 +671,7 @@ async fn plan(state: &SessionState, statement: Statement) -> Result<LogicalPlan,
         _ => {
             refuse_correlated_unnest(&plan)?;
             super::array_types::annotate_arrays(plan)
+                .and_then(super::temporal::postgres_temporal)
                 .and_then(|plan| super::numeric::postgres_numerics(plan, state))
                 .and_then(signed_outputs)
                 .map_err(sqlstate::from_datafusion)
