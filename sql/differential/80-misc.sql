@@ -24,3 +24,7 @@ SELECT x FROM (SELECT 1 AS x UNION SELECT 2) s ORDER BY x DESC;
 SELECT sum(x) FROM (VALUES (1), (2), (NULL)) v(x);
 SELECT 'true'::boolean, 'off'::boolean, 't'::bool::text;
 SELECT coalesce(i4, -1), nullif(i2, 0), coalesce(grp, 'none') FROM nums WHERE id = 6;
+SELECT avg(qty) FROM orders UNION ALL SELECT avg(amount) FROM orders;
+SELECT qty / 2.0 AS half, count(*) FROM orders GROUP BY qty / 2.0 ORDER BY 1;
+SELECT stddev(DISTINCT qty) FROM orders;
+SELECT 'NaN'::float8::numeric;

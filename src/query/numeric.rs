@@ -74,6 +74,14 @@ const PENDING: &str = "pgaccel_numeric_pending_scale";
 /// Where a companion column's name starts; never a name a user writes.
 const COMPANION: &str = "__pgaccel_scale_";
 
+/// `what` refused as not supported, with no more said.
+fn unsupported(what: &str) -> DataFusionError {
+    DataFusionError::External(Box::new(PgError::new(
+        sqlstate::FEATURE_NOT_SUPPORTED,
+        format!("{what} is not supported"),
+    )))
+}
+
 fn refused(what: &str) -> DataFusionError {
     DataFusionError::External(Box::new(
         PgError::new(
@@ -304,7 +312,7 @@ pub fn postgres_numerics(
             })?;
             // Types changed below (an average is now numeric) change the
             // types of the columns every node above reads.
-            rewritten.map_data(|node| node.recompute_schema())
+            rewritten.map_data(recompute_schema)
         })?
         .data;
     let mut threads = Threads {
@@ -313,6 +321,17 @@ pub fn postgres_numerics(
     };
     let plan = threads.resolve_pending(plan)?;
     threads.display(plan)
+}
+
+/// `node` with its schema derived again from its inputs and expressions
+/// (DataFusion's `recompute_schema` keeps a union's own).
+pub(super) fn recompute_schema(node: LogicalPlan) -> Result<LogicalPlan> {
+    match node {
+        LogicalPlan::Union(union) => Ok(LogicalPlan::Union(
+            datafusion::logical_expr::Union::try_new_with_loose_types(union.inputs)?,
+        )),
+        other => other.recompute_schema(),
+    }
 }
 
 impl Functions {

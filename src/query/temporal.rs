@@ -177,7 +177,7 @@ pub fn postgres_temporal(plan: LogicalPlan) -> Result<LogicalPlan> {
                 let rewritten = expr.transform_up(|e| rewrite(e, &schema, &justify_hours))?;
                 Ok(rewritten.update_data(|e| saved.restore(e)))
             })?;
-            rewritten.map_data(|node| node.recompute_schema())
+            rewritten.map_data(super::numeric::recompute_schema)
         })?
         .data)
 }

@@ -808,7 +808,7 @@ impl AggregateUDFImpl for Variance {
 
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
         if args.is_distinct {
-            return Err(refused("DISTINCT in stddev() or variance()"));
+            return Err(unsupported("DISTINCT in stddev() or variance()"));
         }
         let scale = match args
             .exprs
@@ -1290,7 +1290,7 @@ impl ScalarUDFImpl for ToNumeric {
                 float_numeric(value).ok_or_else(|| {
                     DataFusionError::External(Box::new(PgError::new(
                         sqlstate::FEATURE_NOT_SUPPORTED,
-                        format!("the numeric {value} is not supported"),
+                        format!("{value} as a numeric is not supported"),
                     )))
                 })?
             } else if let Some(texts) = &texts {
