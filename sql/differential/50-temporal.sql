@@ -34,3 +34,5 @@ SELECT EXTRACT(isodow FROM date '2024-02-25'), EXTRACT(week FROM date '2024-01-0
 SELECT id, d - 1, d + 7, d - date '2024-01-01' AS days, date '2024-03-01' - interval '1 hour' FROM times WHERE id IN (1, 4, 8) ORDER BY id;
 SELECT id, tstz - timestamptz '2024-01-01 00:00:00+00', ts - lag(ts) OVER (ORDER BY ts) FROM times WHERE id IN (1, 3, 4, 5) ORDER BY id;
 SELECT justify_hours(interval '-50 hours'), justify_hours(interval '1 day -5 hours'), justify_days(interval '1 mon -40 days'), justify_interval(interval '29 days 25 hours');
+SELECT id, extract(epoch FROM tstz), extract(milliseconds FROM ts), extract(microseconds FROM ts), extract(epoch FROM d), extract(epoch FROM iv), extract(second FROM iv) FROM times ORDER BY id;
+SELECT id, extract(hour FROM ts), extract(day FROM d), date_part('minute', ts), date_part('year', d) FROM times ORDER BY id;

@@ -286,6 +286,11 @@ impl Compatibility {
                 regproc_comparison(left, op, right)
             }
             Expr::CompoundFieldAccess { root, access_chain } => field_access(root, access_chain),
+            // PostgreSQL's `extract` is a numeric (`date_part` a float8).
+            Expr::Extract { field, expr, .. } => Some(call(
+                super::temporal::EXTRACT_FUNCTION,
+                vec![string(&field.to_string().to_lowercase()), (**expr).clone()],
+            )),
             Expr::Subquery(query) => domain_base_type(query).or_else(|| scalar_subquery(query)),
             // `INTERVAL '1 day 02:03:04'`, in PostgreSQL's syntax.
             Expr::Interval(interval)

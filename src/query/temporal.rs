@@ -20,7 +20,11 @@ use datafusion::logical_expr::{
     ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 
+/// `EXTRACT(field FROM value)`, as [`Extract`] computes it.
+pub const EXTRACT_FUNCTION: &str = "pgaccel_extract";
+
 const NANOS_PER_DAY: i64 = 86_400_000_000_000;
+const MICROS_PER_MINUTE: i64 = 60_000_000;
 const DAYS_PER_MONTH: i32 = 30;
 
 /// Which of PostgreSQL's `justify_*` functions.
@@ -149,9 +153,175 @@ impl ScalarUDFImpl for JustifyFunction {
     }
 }
 
-/// The `justify_*` functions, under their PostgreSQL names.
+/// PostgreSQL's `extract(field FROM value)`: a `numeric`, with the
+/// fraction of a second where the field has one (`second` and `epoch` to
+/// the microsecond, `milliseconds` to the microsecond), computed exactly
+/// from the value; the other fields are DataFusion's `date_part`, as whole
+/// numbers.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Extract {
+    signature: Signature,
+    date_part: Arc<ScalarUDF>,
+}
+
+/// The scale of `extract(field FROM <a value of data_type>)`.
+fn extract_scale(field: &str, data_type: &DataType) -> i8 {
+    match (field, data_type) {
+        (_, DataType::Date32) => 0,
+        ("second" | "epoch", _) => 6,
+        ("milliseconds", _) => 3,
+        _ => 0,
+    }
+}
+
+/// `field` of a value `micros` microseconds after (or, for an interval,
+/// long), as digits at [`extract_scale`]; `None` for a field computed by
+/// `date_part`.
+fn exact_field(field: &str, micros: i64, interval: Option<(i32, i32)>) -> Option<i128> {
+    match field {
+        "second" | "milliseconds" | "microseconds" => Some(i128::from(match interval {
+            Some(_) => micros % MICROS_PER_MINUTE,
+            None => micros.rem_euclid(MICROS_PER_MINUTE),
+        })),
+        "epoch" => Some(match interval {
+            // A year is 365.25 days, a month 30, as PostgreSQL counts.
+            Some((months, days)) => {
+                i128::from(micros)
+                    + i128::from(days) * 86_400_000_000
+                    + i128::from(months / 12) * 31_557_600_000_000
+                    + i128::from(months % 12) * 2_592_000_000_000
+            }
+            None => i128::from(micros),
+        }),
+        _ => None,
+    }
+}
+
+impl ScalarUDFImpl for Extract {
+    fn name(&self) -> &str {
+        EXTRACT_FUNCTION
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Decimal128(38, 0))
+    }
+
+    fn return_field_from_args(
+        &self,
+        args: datafusion::logical_expr::ReturnFieldArgs,
+    ) -> Result<datafusion::arrow::datatypes::FieldRef> {
+        let field = match args.scalar_arguments.first().copied().flatten() {
+            Some(ScalarValue::Utf8(Some(field))) => field.clone(),
+            _ => String::new(),
+        };
+        let scale = extract_scale(&field, args.arg_fields[1].data_type());
+        Ok(Arc::new(datafusion::arrow::datatypes::Field::new(
+            EXTRACT_FUNCTION,
+            DataType::Decimal128(38, scale),
+            true,
+        )))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        use datafusion::arrow::array::Decimal128Builder;
+        let output = args.return_field.data_type().clone();
+        let DataType::Decimal128(_, scale) = output else {
+            return datafusion::common::internal_err!("extract returns a decimal");
+        };
+        let field = match &args.args[0] {
+            ColumnarValue::Scalar(ScalarValue::Utf8(Some(field))) => field.clone(),
+            _ => return datafusion::common::plan_err!("extract needs a constant field"),
+        };
+        let scalar = matches!(args.args[1], ColumnarValue::Scalar(_));
+        let rows = args.number_rows.max(1);
+        let values = args.args[1].to_array(rows)?;
+        let exact = matches!(
+            field.as_str(),
+            "second" | "milliseconds" | "microseconds" | "epoch"
+        );
+        let mut out = Decimal128Builder::with_capacity(values.len());
+        match values.data_type() {
+            DataType::Date32 if exact && field != "epoch" => {
+                return Err(datafusion::error::DataFusionError::External(Box::new(
+                    super::PgError::new(
+                        super::sqlstate::FEATURE_NOT_SUPPORTED,
+                        format!("unit \"{field}\" not supported for type date"),
+                    ),
+                )));
+            }
+            DataType::Date32 if exact => {
+                for day in values.as_primitive::<datafusion::arrow::datatypes::Date32Type>() {
+                    out.append_option(day.map(|day| i128::from(day) * 86_400));
+                }
+            }
+            DataType::Timestamp(..) if exact => {
+                let micros = datafusion::arrow::compute::cast(
+                    &values,
+                    &DataType::Timestamp(TimeUnit::Microsecond, None),
+                )?;
+                let micros = datafusion::arrow::compute::cast(&micros, &DataType::Int64)?;
+                for value in micros.as_primitive::<datafusion::arrow::datatypes::Int64Type>() {
+                    out.append_option(value.and_then(|m| exact_field(&field, m, None)));
+                }
+            }
+            DataType::Interval(_) if exact => {
+                let intervals = datafusion::arrow::compute::cast(
+                    &values,
+                    &DataType::Interval(IntervalUnit::MonthDayNano),
+                )?;
+                for value in intervals.as_primitive::<IntervalMonthDayNanoType>() {
+                    out.append_option(value.and_then(|v| {
+                        exact_field(&field, v.nanoseconds / 1000, Some((v.months, v.days)))
+                    }));
+                }
+            }
+            _ => {
+                // A whole-number field: DataFusion's `date_part`.
+                let field_value = ScalarValue::Utf8(Some(field.clone()));
+                let return_field = self.date_part.return_field_from_args(
+                    datafusion::logical_expr::ReturnFieldArgs {
+                        arg_fields: &args.arg_fields,
+                        scalar_arguments: &[Some(&field_value), None],
+                    },
+                )?;
+                let parts = self.date_part.invoke_with_args(ScalarFunctionArgs {
+                    args: vec![
+                        ColumnarValue::Scalar(ScalarValue::Utf8(Some(field.clone()))),
+                        ColumnarValue::Array(Arc::clone(&values)),
+                    ],
+                    arg_fields: args.arg_fields.clone(),
+                    number_rows: values.len(),
+                    return_field,
+                    config_options: Arc::clone(&args.config_options),
+                })?;
+                let parts = parts.to_array(values.len())?;
+                let decimals = datafusion::arrow::compute::cast(&parts, &output)?;
+                return finish(decimals, scalar);
+            }
+        }
+        let array: ArrayRef = Arc::new(out.finish().with_precision_and_scale(38, scale)?);
+        finish(array, scalar)
+    }
+}
+
+fn finish(array: ArrayRef, scalar: bool) -> Result<ColumnarValue> {
+    if scalar {
+        Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
+            &array, 0,
+        )?))
+    } else {
+        Ok(ColumnarValue::Array(array))
+    }
+}
+
+/// The `justify_*` functions, under their PostgreSQL names, and
+/// [`EXTRACT_FUNCTION`].
 pub fn functions() -> Vec<Arc<ScalarUDF>> {
-    [Justify::Hours, Justify::Days, Justify::Interval]
+    let mut functions: Vec<Arc<ScalarUDF>> = [Justify::Hours, Justify::Days, Justify::Interval]
         .into_iter()
         .map(|justify| {
             Arc::new(ScalarUDF::new_from_impl(JustifyFunction {
@@ -161,7 +331,12 @@ pub fn functions() -> Vec<Arc<ScalarUDF>> {
                 signature: Signature::any(1, Volatility::Immutable),
             }))
         })
-        .collect()
+        .collect();
+    functions.push(Arc::new(ScalarUDF::new_from_impl(Extract {
+        signature: Signature::any(2, Volatility::Immutable),
+        date_part: datafusion::functions::datetime::date_part(),
+    })));
+    functions
 }
 
 /// Plans PostgreSQL's result types for date and timestamp arithmetic into
@@ -187,6 +362,13 @@ fn rewrite(
     schema: &DFSchema,
     justify_hours: &Arc<ScalarUDF>,
 ) -> Result<Transformed<Expr>> {
+    // `date_part()` is a float8 in PostgreSQL.
+    if let Expr::ScalarFunction(function) = &expr
+        && function.name() == "date_part"
+        && expr.get_type(schema).is_ok_and(|t| t != DataType::Float64)
+    {
+        return Ok(Transformed::yes(expr.cast_to(&DataType::Float64, schema)?));
+    }
     let Expr::BinaryExpr(BinaryExpr { left, op, right }) = &expr else {
         return Ok(Transformed::no(expr));
     };
@@ -239,6 +421,25 @@ mod tests {
             days,
             nanoseconds: hours * HOUR,
         }
+    }
+
+    #[test]
+    fn exact_fields_as_postgres() {
+        // PostgreSQL 15: extract(epoch FROM interval '1 year 2 mons 3 days
+        // 04:05:06.5') = 37015506.500000, extract(second FROM interval
+        // '-1 min -2.25 sec') = -2.250000.
+        let time = (4 * 3600 + 5 * 60 + 6) * 1_000_000 + 500_000;
+        assert_eq!(
+            exact_field("epoch", time, Some((14, 3))),
+            Some(37_015_506_500_000)
+        );
+        assert_eq!(
+            exact_field("second", -62_250_000, Some((0, 0))),
+            Some(-2_250_000)
+        );
+        // Before 1970 the second of a timestamp is still 0 to 59.
+        assert_eq!(exact_field("second", -1_000_000, None), Some(59_000_000));
+        assert_eq!(exact_field("hour", 0, None), None);
     }
 
     #[test]
