@@ -36,3 +36,6 @@ SELECT id, tstz - timestamptz '2024-01-01 00:00:00+00', ts - lag(ts) OVER (ORDER
 SELECT justify_hours(interval '-50 hours'), justify_hours(interval '1 day -5 hours'), justify_days(interval '1 mon -40 days'), justify_interval(interval '29 days 25 hours');
 SELECT id, extract(epoch FROM tstz), extract(milliseconds FROM ts), extract(microseconds FROM ts), extract(epoch FROM d), extract(epoch FROM iv), extract(second FROM iv) FROM times ORDER BY id;
 SELECT id, extract(hour FROM ts), extract(day FROM d), date_part('minute', ts), date_part('year', d) FROM times ORDER BY id;
+SELECT id, ts AT TIME ZONE 'America/New_York', tstz AT TIME ZONE 'Asia/Kolkata', (ts AT TIME ZONE 'UTC') AT TIME ZONE 'Australia/Sydney' FROM times ORDER BY id;
+SELECT timestamp '2024-10-27 02:30:00' AT TIME ZONE 'Europe/Paris', timestamp '2024-03-31 02:30:00' AT TIME ZONE 'Europe/Paris', timestamptz '2024-06-01 12:00:00+00' AT TIME ZONE 'Europe/Paris';
+SELECT timestamp '2024-01-01 00:00:00' AT TIME ZONE '+05';

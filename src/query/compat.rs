@@ -286,6 +286,13 @@ impl Compatibility {
                 regproc_comparison(left, op, right)
             }
             Expr::CompoundFieldAccess { root, access_chain } => field_access(root, access_chain),
+            Expr::AtTimeZone {
+                timestamp,
+                time_zone,
+            } => Some(call(
+                super::temporal::AT_TIME_ZONE_FUNCTION,
+                vec![(**timestamp).clone(), (**time_zone).clone()],
+            )),
             // PostgreSQL's `extract` is a numeric (`date_part` a float8).
             Expr::Extract { field, expr, .. } => Some(call(
                 super::temporal::EXTRACT_FUNCTION,

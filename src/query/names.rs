@@ -204,6 +204,7 @@ fn figure_with_strength(expr: &Expr) -> (Option<String>, u8) {
         Expr::Array(_) => strong("array"),
         Expr::Subquery(query) => (subquery_name(query), 2),
         Expr::Extract { .. } => strong("extract"),
+        Expr::AtTimeZone { .. } => strong("timezone"),
         // `substr(...)` is a function of its own name in PostgreSQL.
         Expr::Substring {
             shorthand: true, ..

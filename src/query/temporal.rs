@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, AsArray, IntervalMonthDayNanoArray};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, IntervalMonthDayNanoArray};
 use datafusion::arrow::datatypes::{
     DataType, IntervalMonthDayNano, IntervalMonthDayNanoType, IntervalUnit, TimeUnit,
 };
@@ -22,6 +22,9 @@ use datafusion::logical_expr::{
 
 /// `EXTRACT(field FROM value)`, as [`Extract`] computes it.
 pub const EXTRACT_FUNCTION: &str = "pgaccel_extract";
+
+/// `value AT TIME ZONE zone`, as [`AtTimeZone`] computes it.
+pub const AT_TIME_ZONE_FUNCTION: &str = "pgaccel_at_time_zone";
 
 const NANOS_PER_DAY: i64 = 86_400_000_000_000;
 const MICROS_PER_MINUTE: i64 = 60_000_000;
@@ -318,6 +321,118 @@ fn finish(array: ArrayRef, scalar: bool) -> Result<ColumnarValue> {
     }
 }
 
+/// PostgreSQL's `AT TIME ZONE`: a `timestamptz` becomes the wall-clock
+/// `timestamp` in the zone; a `timestamp` is read as wall-clock time in the
+/// zone and becomes a `timestamptz`. A wall-clock time that a daylight-saving
+/// change skips is read with the offset before the change, one it repeats
+/// with the offset after it, as PostgreSQL reads them. Zones are IANA names
+/// (`Europe/Paris`, `UTC`); a numeric offset is refused.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct AtTimeZone {
+    signature: Signature,
+}
+
+fn zone(name: &str) -> Result<chrono_tz::Tz> {
+    name.parse::<chrono_tz::Tz>().map_err(|_| {
+        datafusion::error::DataFusionError::External(Box::new(super::PgError::new(
+            super::sqlstate::FEATURE_NOT_SUPPORTED,
+            format!("time zone \"{name}\" is not supported: name an IANA time zone"),
+        )))
+    })
+}
+
+/// The UTC instant (microseconds) of wall-clock `local` (microseconds) in
+/// `zone`.
+fn from_local(zone: chrono_tz::Tz, local: i64) -> Option<i64> {
+    use chrono::{LocalResult, Offset, TimeZone};
+    let naive = chrono::DateTime::from_timestamp_micros(local)?.naive_utc();
+    let offset = match zone.offset_from_local_datetime(&naive) {
+        LocalResult::Single(offset) => offset.fix(),
+        // Repeated: the offset after the change.
+        LocalResult::Ambiguous(_, after) => after.fix(),
+        // Skipped: the offset in effect before the change.
+        LocalResult::None => zone
+            .offset_from_utc_datetime(&(naive - chrono::Duration::hours(24)))
+            .fix(),
+    };
+    Some(local - i64::from(offset.local_minus_utc()) * 1_000_000)
+}
+
+/// Wall-clock microseconds in `zone` of the UTC instant `utc`.
+fn to_local(zone: chrono_tz::Tz, utc: i64) -> Option<i64> {
+    use chrono::{Offset, TimeZone};
+    let instant = chrono::DateTime::from_timestamp_micros(utc)?.naive_utc();
+    let offset = zone.offset_from_utc_datetime(&instant).fix();
+    Some(utc + i64::from(offset.local_minus_utc()) * 1_000_000)
+}
+
+impl ScalarUDFImpl for AtTimeZone {
+    fn name(&self) -> &str {
+        AT_TIME_ZONE_FUNCTION
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        Ok(match &arg_types[0] {
+            DataType::Timestamp(_, Some(_)) => DataType::Timestamp(TimeUnit::Microsecond, None),
+            _ => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+        })
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        use datafusion::arrow::array::TimestampMicrosecondArray;
+        use datafusion::arrow::datatypes::TimestampMicrosecondType;
+        let scalar = args
+            .args
+            .iter()
+            .all(|arg| matches!(arg, ColumnarValue::Scalar(_)));
+        let rows = args.number_rows.max(1);
+        let values = args.args[0].to_array(rows)?;
+        let with_zone = matches!(values.data_type(), DataType::Timestamp(_, Some(_)));
+        // A date or text is read as a timestamp first, as PostgreSQL does.
+        let values = datafusion::arrow::compute::cast(
+            &values,
+            &DataType::Timestamp(TimeUnit::Microsecond, None),
+        )?;
+        let zones =
+            datafusion::arrow::compute::cast(&args.args[1].to_array(rows)?, &DataType::Utf8)?;
+        let zones = zones.as_string::<i32>();
+        let values = values.as_primitive::<TimestampMicrosecondType>();
+        let mut out = Vec::with_capacity(values.len());
+        let mut last: Option<(String, chrono_tz::Tz)> = None;
+        for (row, value) in values.iter().enumerate() {
+            let (Some(value), true) = (value, zones.is_valid(row)) else {
+                out.push(None);
+                continue;
+            };
+            let name = zones.value(row);
+            let tz = match &last {
+                Some((cached, tz)) if cached == name => *tz,
+                _ => {
+                    let tz = zone(name)?;
+                    last = Some((name.to_owned(), tz));
+                    tz
+                }
+            };
+            out.push(if with_zone {
+                to_local(tz, value)
+            } else {
+                from_local(tz, value)
+            });
+        }
+        let array = TimestampMicrosecondArray::from(out);
+        let array: ArrayRef = if with_zone {
+            Arc::new(array)
+        } else {
+            Arc::new(array.with_timezone("UTC"))
+        };
+        finish(array, scalar)
+    }
+}
+
 /// The `justify_*` functions, under their PostgreSQL names, and
 /// [`EXTRACT_FUNCTION`].
 pub fn functions() -> Vec<Arc<ScalarUDF>> {
@@ -332,6 +447,9 @@ pub fn functions() -> Vec<Arc<ScalarUDF>> {
             }))
         })
         .collect();
+    functions.push(Arc::new(ScalarUDF::new_from_impl(AtTimeZone {
+        signature: Signature::any(2, Volatility::Immutable),
+    })));
     functions.push(Arc::new(ScalarUDF::new_from_impl(Extract {
         signature: Signature::any(2, Volatility::Immutable),
         date_part: datafusion::functions::datetime::date_part(),
