@@ -39,3 +39,4 @@ SELECT id, extract(hour FROM ts), extract(day FROM d), date_part('minute', ts), 
 SELECT id, ts AT TIME ZONE 'America/New_York', tstz AT TIME ZONE 'Asia/Kolkata', (ts AT TIME ZONE 'UTC') AT TIME ZONE 'Australia/Sydney' FROM times ORDER BY id;
 SELECT timestamp '2024-10-27 02:30:00' AT TIME ZONE 'Europe/Paris', timestamp '2024-03-31 02:30:00' AT TIME ZONE 'Europe/Paris', timestamptz '2024-06-01 12:00:00+00' AT TIME ZONE 'Europe/Paris';
 SELECT timestamp '2024-01-01 00:00:00' AT TIME ZONE '+05';
+SELECT timestamp '1000-01-01 12:00:00' + interval '1 day', timestamp '3000-06-01 00:00:00' - timestamp '1500-06-01 00:00:00', '0500-03-04 05:06:07'::timestamp;

@@ -286,6 +286,14 @@ impl Compatibility {
                 regproc_comparison(left, op, right)
             }
             Expr::CompoundFieldAccess { root, access_chain } => field_access(root, access_chain),
+            Expr::TypedString(typed) if matches!(typed.data_type, DataType::Timestamp(None, _)) => {
+                let DataType::Timestamp(None, zone) = typed.data_type else {
+                    return None;
+                };
+                let mut typed = typed.clone();
+                typed.data_type = DataType::Timestamp(Some(6), zone);
+                Some(Expr::TypedString(typed))
+            }
             Expr::AtTimeZone {
                 timestamp,
                 time_zone,
@@ -1093,6 +1101,17 @@ fn cast(inner: &Expr, data_type: &DataType, kind: &CastKind) -> Option<Expr> {
     ) && matches!(inner, Expr::Value(value) if matches!(value.value, Value::Placeholder(_)))
     {
         return Some(inner.clone());
+    }
+    // `timestamp` without a precision is PostgreSQL's microseconds (which
+    // reach 4713 BC), not DataFusion's nanoseconds (1677 to 2262).
+    if let DataType::Timestamp(None, zone) = data_type {
+        return Some(Expr::Cast {
+            kind: kind.clone(),
+            expr: Box::new(inner.clone()),
+            data_type: DataType::Timestamp(Some(6), *zone),
+            array: false,
+            format: None,
+        });
     }
     // Any other value cast to an unconstrained numeric keeps the display
     // scale PostgreSQL gives it (`1::numeric` is `1`, not `1.0000000000`).

@@ -433,6 +433,64 @@ impl ScalarUDFImpl for AtTimeZone {
     }
 }
 
+/// `timestamp - timestamp` as PostgreSQL's `timestamp_mi`: the difference
+/// in microseconds, whole days of it as days (`justify_hours`).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Difference {
+    signature: Signature,
+}
+
+/// Microseconds since 1970 of each value of a timestamp array, whatever
+/// its unit (UTC for one with a zone).
+fn micros(array: &ArrayRef) -> Result<ArrayRef> {
+    let zone = match array.data_type() {
+        DataType::Timestamp(_, zone) => zone.clone(),
+        _ => None,
+    };
+    let micros =
+        datafusion::arrow::compute::cast(array, &DataType::Timestamp(TimeUnit::Microsecond, zone))?;
+    Ok(datafusion::arrow::compute::cast(&micros, &DataType::Int64)?)
+}
+
+impl ScalarUDFImpl for Difference {
+    fn name(&self) -> &str {
+        "pgaccel_timestamp_difference"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Interval(IntervalUnit::MonthDayNano))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        use datafusion::arrow::datatypes::Int64Type;
+        let scalar = args
+            .args
+            .iter()
+            .all(|arg| matches!(arg, ColumnarValue::Scalar(_)));
+        let rows = args.number_rows.max(1);
+        let left = micros(&args.args[0].to_array(rows)?)?;
+        let right = micros(&args.args[1].to_array(rows)?)?;
+        let differences: IntervalMonthDayNanoArray = left
+            .as_primitive::<Int64Type>()
+            .iter()
+            .zip(right.as_primitive::<Int64Type>().iter())
+            .map(|(a, b)| {
+                let micros = a?.checked_sub(b?)?;
+                Some(Justify::Hours.apply(IntervalMonthDayNano {
+                    months: 0,
+                    days: i32::try_from(micros / 86_400_000_000).ok()?,
+                    nanoseconds: (micros % 86_400_000_000) * 1000,
+                }))
+            })
+            .collect();
+        finish(Arc::new(differences), scalar)
+    }
+}
+
 /// The `justify_*` functions, under their PostgreSQL names, and
 /// [`EXTRACT_FUNCTION`].
 pub fn functions() -> Vec<Arc<ScalarUDF>> {
@@ -460,14 +518,16 @@ pub fn functions() -> Vec<Arc<ScalarUDF>> {
 /// Plans PostgreSQL's result types for date and timestamp arithmetic into
 /// `plan` (see the module documentation).
 pub fn postgres_temporal(plan: LogicalPlan) -> Result<LogicalPlan> {
-    let justify_hours = functions().remove(0);
+    let difference = Arc::new(ScalarUDF::new_from_impl(Difference {
+        signature: Signature::any(2, Volatility::Immutable),
+    }));
     Ok(plan
         .transform_up_with_subqueries(|node| {
             let schema = merge_schema(&node.inputs());
             let names = NamePreserver::new(&node);
             let rewritten = node.map_expressions(|expr| {
                 let saved = names.save(&expr);
-                let rewritten = expr.transform_up(|e| rewrite(e, &schema, &justify_hours))?;
+                let rewritten = expr.transform_up(|e| rewrite(e, &schema, &difference))?;
                 Ok(rewritten.update_data(|e| saved.restore(e)))
             })?;
             rewritten.map_data(super::numeric::recompute_schema)
@@ -478,7 +538,7 @@ pub fn postgres_temporal(plan: LogicalPlan) -> Result<LogicalPlan> {
 fn rewrite(
     expr: Expr,
     schema: &DFSchema,
-    justify_hours: &Arc<ScalarUDF>,
+    difference: &Arc<ScalarUDF>,
 ) -> Result<Transformed<Expr>> {
     // `date_part()` is a float8 in PostgreSQL.
     if let Expr::ScalarFunction(function) = &expr
@@ -516,11 +576,12 @@ fn rewrite(
                 right: Box::new((**right).clone().cast_to(&timestamp, schema)?),
             }))
         }
-        // timestamp - timestamp: days and time.
+        // timestamp - timestamp: days and time, over PostgreSQL's whole
+        // range (DataFusion's nanosecond interval spans 292 years).
         (DataType::Timestamp(..), Operator::Minus, DataType::Timestamp(..)) => {
             Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(
-                Arc::clone(justify_hours),
-                vec![expr.clone()],
+                Arc::clone(difference),
+                vec![(**left).clone(), (**right).clone()],
             )))
         }
         _ => Transformed::no(expr),
