@@ -185,6 +185,18 @@ fn figure_with_strength(expr: &Expr) -> (Option<String>, u8) {
             2,
         ),
         Expr::Nested(inner) | Expr::Collate { expr: inner, .. } => figure_with_strength(inner),
+        // An element of an array is named as the array (`(ARRAY[1, 2])[1]`
+        // is `array`, `tags[1]` is `tags`).
+        Expr::CompoundFieldAccess { root, access_chain }
+            if access_chain.iter().all(|access| {
+                matches!(
+                    access,
+                    datafusion::sql::sqlparser::ast::AccessExpr::Subscript(_)
+                )
+            }) =>
+        {
+            figure_with_strength(root)
+        }
         Expr::Cast {
             kind: CastKind::Cast | CastKind::DoubleColon,
             expr,

@@ -178,6 +178,10 @@ pub struct ColumnType {
 
 /// The PostgreSQL type of values of an Arrow type.
 pub fn arrow_oid(data_type: &DataType) -> i32 {
+    // A 256-bit decimal holds a numeric computed at PostgreSQL's scale.
+    if matches!(data_type, DataType::Decimal256(..)) {
+        return 1700;
+    }
     arrow_pg::datatypes::into_pg_type(data_type)
         .map(|t| t.oid() as i32)
         .unwrap_or(25)
