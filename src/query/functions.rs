@@ -763,6 +763,40 @@ impl datafusion::logical_expr::Accumulator for SingleValueAccumulator {
     }
 }
 
+/// A scalar function's arguments as arrays of one length, and whether all
+/// were scalars (so the result is one too: see [`columnar`]).
+pub(crate) fn argument_arrays(
+    args: &datafusion::logical_expr::ScalarFunctionArgs,
+) -> Result<(Vec<ArrayRef>, bool)> {
+    let scalar = args
+        .args
+        .iter()
+        .all(|arg| matches!(arg, datafusion::logical_expr::ColumnarValue::Scalar(_)));
+    let rows = args.number_rows.max(1);
+    let arrays = args
+        .args
+        .iter()
+        .map(|arg| arg.to_array(rows))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((arrays, scalar))
+}
+
+/// A scalar function's result: the array, or its one value when every
+/// argument was a scalar.
+pub(crate) fn columnar(
+    array: ArrayRef,
+    scalar: bool,
+) -> Result<datafusion::logical_expr::ColumnarValue> {
+    use datafusion::logical_expr::ColumnarValue;
+    if scalar {
+        Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
+            &array, 0,
+        )?))
+    } else {
+        Ok(ColumnarValue::Array(array))
+    }
+}
+
 /// Registers the aggregates PostgreSQL's semantics need.
 pub fn register_aggregates(state: &mut SessionState) -> Result<()> {
     let single = datafusion::logical_expr::AggregateUDF::new_from_impl(SingleValue {

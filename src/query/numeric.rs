@@ -267,28 +267,18 @@ impl Functions {
             avg: aggregate(AVG)?,
             avg_scale: aggregate(AVG_SCALE)?,
             max: aggregate("max")?,
-            rounding: [
-                Rounding::Round,
-                Rounding::Trunc,
-                Rounding::Ceil,
-                Rounding::Floor,
-            ]
-            .into_iter()
-            .map(|rounding| Ok((rounding, scalar(rounding.name())?)))
-            .collect::<Result<_>>()?,
+            rounding: ROUNDINGS
+                .into_iter()
+                .map(|rounding| Ok((rounding, scalar(rounding.name())?)))
+                .collect::<Result<_>>()?,
             float_round: scalar(FLOAT_ROUND)?,
             to_numeric_scale: scalar(TO_NUMERIC_SCALE)?,
             pending: scalar(PENDING)?,
-            spreads: [
-                Spread::VarianceSample,
-                Spread::VariancePopulation,
-                Spread::DeviationSample,
-                Spread::DeviationPopulation,
-            ]
-            .into_iter()
-            .flat_map(|spread| [spread.name(false), spread.name(true)])
-            .map(|name| Ok((name, aggregate(name)?)))
-            .collect::<Result<_>>()?,
+            spreads: SPREADS
+                .into_iter()
+                .flat_map(|spread| [spread.name(false), spread.name(true)])
+                .map(|name| Ok((name, aggregate(name)?)))
+                .collect::<Result<_>>()?,
         })
     }
 }
@@ -933,15 +923,10 @@ impl Threads<'_> {
                         )
                     }
                     name if self.functions.spreads.iter().any(|(n, _)| *n == name) => {
-                        let spread = [
-                            Spread::VarianceSample,
-                            Spread::VariancePopulation,
-                            Spread::DeviationSample,
-                            Spread::DeviationPopulation,
-                        ]
-                        .into_iter()
-                        .find(|spread| spread.name(false) == name)
-                        .ok_or_else(|| DataFusionError::Internal(name.to_owned()))?;
+                        let spread = SPREADS
+                            .into_iter()
+                            .find(|spread| spread.name(false) == name)
+                            .ok_or_else(|| DataFusionError::Internal(name.to_owned()))?;
                         (
                             input,
                             Expr::AggregateFunction(AggregateFunction {

@@ -206,13 +206,7 @@ impl ScalarUDFImpl for CheckedInteger {
                 }
                 other => DataFusionError::ArrowError(Box::new(other), None),
             })?;
-        if all_scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-                &result, 0,
-            )?))
-        } else {
-            Ok(ColumnarValue::Array(result))
-        }
+        super::functions::columnar(result, all_scalar)
     }
 }
 
@@ -310,12 +304,6 @@ impl ScalarUDFImpl for CheckedFloat {
         }
         let result: ArrayRef = Arc::new(Float64Array::from(out));
         let result = datafusion::arrow::compute::cast(&result, &data_type)?;
-        if all_scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-                &result, 0,
-            )?))
-        } else {
-            Ok(ColumnarValue::Array(result))
-        }
+        super::functions::columnar(result, all_scalar)
     }
 }

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use super::functions::columnar as finish;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, IntervalMonthDayNanoArray};
 use datafusion::arrow::datatypes::{
     DataType, IntervalMonthDayNano, IntervalMonthDayNanoType, IntervalUnit, TimeUnit,
@@ -308,16 +309,6 @@ impl ScalarUDFImpl for Extract {
         }
         let array: ArrayRef = Arc::new(out.finish().with_precision_and_scale(38, scale)?);
         finish(array, scalar)
-    }
-}
-
-fn finish(array: ArrayRef, scalar: bool) -> Result<ColumnarValue> {
-    if scalar {
-        Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-            &array, 0,
-        )?))
-    } else {
-        Ok(ColumnarValue::Array(array))
     }
 }
 

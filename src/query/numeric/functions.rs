@@ -6,6 +6,11 @@ use super::*;
 
 /// The value in row `row` of an integer or decimal array, `None` for NULL
 /// or another type.
+/// One field of an aggregate's state.
+fn state_field(name: &str, part: &str, data_type: DataType) -> FieldRef {
+    Arc::new(Field::new(format!("{name}[{part}]"), data_type, true))
+}
+
 pub(super) fn number_at(array: &dyn Array, row: usize) -> Option<Number> {
     if array.is_null(row) {
         return None;
@@ -94,29 +99,7 @@ pub(super) fn is_decimal(data_type: &DataType) -> bool {
     )
 }
 
-pub(super) fn arrays(args: &ScalarFunctionArgs) -> Result<(Vec<ArrayRef>, bool)> {
-    let scalar = args
-        .args
-        .iter()
-        .all(|arg| matches!(arg, ColumnarValue::Scalar(_)));
-    let rows = args.number_rows.max(1);
-    let arrays = args
-        .args
-        .iter()
-        .map(|arg| arg.to_array(rows))
-        .collect::<Result<Vec<_>>>()?;
-    Ok((arrays, scalar))
-}
-
-pub(super) fn finish(array: ArrayRef, scalar: bool) -> Result<ColumnarValue> {
-    if scalar {
-        Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-            &array, 0,
-        )?))
-    } else {
-        Ok(ColumnarValue::Array(array))
-    }
-}
+pub(super) use super::super::functions::{argument_arrays as arrays, columnar as finish};
 
 /// `pgaccel_numeric_div(a, b, display scale of a, display scale of b)`:
 /// PostgreSQL's numeric division, as [`DYNAMIC`].
@@ -325,29 +308,13 @@ impl AggregateUDFImpl for Average {
                     Field::new_list_field(DataType::Decimal256(76, 0), true),
                     true,
                 )),
-                Arc::new(Field::new(
-                    format!("{}[display]", args.name),
-                    DataType::Int32,
-                    true,
-                )),
+                state_field(args.name, "display", DataType::Int32),
             ]);
         }
         Ok(vec![
-            Arc::new(Field::new(
-                format!("{}[sum]", args.name),
-                DataType::Decimal256(76, 0),
-                true,
-            )),
-            Arc::new(Field::new(
-                format!("{}[count]", args.name),
-                DataType::Int64,
-                true,
-            )),
-            Arc::new(Field::new(
-                format!("{}[display]", args.name),
-                DataType::Int32,
-                true,
-            )),
+            state_field(args.name, "sum", DataType::Decimal256(76, 0)),
+            state_field(args.name, "count", DataType::Int64),
+            state_field(args.name, "display", DataType::Int32),
         ])
     }
 }
@@ -659,6 +626,22 @@ impl datafusion::logical_expr::GroupsAccumulator for AverageGroups {
     }
 }
 
+/// Every [`Spread`].
+pub(super) const SPREADS: [Spread; 4] = [
+    Spread::VarianceSample,
+    Spread::VariancePopulation,
+    Spread::DeviationSample,
+    Spread::DeviationPopulation,
+];
+
+/// Every [`Rounding`].
+pub(super) const ROUNDINGS: [Rounding; 4] = [
+    Rounding::Round,
+    Rounding::Trunc,
+    Rounding::Ceil,
+    Rounding::Floor,
+];
+
 /// Which of PostgreSQL's `var_samp`, `var_pop`, `stddev_samp` and
 /// `stddev_pop` a [`Variance`] computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -831,21 +814,9 @@ impl AggregateUDFImpl for Variance {
 
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
         Ok(vec![
-            Arc::new(Field::new(
-                format!("{}[sum]", args.name),
-                DataType::Decimal256(76, 0),
-                true,
-            )),
-            Arc::new(Field::new(
-                format!("{}[squares]", args.name),
-                DataType::Decimal256(76, 0),
-                true,
-            )),
-            Arc::new(Field::new(
-                format!("{}[count]", args.name),
-                DataType::Int64,
-                true,
-            )),
+            state_field(args.name, "sum", DataType::Decimal256(76, 0)),
+            state_field(args.name, "squares", DataType::Decimal256(76, 0)),
+            state_field(args.name, "count", DataType::Int64),
         ])
     }
 }
@@ -1367,12 +1338,7 @@ pub fn register(state: &mut datafusion::execution::context::SessionState) -> Res
             scale_only,
         })))?;
     }
-    for spread in [
-        Spread::VarianceSample,
-        Spread::VariancePopulation,
-        Spread::DeviationSample,
-        Spread::DeviationPopulation,
-    ] {
+    for spread in SPREADS {
         for scale_only in [false, true] {
             state.register_udaf(Arc::new(AggregateUDF::new_from_impl(Variance {
                 signature: Signature::any(1, Volatility::Immutable),
@@ -1393,12 +1359,7 @@ pub fn register(state: &mut datafusion::execution::context::SessionState) -> Res
             display,
         })))?;
     }
-    for rounding in [
-        Rounding::Round,
-        Rounding::Trunc,
-        Rounding::Ceil,
-        Rounding::Floor,
-    ] {
+    for rounding in ROUNDINGS {
         state.register_udf(Arc::new(ScalarUDF::new_from_impl(RoundNumeric {
             signature: one_or_two(),
             rounding,
