@@ -268,6 +268,45 @@ mod tests {
         );
     }
 
+    /// The error DataFusion itself gives for `sql`, planned and run in a
+    /// plain context: these pins fail when an upgrade changes a message
+    /// the mapping reads.
+    async fn engine_error(sql: &str) -> PgError {
+        let ctx = datafusion::prelude::SessionContext::new();
+        let result = match ctx.sql(sql).await {
+            Ok(frame) => frame.collect().await.map(|_| ()),
+            Err(error) => Err(error),
+        };
+        from_datafusion(result.expect_err(sql))
+    }
+
+    #[tokio::test]
+    async fn engine_errors_map_to_postgres_codes() {
+        let missing = engine_error("SELECT * FROM nope").await;
+        assert_eq!(missing.code, UNDEFINED_TABLE);
+        assert_eq!(missing.message, "relation \"nope\" does not exist");
+        let column = engine_error("SELECT nope FROM (VALUES (1)) t(a)").await;
+        assert_eq!(column.code, UNDEFINED_COLUMN);
+        assert_eq!(column.message, "column \"nope\" does not exist");
+        assert_eq!(
+            engine_error("SELECT no_such_function(1)").await.code,
+            UNDEFINED_FUNCTION
+        );
+        let zero = engine_error("SELECT a / 0 FROM (VALUES (1)) t(a)").await;
+        assert_eq!(zero.code, DIVISION_BY_ZERO);
+        assert_eq!(zero.message, "division by zero");
+        let range = engine_error("SELECT CAST(a AS INT) FROM (VALUES (3000000000)) t(a)").await;
+        assert_eq!(range.code, NUMERIC_OUT_OF_RANGE);
+        assert_eq!(range.message, "integer out of range");
+        assert_eq!(
+            engine_error("SELECT CAST(a AS INT) FROM (VALUES ('x')) t(a)")
+                .await
+                .code,
+            INVALID_TEXT_REPRESENTATION
+        );
+        assert_eq!(engine_error("SELEC 1").await.code, SYNTAX_ERROR);
+    }
+
     #[test]
     fn integer_kernel_overflow_is_out_of_range() {
         // Pinned: the message Arrow's abs() kernel gives for i32::MIN.
