@@ -190,11 +190,7 @@ impl ScalarUDFImpl for CheckedInteger {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let all_scalar = args
-            .args
-            .iter()
-            .all(|arg| matches!(arg, ColumnarValue::Scalar(_)));
-        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let (arrays, all_scalar) = super::functions::argument_arrays(&args)?;
         let data_type = arrays[0].data_type().clone();
         let result = self
             .apply(&arrays[0], &arrays[1])
@@ -263,11 +259,7 @@ impl ScalarUDFImpl for CheckedFloat {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         use datafusion::arrow::array::{Array, AsArray, Float64Array};
         use datafusion::arrow::datatypes::Float64Type;
-        let all_scalar = args
-            .args
-            .iter()
-            .all(|arg| matches!(arg, ColumnarValue::Scalar(_)));
-        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let (arrays, all_scalar) = super::functions::argument_arrays(&args)?;
         let data_type = arrays[0].data_type().clone();
         let left = datafusion::arrow::compute::cast(&arrays[0], &DataType::Float64)?;
         let right = datafusion::arrow::compute::cast(&arrays[1], &DataType::Float64)?;

@@ -376,20 +376,15 @@ impl ScalarUDFImpl for AtTimeZone {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         use datafusion::arrow::array::TimestampMicrosecondArray;
         use datafusion::arrow::datatypes::TimestampMicrosecondType;
-        let scalar = args
-            .args
-            .iter()
-            .all(|arg| matches!(arg, ColumnarValue::Scalar(_)));
-        let rows = args.number_rows.max(1);
-        let values = args.args[0].to_array(rows)?;
+        let (arrays, scalar) = super::functions::argument_arrays(&args)?;
+        let values = Arc::clone(&arrays[0]);
         let with_zone = matches!(values.data_type(), DataType::Timestamp(_, Some(_)));
         // A date or text is read as a timestamp first, as PostgreSQL does.
         let values = datafusion::arrow::compute::cast(
             &values,
             &DataType::Timestamp(TimeUnit::Microsecond, None),
         )?;
-        let zones =
-            datafusion::arrow::compute::cast(&args.args[1].to_array(rows)?, &DataType::Utf8)?;
+        let zones = datafusion::arrow::compute::cast(&arrays[1], &DataType::Utf8)?;
         let zones = zones.as_string::<i32>();
         let values = values.as_primitive::<TimestampMicrosecondType>();
         let mut out = Vec::with_capacity(values.len());
@@ -458,13 +453,9 @@ impl ScalarUDFImpl for Difference {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         use datafusion::arrow::datatypes::Int64Type;
-        let scalar = args
-            .args
-            .iter()
-            .all(|arg| matches!(arg, ColumnarValue::Scalar(_)));
-        let rows = args.number_rows.max(1);
-        let left = micros(&args.args[0].to_array(rows)?)?;
-        let right = micros(&args.args[1].to_array(rows)?)?;
+        let (arrays, scalar) = super::functions::argument_arrays(&args)?;
+        let left = micros(&arrays[0])?;
+        let right = micros(&arrays[1])?;
         let differences: IntervalMonthDayNanoArray = left
             .as_primitive::<Int64Type>()
             .iter()

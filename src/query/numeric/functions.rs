@@ -6,6 +6,24 @@ use super::*;
 
 /// The value in row `row` of an integer or decimal array, `None` for NULL
 /// or another type.
+/// The result of a function computing [`DYNAMIC`] values or, as its
+/// `_scale` twin, their display scales.
+fn values_or_scales(
+    mut values: Decimal256Builder,
+    mut scales: Int32Builder,
+    scale_only: bool,
+) -> Result<ArrayRef> {
+    Ok(if scale_only {
+        Arc::new(scales.finish())
+    } else {
+        Arc::new(
+            values
+                .finish()
+                .with_precision_and_scale(76, DYNAMIC_SCALE as i8)?,
+        )
+    })
+}
+
 /// One field of an aggregate's state.
 fn state_field(name: &str, part: &str, data_type: DataType) -> FieldRef {
     Arc::new(Field::new(format!("{name}[{part}]"), data_type, true))
@@ -159,16 +177,7 @@ impl ScalarUDFImpl for Divide {
                 values.append_value(to_dynamic(quotient, scale as u32)?);
             }
         }
-        let array: ArrayRef = if self.scale_only {
-            Arc::new(scales.finish())
-        } else {
-            Arc::new(
-                values
-                    .finish()
-                    .with_precision_and_scale(76, DYNAMIC_SCALE as i8)?,
-            )
-        };
-        finish(array, scalar)
+        finish(values_or_scales(values, scales, self.scale_only)?, scalar)
     }
 }
 
@@ -542,15 +551,7 @@ impl datafusion::logical_expr::GroupsAccumulator for AverageGroups {
                 }
             }
         }
-        Ok(if self.scale_only {
-            Arc::new(scales.finish())
-        } else {
-            Arc::new(
-                values
-                    .finish()
-                    .with_precision_and_scale(76, DYNAMIC_SCALE as i8)?,
-            )
-        })
+        values_or_scales(values, scales, self.scale_only)
     }
 
     fn state(&mut self, emit_to: datafusion::logical_expr::EmitTo) -> Result<Vec<ArrayRef>> {
@@ -1280,16 +1281,7 @@ impl ScalarUDFImpl for ToNumeric {
                 values.append_value(to_dynamic(number.digits, number.scale)?);
             }
         }
-        let array: ArrayRef = if self.scale_only {
-            Arc::new(scales.finish())
-        } else {
-            Arc::new(
-                values
-                    .finish()
-                    .with_precision_and_scale(76, DYNAMIC_SCALE as i8)?,
-            )
-        };
-        finish(array, scalar)
+        finish(values_or_scales(values, scales, self.scale_only)?, scalar)
     }
 }
 
