@@ -772,12 +772,8 @@ pub(crate) fn argument_arrays(
         .args
         .iter()
         .all(|arg| matches!(arg, datafusion::logical_expr::ColumnarValue::Scalar(_)));
-    let rows = args.number_rows.max(1);
-    let arrays = args
-        .args
-        .iter()
-        .map(|arg| arg.to_array(rows))
-        .collect::<Result<Vec<_>>>()?;
+    // As long as the array arguments (one row when all are scalars).
+    let arrays = datafusion::logical_expr::ColumnarValue::values_to_arrays(&args.args)?;
     Ok((arrays, scalar))
 }
 
