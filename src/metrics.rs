@@ -25,6 +25,7 @@ pub const STATEMENTS_PLANNED: &str = "query_statements_planned";
 pub const READY_STATE_FALLBACK: &str = "accelerated_ready_state_federated_fallback";
 pub const ZERO_RESULTS_FALLBACK: &str = "accelerated_zero_results_federated_fallback";
 pub const RETENTION_EVICTED: &str = "dataset_acceleration_retention_evicted_rows";
+pub const QUERY_FORWARDED: &str = "query_forwarded_total";
 
 /// The process-wide Prometheus recorder. The `metrics` facade has one global
 /// recorder, so every runtime in the process (tests start several) shares it.
@@ -66,6 +67,10 @@ fn describe() {
     describe_gauge!(
         LOAD_STATE,
         "Dataset status: 0 initializing, 1 ready, 2 refreshing, 3 error, 4 shutting down"
+    );
+    describe_counter!(
+        QUERY_FORWARDED,
+        "Queries pgaccel refused as not supported, answered by their PostgreSQL source (runtime.query.unsupported: source)"
     );
     describe_counter!(
         ZERO_RESULTS_FALLBACK,
@@ -165,6 +170,11 @@ pub fn statement_planned() {
 pub fn index_lookup(took: Duration) {
     counter!(INDEX_LOOKUPS).increment(1);
     query_executed(took);
+}
+
+/// A query pgaccel refused, answered by its source instead.
+pub fn query_forwarded(reason: &'static str) {
+    counter!(QUERY_FORWARDED, "reason" => reason).increment(1);
 }
 
 pub fn query_failed(sqlstate: &str) {

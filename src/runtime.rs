@@ -74,7 +74,7 @@ impl Runtime {
             })?;
         let server =
             query::settings::ServerValues::new(pg_addr.port(), config.runtime.pg.max_connections);
-        let engine = query::engine(&registry, server)?;
+        let engine = query::engine(&registry, server, config.runtime.unsupported)?;
         // Accelerations are split into as many partitions as a query uses.
         let partitions = engine.target_partitions();
         let http_listener = bind(config.runtime.http.listen).await?;

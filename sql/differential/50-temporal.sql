@@ -40,3 +40,27 @@ SELECT id, ts AT TIME ZONE 'America/New_York', tstz AT TIME ZONE 'Asia/Kolkata',
 SELECT timestamp '2024-10-27 02:30:00' AT TIME ZONE 'Europe/Paris', timestamp '2024-03-31 02:30:00' AT TIME ZONE 'Europe/Paris', timestamptz '2024-06-01 12:00:00+00' AT TIME ZONE 'Europe/Paris';
 SELECT timestamp '2024-01-01 00:00:00' AT TIME ZONE '+05';
 SELECT timestamp '1000-01-01 12:00:00' + interval '1 day', timestamp '3000-06-01 00:00:00' - timestamp '1500-06-01 00:00:00', '0500-03-04 05:06:07'::timestamp;
+-- to_char with PostgreSQL's template patterns.
+SELECT id, to_char(ts, 'YYYY-MM-DD HH24:MI:SS.US'), to_char(d, 'FMMonth FMDDth, YYYY'), to_char(tstz, 'Dy DD Mon YYYY HH12:MI AM TZ') FROM times ORDER BY id;
+SELECT id, to_char(ts, 'IYYY-IW-ID DDD WW Q CC J'), to_char(d, 'day DAY Day dy DY RM rm') FROM times ORDER BY id;
+SELECT id, to_char(ts, '"quarter" Q "of" YYYY'), to_char(ts, 'HH24:MI:SS.MS FF3 SSSS'), to_char(d, 'YYYY BC Y,YYY YY Y') FROM times ORDER BY id;
+SELECT to_char(placed, 'YYYY-MM') AS month, count(*) FROM orders GROUP BY 1 ORDER BY 1;
+SELECT to_char(timestamptz '2024-07-01 12:00:00+00', 'YYYY-MM-DD HH24:MI TZ OF TZH:TZM');
+SELECT to_char(NULL::timestamp, 'YYYY'), to_char(date '2024-02-29', NULL);
+SELECT to_char(interval '1 day', 'HH24');
+SELECT id, d + 30, d - 1, d - date '2000-01-01', d > date '2000-01-01' FROM times ORDER BY id;
+SELECT id, ts + interval '1 month', ts - interval '2 hours 30 minutes', tstz + interval '1 day' FROM times ORDER BY id;
+SELECT id, date_trunc('hour', tstz), date_trunc('year', ts), date_trunc('quarter', ts) FROM times ORDER BY id;
+SELECT id, extract(dow FROM d), extract(doy FROM d), extract(week FROM d), extract(quarter FROM d), extract(isodow FROM d) FROM times ORDER BY id;
+SELECT id, ts::date, tstz::date, d::timestamp, ts::time FROM times ORDER BY id;
+SELECT id, iv * 2, iv / 2, -iv, iv + interval '1 hour' FROM times ORDER BY id;
+SELECT id, ts < tstz, d = ts::date FROM times ORDER BY id;
+SELECT min(d), max(d), min(ts), max(tstz), min(iv), max(iv) FROM times;
+SELECT count(*) FROM orders WHERE placed >= timestamptz '2024-02-01 00:00:00+00' AND placed < timestamptz '2024-03-01 00:00:00+00';
+SELECT date '2024-01-31' + interval '1 month', date '2024-03-31' - interval '1 month', timestamp '2024-02-29 00:00' + interval '1 year';
+SELECT interval '1 year 2 months 3 days 04:05:06.789', interval '-1 day +2 hours', interval '36 hours', interval '1.5 days';
+SELECT make_date(2024, 2, 29), make_time(12, 30, 15.5);
+SELECT to_timestamp(0), to_timestamp(1709210096.5);
+SELECT date '2024-03-10' + time '02:30', timestamp '2024-03-10 02:30' - date '2024-03-09';
+SELECT id, tstz, tstz AT TIME ZONE 'America/Los_Angeles' FROM times ORDER BY id;
+SELECT isfinite(date '2024-01-01'), 'infinity'::timestamp > now(), '-infinity'::date < date '0001-01-01';

@@ -12,3 +12,15 @@ SELECT status, id, nth_value(id, 2) OVER (PARTITION BY status ORDER BY id) FROM 
 SELECT id, sum(qty) OVER w, max(qty) OVER w FROM orders WINDOW w AS (PARTITION BY status ORDER BY id) ORDER BY id LIMIT 10;
 SELECT id, avg(qty) OVER (ORDER BY id ROWS BETWEEN 2 PRECEDING AND CURRENT ROW), max(qty) OVER (ORDER BY id ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING) FROM orders ORDER BY id LIMIT 6;
 SELECT id, sum(amount) OVER (PARTITION BY status ORDER BY id ROWS UNBOUNDED PRECEDING) FROM orders WHERE id < 9 ORDER BY id;
+SELECT id, qty, sum(qty) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) FROM orders ORDER BY id LIMIT 8;
+SELECT id, qty, avg(qty) OVER (PARTITION BY status ORDER BY id ROWS 2 PRECEDING) FROM orders ORDER BY id LIMIT 8;
+SELECT id, ntile(4) OVER (ORDER BY id), percent_rank() OVER (ORDER BY qty), cume_dist() OVER (ORDER BY qty) FROM orders WHERE id <= 10 ORDER BY id;
+SELECT id, first_value(id) OVER w, last_value(id) OVER w, nth_value(id, 2) OVER w FROM orders WHERE id <= 10 WINDOW w AS (PARTITION BY qty % 2 ORDER BY id) ORDER BY id;
+SELECT id, lead(amount, 2, 0) OVER (ORDER BY id), lag(status) OVER (ORDER BY id) FROM orders WHERE id <= 8 ORDER BY id;
+SELECT id, dense_rank() OVER (ORDER BY qty DESC), rank() OVER (ORDER BY qty DESC) FROM orders WHERE id <= 12 ORDER BY id;
+SELECT status, id, row_number() OVER (PARTITION BY status ORDER BY amount DESC, id) AS rn FROM orders ORDER BY status, rn LIMIT 8;
+SELECT * FROM (SELECT id, status, row_number() OVER (PARTITION BY status ORDER BY id) AS rn FROM orders) t WHERE rn <= 2 ORDER BY status, rn;
+SELECT id, sum(amount) OVER (ORDER BY id) AS running FROM orders WHERE id <= 6 ORDER BY id;
+SELECT id, count(*) OVER (), max(qty) OVER (PARTITION BY status) FROM orders WHERE id <= 6 ORDER BY id;
+SELECT id, i4, sum(i4) OVER (ORDER BY id RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) FROM nums ORDER BY id;
+SELECT id, f8, max(f8) OVER (ORDER BY id ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) FROM nums ORDER BY id;

@@ -74,3 +74,19 @@ INSERT INTO {schema}.orders
            (ARRAY['new', 'paid', 'shipped', 'returned'])[1 + g % 4],
            timestamptz '2024-01-01 00:00:00+00' + g * interval '7 hours 13 minutes'
     FROM generate_series(1, 400) g;
+
+CREATE TABLE {schema}.docs (
+    id int4 PRIMARY KEY,
+    j jsonb,
+    tags text[],
+    scores int4[]
+);
+INSERT INTO {schema}.docs VALUES
+    (1, '{"a": 1, "b": {"c": [1, 2, 3]}, "s": "x"}', '{red,green}', '{1,2,3}'),
+    (2, '{"a": 2.5, "b": null, "s": "y", "arr": [{"k": 1}, {"k": 2}]}', '{blue}', '{}'),
+    (3, '[1, "two", null, true]', '{}', '{10,20,30}'),
+    (4, 'null', NULL, NULL),
+    (5, NULL, '{"with space","with,comma"}', '{-1}'),
+    (6, '{"a": -1, "nested": {"deep": {"deeper": "bottom"}}, "flag": false}', '{red}', '{5,5,5}'),
+    (7, '"just a string"', '{green,red}', '{2147483647}'),
+    (8, '{"a": 100000000000000000000, "unicode": "ünï", "empty": {}}', '{ünï}', '{0}');

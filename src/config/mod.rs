@@ -46,7 +46,7 @@ pub(crate) use refresh_sql::normalized as normalized_identifier;
 pub use retention_sql::RetentionSql;
 pub use runtime::{
     AuthConfig, AuthMethod, BootstrapOnFailure, HttpConfig, PgConfig, RuntimeConfig,
-    RuntimeReadyState, SnapshotStore, TlsConfig, UserConfig,
+    RuntimeReadyState, SnapshotStore, TlsConfig, Unsupported, UserConfig,
 };
 pub use schedule::{CronSchedule, Schedule};
 pub use secret::Secret;

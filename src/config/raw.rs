@@ -119,6 +119,13 @@ pub(crate) struct RawRuntime {
     pub http: Option<RawHttp>,
     pub ready_state: Option<Scalar>,
     pub params: Option<RawRuntimeParams>,
+    pub query: Option<RawQuery>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawQuery {
+    pub unsupported: Option<Scalar>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -22,6 +22,8 @@ pub struct RuntimeConfig {
     /// Refresh work on its own tokio runtime (`true`, the default) so bulk loads cannot
     /// starve queries; `params.dedicated_thread_pool: disabled` shares the query runtime.
     pub dedicated_thread_pool: bool,
+    /// What happens to a query pgaccel refuses as not supported (0A000).
+    pub unsupported: Unsupported,
 }
 
 /// The PostgreSQL wire listener.
@@ -101,6 +103,18 @@ yaml_enum! {
 }
 
 yaml_enum! {
+    /// `runtime.query.unsupported`: what a query pgaccel cannot answer as
+    /// PostgreSQL would (SQLSTATE 0A000) gets.
+    pub enum Unsupported {
+        /// The client gets the 0A000 error.
+        Error => "error",
+        /// A read-only query over datasets of one PostgreSQL source is
+        /// answered by that source instead (see `query::forward`).
+        Source => "source",
+    }
+}
+
+yaml_enum! {
     pub enum ThreadPool {
         Enabled => "enabled",
         Disabled => "disabled",
@@ -122,6 +136,11 @@ pub(crate) fn parse_runtime(values: &mut Values<'_, '_>, raw: &RawRuntime) -> Ru
             .choice("runtime.ready_state", &raw.ready_state)
             .unwrap_or(RuntimeReadyState::OnLoad),
         dedicated_thread_pool: pool != Some(ThreadPool::Disabled),
+        unsupported: raw
+            .query
+            .as_ref()
+            .and_then(|q| values.choice("runtime.query.unsupported", &q.unsupported))
+            .unwrap_or(Unsupported::Error),
     }
 }
 

@@ -286,6 +286,17 @@ impl Compatibility {
                 regproc_comparison(left, op, right)
             }
             Expr::CompoundFieldAccess { root, access_chain } => field_access(root, access_chain),
+            Expr::SimilarTo {
+                negated,
+                expr: value,
+                pattern,
+                escape_char,
+            } => similar_to(*negated, value, pattern, escape_char.as_ref()),
+            // `U&'d\0061t'`: the parser has decoded the escapes already.
+            Expr::Value(value) => match &value.value {
+                Value::UnicodeStringLiteral(text) => Some(string(text)),
+                _ => None,
+            },
             Expr::TypedString(typed) if matches!(typed.data_type, DataType::Timestamp(None, _)) => {
                 let DataType::Timestamp(None, zone) = typed.data_type else {
                     return None;
@@ -1142,6 +1153,13 @@ fn cast(inner: &Expr, data_type: &DataType, kind: &CastKind) -> Option<Expr> {
             ),
         );
         return Some(case_when(condition, value, None));
+    }
+    if let Some((function, length)) = character_length(data_type) {
+        // The length as text: a constant through literal typing.
+        return Some(call(
+            function,
+            vec![inner.clone(), string(&length.to_string())],
+        ));
     }
     match data_type {
         DataType::Uuid => return Some(call(super::pg_types::UUID_FUNCTION, vec![inner.clone()])),
@@ -2534,6 +2552,94 @@ fn aggregates(expr: &Expr) -> bool {
         _ => ControlFlow::Continue(()),
     });
     found.is_break()
+}
+
+/// `x SIMILAR TO 'pattern'` as the regular expression PostgreSQL matches
+/// it with (its `similar_to_escape`): anchored at both ends, `%` any
+/// text, `_` any character, groups not capturing, `.`, `^`, `$` literal,
+/// bracket expressions as written.
+fn similar_to(
+    negated: bool,
+    value: &Expr,
+    pattern: &Expr,
+    escape: Option<&datafusion::sql::sqlparser::ast::ValueWithSpan>,
+) -> Option<Expr> {
+    let Expr::Value(pattern) = pattern else {
+        return None;
+    };
+    let Value::SingleQuotedString(pattern) = &pattern.value else {
+        return None;
+    };
+    let escape = match escape.map(|value| &value.value) {
+        None => Some('\\'),
+        Some(Value::SingleQuotedString(text)) if text.is_empty() => None,
+        Some(Value::SingleQuotedString(text)) if text.chars().count() == 1 => text.chars().next(),
+        Some(_) => return None,
+    };
+    let mut regex = String::from("^(?:");
+    let mut in_bracket = false;
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if Some(c) == escape {
+            let next = chars.next()?;
+            regex.push_str(&regex_escape(next));
+            continue;
+        }
+        if in_bracket {
+            regex.push(c);
+            in_bracket = c != ']';
+            continue;
+        }
+        match c {
+            '[' => {
+                in_bracket = true;
+                regex.push(c);
+            }
+            '%' => regex.push_str(".*"),
+            '_' => regex.push('.'),
+            '(' => regex.push_str("(?:"),
+            '.' | '^' | '$' | '\\' => regex.push_str(&regex_escape(c)),
+            other => regex.push(other),
+        }
+    }
+    regex.push_str(")$");
+    Some(Expr::BinaryOp {
+        left: Box::new(value.clone()),
+        op: if negated {
+            BinaryOperator::PGRegexNotMatch
+        } else {
+            BinaryOperator::PGRegexMatch
+        },
+        right: Box::new(string(&regex)),
+    })
+}
+
+fn regex_escape(c: char) -> String {
+    if c.is_alphanumeric() || c == ' ' {
+        c.to_string()
+    } else {
+        format!("\\{c}")
+    }
+}
+
+/// The function and length of a cast to `varchar(n)` or `char(n)`
+/// (`char` alone is `char(1)`).
+fn character_length(data_type: &DataType) -> Option<(&'static str, u64)> {
+    use datafusion::sql::sqlparser::ast::CharacterLength;
+    let length = |length: &Option<CharacterLength>| match length {
+        Some(CharacterLength::IntegerLength { length, .. }) => Some(*length),
+        _ => None,
+    };
+    match data_type {
+        DataType::Varchar(n) | DataType::CharacterVarying(n) | DataType::CharVarying(n) => {
+            Some((super::pg_types::VARCHAR_FUNCTION, length(n)?))
+        }
+        DataType::Char(n) | DataType::Character(n) => Some((
+            super::pg_types::BPCHAR_FUNCTION,
+            length(n).or(if n.is_none() { Some(1) } else { None })?,
+        )),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use datafusion::common::{DataFusionError, Result};
 use datafusion::execution::context::SessionState;
 
 use super::activity::Activity;
+use super::forward::Forwarder;
 use super::planner::Planner;
 use super::settings::{ServerValues, Settings};
 use super::table::Pins;
@@ -48,6 +49,8 @@ pub struct Engine {
     /// The catalog that holds every dataset, `pg_catalog` and
     /// `information_schema`.
     pub(super) catalog: Arc<dyn CatalogProvider>,
+    /// Answers refused queries from their source, when configured to.
+    pub(super) forwarder: Forwarder,
 }
 
 impl Engine {
@@ -57,6 +60,7 @@ impl Engine {
         registry: Arc<Registry>,
         server: ServerValues,
         activity: Arc<Activity>,
+        forwarder: Forwarder,
     ) -> Engine {
         Engine {
             base,
@@ -66,6 +70,7 @@ impl Engine {
             started: Utc::now(),
             activity,
             catalog,
+            forwarder,
         }
     }
 

@@ -14,6 +14,9 @@ pub struct PgError {
     pub message: String,
     pub detail: Option<String>,
     pub hint: Option<String>,
+    /// Where in the statement's text the error is, in characters from 1
+    /// (the `P` field clients point at).
+    pub position: Option<usize>,
 }
 
 impl PgError {
@@ -24,11 +27,17 @@ impl PgError {
             message: message.into(),
             detail: None,
             hint: None,
+            position: None,
         }
     }
 
     pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
         self.detail = Some(detail.into());
+        self
+    }
+
+    pub fn at(mut self, position: Option<usize>) -> Self {
+        self.position = position;
         self
     }
 

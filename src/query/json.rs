@@ -2239,7 +2239,7 @@ fn path_type(data_type: &DataType) -> Option<DataType> {
 }
 
 /// The PostgreSQL name of an argument type, for "function does not exist".
-fn pg_type_name(data_type: &DataType) -> String {
+pub(crate) fn pg_type_name(data_type: &DataType) -> String {
     match data_type {
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "text".to_owned(),
         DataType::Null => "unknown".to_owned(),
@@ -2253,6 +2253,7 @@ fn pg_type_name(data_type: &DataType) -> String {
         DataType::Date32 => "date".to_owned(),
         DataType::Timestamp(_, None) => "timestamp without time zone".to_owned(),
         DataType::Timestamp(_, Some(_)) => "timestamp with time zone".to_owned(),
+        DataType::Interval(_) => "interval".to_owned(),
         DataType::List(child) | DataType::LargeList(child) => {
             format!("{}[]", pg_type_name(child.data_type()))
         }

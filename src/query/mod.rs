@@ -8,6 +8,7 @@
 //! how accelerations are refreshed.
 
 mod activity;
+mod age;
 mod array_types;
 mod catalog;
 mod compat;
@@ -15,13 +16,16 @@ pub mod cursor;
 mod direct;
 mod engine;
 pub mod error;
+pub mod forward;
 mod functions;
 pub mod interval;
 pub mod json;
 mod literals;
 mod lookup;
+mod make;
 mod names;
 mod numeric;
+mod ordered_set;
 pub mod origins;
 mod overflow;
 pub mod parameterize;
@@ -29,6 +33,7 @@ pub mod pg_types;
 pub mod planner;
 mod resolve;
 pub mod session;
+mod set_operations;
 pub mod settings;
 pub mod sqlstate;
 pub mod statement;
@@ -37,6 +42,7 @@ mod table;
 mod temporal;
 pub mod text;
 mod text_casts;
+mod to_char;
 mod unknown_literals;
 mod zero_results;
 
@@ -93,6 +99,7 @@ pub fn version_string() -> String {
 pub fn engine(
     registry: &Arc<Registry>,
     server: settings::ServerValues,
+    unsupported: crate::config::Unsupported,
 ) -> Result<Arc<Engine>, DataFusionError> {
     let ctx = context(registry)?;
     let mut state = ctx.state();
@@ -120,13 +127,17 @@ pub fn engine(
             .build();
     functions::register(&mut state)?;
     functions::register_aggregates(&mut state)?;
+    for aggregate in ordered_set::functions() {
+        datafusion::execution::FunctionRegistry::register_udaf(&mut state, Arc::new(aggregate))?;
+    }
     numeric::register(&mut state)?;
     json::register(&mut state)?;
     for function in pg_types::functions()
         .into_iter()
         .chain(temporal::functions())
+        .chain([to_char::function(), age::function(), make::function()].map(Arc::new))
     {
-        datafusion::execution::FunctionRegistry::register_udf(&mut state, function)?;
+        replace_udf(&mut state, function)?;
     }
     Ok(Arc::new(Engine::new(
         state,
@@ -134,7 +145,28 @@ pub fn engine(
         Arc::clone(registry),
         server,
         activity,
+        forward::Forwarder::new(unsupported),
     )))
+}
+
+/// Registers `function`, first removing any function of its name together
+/// with that function's aliases: a session state is rebuilt from every
+/// registered function, and a replaced one still registered under an alias
+/// (`date_format` for `to_char`) would take its name back.
+fn replace_udf(
+    state: &mut SessionState,
+    function: Arc<datafusion::logical_expr::ScalarUDF>,
+) -> Result<(), DataFusionError> {
+    use datafusion::execution::FunctionRegistry;
+    for name in
+        std::iter::once(function.name()).chain(function.aliases().iter().map(String::as_str))
+    {
+        if state.scalar_functions().contains_key(name) {
+            state.deregister_udf(name)?;
+        }
+    }
+    state.register_udf(function)?;
+    Ok(())
 }
 
 /// The DataFusion context with the dataset catalog and `pg_catalog`.
@@ -145,6 +177,9 @@ fn context(registry: &Arc<Registry>) -> Result<SessionContext, DataFusionError> 
         .with_information_schema(false);
     // PostgreSQL reads `7.5` as numeric, not double precision.
     config.options_mut().sql_parser.parse_float_as_decimal = true;
+    // `now()` is a timestamptz; DataFusion types it with this zone, and a
+    // session's `TimeZone` decides how it prints.
+    config.options_mut().execution.time_zone = Some("UTC".to_owned());
     let ctx = SessionContext::new_with_config(config);
     let catalog = Arc::new(MemoryCatalogProvider::new());
     for schema in schema_names(registry) {

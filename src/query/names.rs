@@ -84,11 +84,26 @@ fn name_items(items: &mut [SelectItem]) {
             SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)
         )
     });
-    let figured: Vec<Option<String>> = items
+    // A plain column listed again (`SELECT id, id`): the later ones get
+    // the hidden suffix too.
+    let plain: Vec<Option<String>> = items
         .iter()
         .map(|item| match item {
+            SelectItem::UnnamedExpr(expr) if !needs_alias(expr) => explicit_name(item),
+            _ => None,
+        })
+        .collect();
+    let figured: Vec<Option<String>> = items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| match item {
             SelectItem::UnnamedExpr(expr) if needs_alias(expr) || wildcard => {
                 Some(figure(expr).unwrap_or_else(|| "?column?".into()))
+            }
+            SelectItem::UnnamedExpr(_)
+                if plain[index].is_some() && plain[..index].contains(&plain[index]) =>
+            {
+                plain[index].clone()
             }
             _ => None,
         })

@@ -58,6 +58,9 @@ const MIN_SIG_DIGITS: i32 = 16;
 /// PostgreSQL's `NUMERIC_MAX_DISPLAY_SCALE`.
 const MAX_DISPLAY_SCALE: i32 = 1000;
 
+/// Functions PostgreSQL computes in numeric for a numeric argument, at a
+/// scale of their own, which pgaccel refuses for one (0A000).
+const FLOAT_ONLY: [&str; 7] = ["exp", "ln", "log", "log10", "power", "pow", "sqrt"];
 const DIVIDE: &str = "pgaccel_numeric_div";
 const DIVIDE_SCALE: &str = "pgaccel_numeric_div_scale";
 const AVG: &str = "pgaccel_avg";
@@ -310,7 +313,58 @@ pub fn postgres_numerics(
         next: 0,
     };
     let plan = threads.resolve_pending(plan)?;
+    refuse_mixed_scale_unions(&plan)?;
     threads.display(plan)
+}
+
+/// A numeric value keeps its own scale through `UNION` in PostgreSQL
+/// (`SELECT 0.38::numeric(12,2) UNION ALL SELECT 1.5::numeric(38,10)`
+/// prints `0.38` and `1.5000000000`); a union column whose branches are
+/// numerics of different scales (or numerics and integers) would print
+/// every value at one scale, so it is refused.
+fn refuse_mixed_scale_unions(plan: &LogicalPlan) -> Result<()> {
+    use datafusion::common::tree_node::TreeNodeRecursion;
+    let mut mixed = false;
+    plan.apply_with_subqueries(|node| {
+        if let LogicalPlan::Union(union) = node {
+            for column in 0..union.schema.fields().len() {
+                let scales: Vec<Option<i8>> = union
+                    .inputs
+                    .iter()
+                    .filter_map(|input| {
+                        let data_type = input.schema().fields().get(column)?.data_type().clone();
+                        match data_type {
+                            DataType::Decimal128(_, scale) | DataType::Decimal256(_, scale) => {
+                                Some(Some(scale))
+                            }
+                            t if t.is_integer() => Some(Some(0)),
+                            DataType::Null => None,
+                            _ => Some(None),
+                        }
+                    })
+                    .collect();
+                let decimal = union.inputs.iter().any(|input| {
+                    input
+                        .schema()
+                        .fields()
+                        .get(column)
+                        .is_some_and(|f| is_decimal(f.data_type()))
+                });
+                if decimal
+                    && scales.iter().all(Option::is_some)
+                    && scales.windows(2).any(|pair| pair[0] != pair[1])
+                {
+                    mixed = true;
+                    return Ok(TreeNodeRecursion::Stop);
+                }
+            }
+        }
+        Ok(TreeNodeRecursion::Continue)
+    })?;
+    if mixed {
+        return Err(refused("a UNION of numerics of different scales"));
+    }
+    Ok(())
 }
 
 /// `node` with its schema derived again from its inputs and expressions
@@ -324,9 +378,32 @@ pub(super) fn recompute_schema(node: LogicalPlan) -> Result<LogicalPlan> {
     }
 }
 
+/// Whether one side is a `real` and the other an integer or numeric.
+fn real_with_exact(left: &Expr, right: &Expr, schema: &DFSchema) -> bool {
+    let (Ok(left), Ok(right)) = (left.get_type(schema), right.get_type(schema)) else {
+        return false;
+    };
+    let exact = |t: &DataType| is_exact_number(t) || t.is_integer();
+    (left == DataType::Float32 && exact(&right)) || (right == DataType::Float32 && exact(&left))
+}
+
 impl Functions {
     fn rewrite(&self, expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         match &expr {
+            // `real` with an integer or a numeric is computed in double
+            // precision (PostgreSQL resolves `float4 + int4` as float8).
+            Expr::BinaryExpr(BinaryExpr { left, op, right })
+                if matches!(
+                    op,
+                    Operator::Plus | Operator::Minus | Operator::Multiply | Operator::Divide
+                ) && real_with_exact(left, right, schema) =>
+            {
+                Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr {
+                    left: Box::new((**left).clone().cast_to(&DataType::Float64, schema)?),
+                    op: *op,
+                    right: Box::new((**right).clone().cast_to(&DataType::Float64, schema)?),
+                })))
+            }
             Expr::BinaryExpr(BinaryExpr {
                 left,
                 op: Operator::Divide,
@@ -421,12 +498,36 @@ impl Functions {
             Expr::ScalarFunction(function) if function.name() == "factorial" => Ok(
                 Transformed::yes(expr.cast_to(&DataType::Decimal128(38, 0), schema)?),
             ),
+            // PostgreSQL computes these of a numeric in numeric, to a scale
+            // of its own; DataFusion in float8.
+            Expr::ScalarFunction(function)
+                if FLOAT_ONLY.contains(&function.name())
+                    && function
+                        .args
+                        .iter()
+                        .any(|arg| arg.get_type(schema).is_ok_and(|t| is_decimal(&t))) =>
+            {
+                Err(DataFusionError::NotImplemented(format!(
+                    "{}() of a numeric is not supported; cast its argument to double precision",
+                    function.name()
+                )))
+            }
             Expr::ScalarFunction(function) => {
                 let Some(rounding) = Rounding::of(function.name()) else {
                     return Ok(Transformed::no(expr));
                 };
                 let Some(Ok(data_type)) = function.args.first().map(|a| a.get_type(schema)) else {
                     return Ok(Transformed::no(expr));
+                };
+                // `round(int, n)` is `round(numeric, n)` in PostgreSQL.
+                let (data_type, args) = if data_type.is_integer() && function.args.len() == 2 {
+                    let mut args = function.args.clone();
+                    args[0] = args[0]
+                        .clone()
+                        .cast_to(&DataType::Decimal128(38, 0), schema)?;
+                    (DataType::Decimal128(38, 0), args)
+                } else {
+                    (data_type, function.args.clone())
                 };
                 if is_decimal(&data_type) {
                     let udf = self
@@ -436,7 +537,7 @@ impl Functions {
                         .map(|(_, udf)| Arc::clone(udf))
                         .ok_or_else(|| DataFusionError::Internal("rounding".into()))?;
                     return Ok(Transformed::yes(Expr::ScalarFunction(
-                        ScalarFunction::new_udf(udf, function.args.clone()),
+                        ScalarFunction::new_udf(udf, args),
                     )));
                 }
                 if rounding == Rounding::Round

@@ -15,6 +15,10 @@
 //! - `interval` text input in PostgreSQL's syntax (`'1 day 02:03:04'`,
 //!   ISO 8601, SQL standard) through [`INTERVAL_FUNCTION`] and
 //!   [`super::interval`]; arrow's parser knows only its own unit list.
+//! - `varchar(n)` and `char(n)` casts cut the text to n characters
+//!   ([`VARCHAR_FUNCTION`], [`BPCHAR_FUNCTION`]); a `char(n)` value is kept
+//!   without its trailing spaces (which PostgreSQL drops when it is used as
+//!   text) and printed padded to n.
 //! - `LIKE pattern ESCAPE 'c'`: DataFusion knows only `\` as the escape
 //!   character; [`LIKE_PATTERN_FUNCTION`] spells the pattern with it.
 
@@ -36,6 +40,8 @@ pub const INTERVAL_SPAN_FUNCTION: &str = "pgaccel_interval_span";
 pub const BYTEA_FUNCTION: &str = "pgaccel_bytea";
 pub const LIKE_PATTERN_FUNCTION: &str = "pgaccel_like_pattern";
 pub const INTERVAL_FUNCTION: &str = "pgaccel_interval";
+pub const VARCHAR_FUNCTION: &str = "pgaccel_varchar";
+pub const BPCHAR_FUNCTION: &str = "pgaccel_bpchar";
 
 /// The functions of this module, for registration.
 pub fn functions() -> Vec<Arc<ScalarUDF>> {
@@ -45,7 +51,110 @@ pub fn functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::new_from_impl(ByteaFunction::default())),
         Arc::new(ScalarUDF::new_from_impl(LikePattern::default())),
         Arc::new(ScalarUDF::new_from_impl(IntervalFunction::default())),
+        Arc::new(ScalarUDF::new_from_impl(CharacterCast::new(false))),
+        Arc::new(ScalarUDF::new_from_impl(CharacterCast::new(true))),
     ]
+}
+
+/// `x::varchar(n)` and `x::char(n)`: `pgaccel_varchar(x, n)`,
+/// `pgaccel_bpchar(x, n)`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct CharacterCast {
+    signature: Signature,
+    /// `char(n)`: trailing spaces dropped, printed padded.
+    bpchar: bool,
+}
+
+impl CharacterCast {
+    fn new(bpchar: bool) -> Self {
+        CharacterCast {
+            signature: Signature::user_defined(Volatility::Immutable),
+            bpchar,
+        }
+    }
+}
+
+impl ScalarUDFImpl for CharacterCast {
+    fn name(&self) -> &str {
+        if self.bpchar {
+            BPCHAR_FUNCTION
+        } else {
+            VARCHAR_FUNCTION
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [_, _] => Ok(vec![DataType::Utf8, DataType::Utf8]),
+            _ => Err(DataFusionError::Internal(format!(
+                "{}() takes a value and a length",
+                self.name()
+            ))),
+        }
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs<'_>) -> Result<FieldRef> {
+        let length = match args.scalar_arguments.get(1).copied().flatten() {
+            Some(datafusion::common::ScalarValue::Utf8(Some(length))) => {
+                length.parse::<i64>().unwrap_or(0)
+            }
+            _ => {
+                return Err(DataFusionError::Internal(format!(
+                    "{}() needs a constant length",
+                    self.name()
+                )));
+            }
+        };
+        let pg_type = if self.bpchar { "bpchar" } else { "varchar" };
+        Ok(Arc::new(
+            Field::new(self.name(), DataType::Utf8, true).with_metadata(
+                [
+                    (PG_TYPE_METADATA.to_owned(), pg_type.to_owned()),
+                    (
+                        crate::accelerator::TYPMOD_METADATA.to_owned(),
+                        (length + 4).to_string(),
+                    ),
+                ]
+                .into(),
+            ),
+        ))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let (arrays, scalar) = super::functions::argument_arrays(&args)?;
+        let [values, lengths] = arrays.as_slice() else {
+            return Err(DataFusionError::Internal("two arguments".to_owned()));
+        };
+        let values = values.as_string::<i32>();
+        let lengths = lengths.as_string::<i32>();
+        let mut out = StringBuilder::with_capacity(values.len(), values.len() * 8);
+        for row in 0..values.len() {
+            if values.is_null(row) || lengths.is_null(row) {
+                out.append_null();
+                continue;
+            }
+            let value = values.value(row);
+            let length: usize = lengths.value(row).parse().unwrap_or(0);
+            let cut = match value.char_indices().nth(length) {
+                Some((at, _)) => &value[..at],
+                None => value,
+            };
+            out.append_value(if self.bpchar {
+                cut.trim_end_matches(' ')
+            } else {
+                cut
+            });
+        }
+        super::functions::columnar(Arc::new(out.finish()), scalar)
+    }
 }
 
 /// Runs `each` over the rows of a one-argument call, keeping a scalar

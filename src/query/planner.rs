@@ -30,6 +30,7 @@ use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
 use lru::LruCache;
 
 use super::error::PgError;
+use super::forward::ForwardedQuery;
 use super::resolve::{NameScope, resolve_names};
 use super::statement::{Command, classify, cursor_command, split_statements};
 use super::{DirectPlan, parameterize, plan_is_current, sqlstate};
@@ -47,6 +48,8 @@ pub const MAX_PARAMETERS: usize = 65535;
 pub enum Prepared {
     Query(Arc<PlannedQuery>),
     Command(Arc<Command>),
+    /// A query pgaccel refuses, answered by its PostgreSQL source.
+    Forwarded(Arc<ForwardedQuery>),
 }
 
 /// A query statement planned by DataFusion.
@@ -77,7 +80,7 @@ impl Prepared {
     pub fn command(&self) -> Option<&Command> {
         match self {
             Prepared::Command(command) => Some(command),
-            Prepared::Query(_) => None,
+            Prepared::Query(_) | Prepared::Forwarded(_) => None,
         }
     }
 }
@@ -192,7 +195,7 @@ impl Planner {
                 {
                     return Ok(statements);
                 }
-                Err(sqlstate::syntax(&error.to_string()))
+                Err(sqlstate::syntax(sql, &error.to_string()))
             }
         }
     }
@@ -459,7 +462,7 @@ impl Planner {
     ) -> Result<Arc<PlannedQuery>, PgError> {
         match self.prepare(context, statement, None).await? {
             Prepared::Query(query) => Ok(query),
-            Prepared::Command(_) => Err(PgError::new(
+            Prepared::Command(_) | Prepared::Forwarded(_) => Err(PgError::new(
                 sqlstate::SYNTAX_ERROR,
                 "a query was expected here",
             )),
@@ -671,9 +674,11 @@ async fn plan(state: &SessionState, statement: Statement) -> Result<LogicalPlan,
         _ => {
             refuse_correlated_unnest(&plan)?;
             super::array_types::annotate_arrays(plan)
+                .and_then(super::set_operations::postgres_set_operations)
                 .and_then(super::temporal::postgres_temporal)
                 .and_then(|plan| super::numeric::postgres_numerics(plan, state))
                 .and_then(signed_outputs)
+                .and_then(unknown_outputs_as_text)
                 .map_err(sqlstate::from_datafusion)
         }
     }
@@ -693,6 +698,36 @@ const INT4_RESULTS: &[&str] = &[
 
 /// PostgreSQL has no unsigned integers: a result column a function computes
 /// unsigned (`row_number()`, `rank()`, `cardinality()`) is cast to the type
+/// PostgreSQL resolves a result column of unknown type (`SELECT NULL`) as
+/// `text`.
+fn unknown_outputs_as_text(plan: LogicalPlan) -> datafusion::error::Result<LogicalPlan> {
+    use datafusion::logical_expr::{Expr as LogicalExpr, LogicalPlanBuilder, cast};
+    // A parameter's type is still unknown here: it gets the type its use or
+    // its value gives it.
+    if !plan
+        .schema()
+        .fields()
+        .iter()
+        .any(|field| field.data_type() == &DataType::Null)
+        || !plan.get_parameter_types()?.is_empty()
+    {
+        return Ok(plan);
+    }
+    let exprs: Vec<LogicalExpr> = plan
+        .schema()
+        .iter()
+        .map(|(qualifier, field)| {
+            let column = LogicalExpr::Column(datafusion::common::Column::from((qualifier, field)));
+            if field.data_type() == &DataType::Null {
+                cast(column, DataType::Utf8).alias_qualified(qualifier.cloned(), field.name())
+            } else {
+                column
+            }
+        })
+        .collect();
+    LogicalPlanBuilder::from(plan).project(exprs)?.build()
+}
+
 /// PostgreSQL gives the same expression (`bigint`, or `integer` for
 /// [`INT4_RESULTS`]), so clients see its type and its binary form.
 fn signed_outputs(plan: LogicalPlan) -> datafusion::error::Result<LogicalPlan> {
@@ -760,20 +795,36 @@ fn signed_outputs(plan: LogicalPlan) -> datafusion::error::Result<LogicalPlan> {
             .collect(),
         _ => Vec::new(),
     };
+    // The unsigned columns the tables read hold their own values.
+    let mut scanned_unsigned = std::collections::HashSet::new();
+    let _ = plan.apply(|node| {
+        if let LogicalPlan::TableScan(scan) = node {
+            for field in scan.projected_schema.fields() {
+                if unsigned(field.data_type()) {
+                    scanned_unsigned.insert(field.name().clone());
+                }
+            }
+        }
+        Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+    });
     let exprs = plan
         .schema()
         .iter()
         .enumerate()
         .map(|(index, (qualifier, field))| {
             let column = LogicalExpr::Column(datafusion::common::Column::from((qualifier, field)));
-            // A column read as it is (a MySQL `BIGINT UNSIGNED`) keeps the
-            // numeric type that holds all its values.
-            let Some(function) = computed.get(index).and_then(Option::as_deref) else {
-                return column;
-            };
             if !unsigned(field.data_type()) {
                 return column;
             }
+            // A column read as it is (a MySQL `BIGINT UNSIGNED`) keeps the
+            // numeric type that holds all its values; any other unsigned
+            // value is a count or a row number computed below a subquery.
+            let Some(function) = computed.get(index).and_then(Option::as_deref) else {
+                if scanned_unsigned.contains(field.name()) {
+                    return column;
+                }
+                return cast(column, DataType::Int64).alias(field.name());
+            };
             let int4 = INT4_RESULTS.contains(&function);
             let signed = match field.data_type() {
                 DataType::UInt8 => DataType::Int16,

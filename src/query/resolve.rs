@@ -153,7 +153,7 @@ impl Resolver<'_, '_> {
 }
 
 /// An identifier as PostgreSQL folds it: lowercase unless quoted.
-fn normalized(ident: &Ident) -> String {
+pub(super) fn normalized(ident: &Ident) -> String {
     match ident.quote_style {
         Some(_) => ident.value.clone(),
         None => ident.value.to_lowercase(),

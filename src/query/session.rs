@@ -267,7 +267,11 @@ impl Session {
             .engine
             .planner
             .prepare_single(&self.plan_context(), sql)
-            .await?;
+            .await;
+        let prepared = match prepared {
+            Err(refusal) => Some(self.forward(sql, refusal).await?),
+            Ok(prepared) => prepared,
+        };
         if prepared.is_some() {
             return Ok(prepared);
         }
@@ -282,13 +286,20 @@ impl Session {
 
     /// Prepares a simple-protocol query string.
     pub async fn prepare_simple(&mut self, sql: &str) -> Result<SimpleQuery, PgError> {
-        if let Some(one) = self
+        let prepared = self
             .engine
             .planner
             .prepare_simple(&self.plan_context(), sql)
-            .await?
-        {
-            return Ok(SimpleQuery::One(one));
+            .await;
+        match prepared {
+            Ok(Some(one)) => return Ok(SimpleQuery::One(one)),
+            Ok(None) => {}
+            Err(refusal) => {
+                return Ok(SimpleQuery::One(SimpleStatement {
+                    prepared: self.forward(sql, refusal).await?,
+                    params: None,
+                }));
+            }
         }
         // As PostgreSQL does, a syntax error anywhere stops the whole string
         // before any of it runs.
@@ -303,16 +314,45 @@ impl Session {
 
     /// Prepares one statement of a multi-statement query string.
     pub async fn prepare_piece(&mut self, sql: &str) -> Result<SimpleStatement, PgError> {
-        self.engine
+        let prepared = self
+            .engine
             .planner
             .prepare_simple(&self.plan_context(), sql)
+            .await;
+        let prepared = match prepared {
+            Err(refusal) => Some(SimpleStatement {
+                prepared: self.forward(sql, refusal).await?,
+                params: None,
+            }),
+            Ok(prepared) => prepared,
+        };
+        prepared.ok_or_else(|| {
+            PgError::new(
+                sqlstate::SYNTAX_ERROR,
+                format!("cannot run \"{sql}\" as one statement"),
+            )
+        })
+    }
+
+    /// `refusal`'s statement, answered by its PostgreSQL source when
+    /// `runtime.query.unsupported: source` allows it; else `refusal`.
+    async fn forward(&mut self, sql: &str, refusal: PgError) -> Result<Prepared, PgError> {
+        let forwarder = &self.engine.forwarder;
+        if !forwarder.takes(&refusal) {
+            return Err(refusal);
+        }
+        let context = self.plan_context();
+        match forwarder
+            .prepare(sql, &context.names, &self.engine.registry, &refusal)
             .await?
-            .ok_or_else(|| {
-                PgError::new(
-                    sqlstate::SYNTAX_ERROR,
-                    format!("cannot run \"{sql}\" as one statement"),
-                )
-            })
+        {
+            Some(query) => {
+                tracing::info!(refusal = %refusal.message, "query forwarded to its source");
+                metrics::query_forwarded("feature_not_supported");
+                Ok(Prepared::Forwarded(query))
+            }
+            None => Err(refusal),
+        }
     }
 
     /// Refuses a statement in a failed transaction block, as PostgreSQL does
@@ -444,6 +484,11 @@ impl Session {
                 binary: false,
             }),
             Prepared::Command(command) => Box::pin(self.run_command(command)).await,
+            Prepared::Forwarded(query) => Ok(Outcome::Rows {
+                source: query.run(params, &self.info.settings()).await?,
+                verb: "SELECT",
+                binary: false,
+            }),
         }
     }
 
@@ -949,6 +994,7 @@ impl Session {
     pub fn describe(&self, prepared: &Prepared) -> Option<SchemaRef> {
         match prepared {
             Prepared::Query(query) => Some(query.schema()),
+            Prepared::Forwarded(query) => Some(query.schema()),
             Prepared::Command(command) => match command.as_ref() {
                 Command::Show(name) if name == "all" => {
                     Some(text_schema(&["name", "setting", "description"]))
@@ -1010,7 +1056,7 @@ fn copy_query(source: &CopyFrom) -> Result<Query, PgError> {
         &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
         &sql,
     )
-    .map_err(|e| sqlstate::syntax(&e.to_string()))?;
+    .map_err(|e| sqlstate::syntax(&sql, &e.to_string()))?;
     match statements.pop() {
         Some(Statement::Query(query)) => Ok(*query),
         _ => Err(PgError::new(

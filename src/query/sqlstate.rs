@@ -20,6 +20,8 @@ pub const NOT_IN_PREREQUISITE_STATE: &str = "55000";
 pub const DIVISION_BY_ZERO: &str = "22012";
 pub const NUMERIC_OUT_OF_RANGE: &str = "22003";
 pub const INVALID_TEXT_REPRESENTATION: &str = "22P02";
+pub const DATETIME_FIELD_OVERFLOW: &str = "22008";
+pub const INVALID_DATETIME_FORMAT: &str = "22007";
 pub const UNDEFINED_OBJECT: &str = "42704";
 pub const OUT_OF_MEMORY: &str = "53200";
 pub const INTERNAL_ERROR: &str = "XX000";
@@ -27,6 +29,7 @@ pub const INVALID_PARAMETER_VALUE: &str = "22023";
 pub const CANT_CHANGE_RUNTIME_PARAM: &str = "55P02";
 pub const INSUFFICIENT_PRIVILEGE: &str = "42501";
 pub const PROTOCOL_VIOLATION: &str = "08P01";
+pub const CONNECTION_FAILURE: &str = "08006";
 pub const IN_FAILED_SQL_TRANSACTION: &str = "25P02";
 pub const ACTIVE_SQL_TRANSACTION: &str = "25001";
 pub const NO_ACTIVE_SQL_TRANSACTION: &str = "25P01";
@@ -81,9 +84,32 @@ pub fn from_datafusion(error: DataFusionError) -> PgError {
     self::error(code, postgres_message(root, code))
 }
 
-/// A syntax error in PostgreSQL's words: `syntax error at or near "selec"`.
-pub fn syntax(parser_message: &str) -> PgError {
-    error(SYNTAX_ERROR, syntax_message(parser_message))
+/// A syntax error in `sql` in PostgreSQL's words (`syntax error at or near
+/// "selec"`), with the position of the token at fault.
+pub fn syntax(sql: &str, parser_message: &str) -> PgError {
+    error(SYNTAX_ERROR, syntax_message(parser_message)).at(syntax_position(sql, parser_message))
+}
+
+/// The character position (from 1) that sqlparser's `at Line: l, Column: c`
+/// names in `sql`; the end of input is one past the last character.
+fn syntax_position(sql: &str, parser_message: &str) -> Option<usize> {
+    if parser_message.contains("found: EOF") {
+        return Some(sql.chars().count() + 1);
+    }
+    let (_, at) = parser_message.rsplit_once("at Line: ")?;
+    let (line, column) = at.split_once(", Column: ")?;
+    let line: usize = line.trim().parse().ok()?;
+    let column: usize = column
+        .trim()
+        .trim_end_matches(|c: char| !c.is_ascii_digit())
+        .parse()
+        .ok()?;
+    let before: usize = sql
+        .split_inclusive('\n')
+        .take(line.checked_sub(1)?)
+        .map(|text| text.chars().count())
+        .sum();
+    Some(before + column)
 }
 
 fn syntax_message(parser_message: &str) -> String {
@@ -117,6 +143,17 @@ fn postgres_message(error: &DataFusionError, code: &str) -> String {
             format!("relation \"{table}\" does not exist")
         }
         (_, DIVISION_BY_ZERO) => "division by zero".to_owned(),
+        // The refusal itself, without the coercion failure around it.
+        (_, FEATURE_NOT_SUPPORTED) if message.to_lowercase().contains(NOT_IMPLEMENTED) => {
+            let at =
+                message.to_lowercase().find(NOT_IMPLEMENTED).unwrap_or(0) + NOT_IMPLEMENTED.len();
+            let refusal = &message[at..];
+            refusal
+                .split(". No function matches")
+                .next()
+                .unwrap_or(refusal)
+                .to_owned()
+        }
         (DataFusionError::ArrowError(arrow, _), NUMERIC_OUT_OF_RANGE) => match arrow.as_ref() {
             ArrowError::CastError(cast) => match out_of_range_type(cast) {
                 Some(type_name) => format!("{type_name} out of range"),
@@ -212,6 +249,9 @@ fn plan_code(message: &str) -> &'static str {
     let lower = message.to_lowercase();
     if lower.starts_with("table '") && lower.contains("not found") {
         UNDEFINED_TABLE
+    } else if lower.contains(NOT_IMPLEMENTED) {
+        // A function's own refusal, wrapped by DataFusion's type coercion.
+        FEATURE_NOT_SUPPORTED
     } else if lower.contains("invalid function") || lower.contains("no function matches") {
         UNDEFINED_FUNCTION
     } else if lower.contains("unsupported") {
@@ -221,9 +261,14 @@ fn plan_code(message: &str) -> &'static str {
     }
 }
 
+/// How DataFusion prints a `NotImplemented` error it wraps into another.
+const NOT_IMPLEMENTED: &str = "this feature is not implemented: ";
+
 fn execution_code(message: &str) -> &'static str {
     let lower = message.to_lowercase();
-    if lower.contains("divide by zero") || lower.contains("division by zero") {
+    if lower.contains(NOT_IMPLEMENTED) {
+        FEATURE_NOT_SUPPORTED
+    } else if lower.contains("divide by zero") || lower.contains("division by zero") {
         DIVISION_BY_ZERO
     } else if lower.contains("overflow") {
         NUMERIC_OUT_OF_RANGE
@@ -278,6 +323,45 @@ mod tests {
             Err(error) => Err(error),
         };
         from_datafusion(result.expect_err(sql))
+    }
+
+    #[tokio::test]
+    async fn a_function_refusal_wrapped_by_coercion_stays_0a000() {
+        use datafusion::arrow::datatypes::DataType;
+        use datafusion::logical_expr::{ScalarUDF, ScalarUDFImpl, Signature, Volatility};
+        #[derive(Debug, PartialEq, Eq, Hash)]
+        struct Refusing(Signature);
+        impl ScalarUDFImpl for Refusing {
+            fn name(&self) -> &str {
+                "refusing"
+            }
+            fn signature(&self) -> &Signature {
+                &self.0
+            }
+            fn coerce_types(&self, _: &[DataType]) -> datafusion::common::Result<Vec<DataType>> {
+                Err(DataFusionError::NotImplemented("refusing() of this".into()))
+            }
+            fn return_type(&self, _: &[DataType]) -> datafusion::common::Result<DataType> {
+                Ok(DataType::Utf8)
+            }
+            fn invoke_with_args(
+                &self,
+                _: datafusion::logical_expr::ScalarFunctionArgs,
+            ) -> datafusion::common::Result<datafusion::logical_expr::ColumnarValue> {
+                unreachable!()
+            }
+        }
+        let ctx = datafusion::prelude::SessionContext::new();
+        ctx.register_udf(ScalarUDF::new_from_impl(Refusing(Signature::user_defined(
+            Volatility::Immutable,
+        ))));
+        let error = match ctx.sql("SELECT refusing(1)").await {
+            Ok(frame) => frame.collect().await.map(|_| ()),
+            Err(error) => Err(error),
+        };
+        let error = from_datafusion(error.expect_err("refused"));
+        assert_eq!(error.code, FEATURE_NOT_SUPPORTED);
+        assert_eq!(error.message, "refusing() of this");
     }
 
     #[tokio::test]

@@ -529,6 +529,29 @@ fn rewrite(
     {
         return Ok(Transformed::yes(expr.cast_to(&DataType::Float64, schema)?));
     }
+    if let Expr::ScalarFunction(function) = &expr
+        && matches!(function.name(), "to_timestamp" | "to_date")
+    {
+        // `to_timestamp(text, template)` and `to_date(text, template)` take
+        // PostgreSQL's template patterns, DataFusion's chrono's.
+        if function.args.len() > 1 {
+            return Err(datafusion::error::DataFusionError::NotImplemented(format!(
+                "{}() with a template is not supported",
+                function.name()
+            )));
+        }
+        // `to_timestamp(seconds)` is a timestamptz.
+        if function.name() == "to_timestamp"
+            && function
+                .args
+                .first()
+                .and_then(|arg| arg.get_type(schema).ok())
+                .is_some_and(|t| t.is_numeric())
+        {
+            let zoned = DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()));
+            return Ok(Transformed::yes(expr.cast_to(&zoned, schema)?));
+        }
+    }
     let Expr::BinaryExpr(BinaryExpr { left, op, right }) = &expr else {
         return Ok(Transformed::no(expr));
     };

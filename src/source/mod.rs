@@ -30,7 +30,7 @@ use crate::config::{DatasetConfig, RefreshSql, SourceParams, SourceRef};
 pub use self::duckdb::DuckdbSource;
 pub use file::FileSource;
 pub use mysql::MysqlSource;
-pub use postgres::PostgresSource;
+pub use postgres::{PostgresSource, postgres_pool};
 pub use sqlite::SqliteSource;
 pub use time::{TimeBound, instant, instants};
 

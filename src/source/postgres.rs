@@ -253,6 +253,14 @@ async fn describe_table(
     Ok((provider, annotated, described.primary_key))
 }
 
+/// A connection pool to the source `params` name, for queries pgaccel
+/// forwards to it (see `query::forward`).
+pub async fn postgres_pool(
+    params: &PostgresParams,
+) -> Result<PostgresConnectionPool, Box<dyn std::error::Error + Send + Sync>> {
+    Ok(PostgresConnectionPool::new(pool_params(params)).await?)
+}
+
 fn pool_params(params: &PostgresParams) -> HashMap<String, SecretString> {
     let mut map = HashMap::new();
     let mut put = |key: &str, value: &str| {

@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
-use datafusion::common::ParamValues;
 use datafusion::common::metadata::ScalarAndMetadata;
+use datafusion::common::{ParamValues, ScalarValue};
 use futures::SinkExt;
 use pgwire::api::Type;
 use pgwire::error::ErrorInfo;
@@ -481,7 +481,22 @@ impl Backend {
             }
             _ => (Vec::new(), Vec::new()),
         };
-        let reported = params::reported_types(&declared, &casts, &inferred);
+        let reported = match &prepared {
+            // The source's own parameter types, unless the client declared one.
+            Some(Prepared::Forwarded(query)) => query
+                .parameters
+                .iter()
+                .enumerate()
+                .map(|(index, source)| {
+                    declared
+                        .get(index)
+                        .cloned()
+                        .flatten()
+                        .unwrap_or_else(|| source.clone())
+                })
+                .collect(),
+            _ => params::reported_types(&declared, &casts, &inferred),
+        };
         let statement = NamedStatement {
             sql: parse.query,
             prepared,
@@ -827,8 +842,11 @@ fn bind_parameters(
             ),
         ));
     }
-    let Some(Prepared::Query(query)) = &statement.prepared else {
-        return Ok(None);
+    let query = match &statement.prepared {
+        Some(Prepared::Query(query)) => Some(query),
+        // Read as their own type: the source gets them as text.
+        Some(Prepared::Forwarded(_)) => None,
+        _ => return Ok(None),
     };
     let decoded = values
         .iter()
@@ -845,7 +863,14 @@ fn bind_parameters(
                 .cloned()
                 .flatten()
                 .unwrap_or_else(|| statement.reported[index].clone());
-            let target = query.parameters.get(index).and_then(Option::as_ref);
+            if query.is_none() && !binary {
+                // The client's own text: the source reads it as PostgreSQL does.
+                let text = value
+                    .as_ref()
+                    .map(|bytes| String::from_utf8_lossy(bytes).into_owned());
+                return Ok(ScalarAndMetadata::from(ScalarValue::Utf8(text)));
+            }
+            let target = query.and_then(|query| query.parameters.get(index)?.as_ref());
             params::decode(value.as_ref(), binary, &pg_type, target).map(ScalarAndMetadata::from)
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -862,6 +887,7 @@ pub fn error_info(error: &PgError) -> ErrorInfo {
     info.severity_nonlocalized = Some(error.severity().to_owned());
     info.detail = error.detail.clone();
     info.hint = error.hint.clone();
+    info.position = error.position.map(|position| position.to_string());
     info
 }
 

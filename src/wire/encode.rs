@@ -24,9 +24,10 @@ use pgwire::types::ToSqlText;
 use pgwire::types::format::FormatOptions;
 use postgres_types::{IsNull, ToSql, to_sql_checked};
 
-use super::numeric;
+use super::{forwarded, numeric};
 use crate::accelerator::{PG_TYPE_METADATA, TYPMOD_METADATA};
 use crate::query::display_name;
+use crate::query::forward::FORWARDED_OID_METADATA;
 use crate::query::origins::{ATTNUM_METADATA, TABLE_OID_METADATA};
 use crate::query::settings::Output;
 use crate::query::text;
@@ -40,6 +41,9 @@ pub fn pg_type(field: &Arc<Field>) -> PgWireResult<Type> {
 }
 
 fn special_type(field: &Field) -> Option<Type> {
+    if let Some(forwarded) = forwarded_type(field) {
+        return Some(forwarded);
+    }
     if let DataType::List(_) = field.data_type() {
         return list_type(field);
     }
@@ -66,6 +70,16 @@ fn special_type(field: &Field) -> Option<Type> {
         "numeric" => Type::NUMERIC,
         _ => return None,
     })
+}
+
+/// The source's type of a column a forwarded query returns as text.
+fn forwarded_type(field: &Field) -> Option<Type> {
+    let metadata = field.metadata();
+    let oid: u32 = metadata.get(FORWARDED_OID_METADATA)?.parse().ok()?;
+    Some(Type::from_oid(oid).unwrap_or_else(|| {
+        let name = metadata.get(PG_TYPE_METADATA).cloned().unwrap_or_default();
+        Type::new(name, oid, postgres_types::Kind::Simple, String::new())
+    }))
 }
 
 /// The catalog's vector and array types that Arrow keeps as lists.
@@ -142,11 +156,17 @@ enum ColumnKind {
     PgText,
     /// Decimal128 as `numeric`, text or binary (see [`super::numeric`]).
     Numeric,
+    /// PostgreSQL's own text of a forwarded query's value, sent as it is,
+    /// or in binary (see [`super::forwarded`]).
+    Forwarded,
     /// Everything else, through arrow-pg.
     Default,
 }
 
 fn column_kind(field: &Field, pg_field: &FieldInfo) -> ColumnKind {
+    if forwarded_type(field).is_some() {
+        return ColumnKind::Forwarded;
+    }
     if let DataType::List(_) = field.data_type() {
         // Vectors print space-separated; other lists as array literals.
         return if list_type(field).is_some() && pg_field.format() == FieldFormat::Text {
@@ -246,6 +266,27 @@ impl RowEncoding {
                         let value = pg_text(array, row, &self.output, Some(pg_field.datatype()))?
                             .map(TextBacked);
                         encode_with(&mut encoder, &value, pg_field)?;
+                    }
+                    ColumnKind::Forwarded => {
+                        let value = match array.is_null(row) {
+                            true => None,
+                            false => {
+                                let text = string_value(array, row);
+                                Some(Written(match pg_field.format() {
+                                    FieldFormat::Text => BytesMut::from(text.as_bytes()),
+                                    FieldFormat::Binary => {
+                                        forwarded::binary(pg_field.datatype(), &text)
+                                            .map_err(super::user_error)?
+                                    }
+                                }))
+                            }
+                        };
+                        encoder.encode_field_with_type_and_format(
+                            &value,
+                            pg_field.datatype(),
+                            pg_field.format(),
+                            pg_field.format_options(),
+                        )?;
                     }
                     ColumnKind::Numeric => {
                         let value = (!array.is_null(row))

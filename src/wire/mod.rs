@@ -11,6 +11,7 @@ mod cancel;
 mod connection;
 mod copy;
 mod encode;
+mod forwarded;
 mod numeric;
 mod params;
 

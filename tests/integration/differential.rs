@@ -16,21 +16,21 @@ use tokio_postgres::{Client, SimpleQueryMessage};
 
 use crate::support::{Raw, SOURCE_DSN, Server, SourceSchema, connect, sqlstate};
 
-const TABLES: &[&str] = &["nums", "texts", "times", "customers", "orders"];
+pub const TABLES: &[&str] = &["nums", "texts", "times", "customers", "orders", "docs"];
 
-fn corpus_dir() -> PathBuf {
+pub fn corpus_dir() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/sql/differential"))
 }
 
 /// One query of the corpus, known by `file:line`.
-struct Case {
-    id: String,
-    sql: String,
+pub struct Case {
+    pub id: String,
+    pub sql: String,
 }
 
 /// The corpus: each query ends with `;` at the end of a line; `--` lines
 /// between queries are comments.
-fn corpus() -> Vec<Case> {
+pub fn corpus() -> Vec<Case> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(corpus_dir())
         .expect("sql/differential")
         .filter_map(|entry| entry.ok().map(|e| e.path()))
@@ -68,7 +68,7 @@ fn corpus() -> Vec<Case> {
 }
 
 /// The listed differences: `file:line` to what differs.
-fn known_differences() -> BTreeMap<String, String> {
+pub fn known_differences() -> BTreeMap<String, String> {
     let text = std::fs::read_to_string(corpus_dir().join("known_differences.txt")).unwrap();
     text.lines()
         .map(str::trim)
@@ -82,7 +82,7 @@ fn known_differences() -> BTreeMap<String, String> {
 
 /// What one server answered, in a form compared as a whole.
 #[derive(Debug, PartialEq)]
-enum Answer {
+pub enum Answer {
     Rows {
         columns: Vec<String>,
         rows: Vec<Vec<Option<String>>>,
@@ -90,7 +90,7 @@ enum Answer {
     Error(String),
 }
 
-async fn simple(client: &Client, sql: &str) -> Answer {
+pub async fn simple(client: &Client, sql: &str) -> Answer {
     match client.simple_query(sql).await {
         Err(error) => Answer::Error(sqlstate(&error)),
         Ok(messages) => {
@@ -116,7 +116,7 @@ async fn simple(client: &Client, sql: &str) -> Answer {
 
 /// The extended protocol: column names with their type OIDs, and each
 /// value's binary form in hex.
-async fn extended(client: &Client, sql: &str) -> Answer {
+pub async fn extended(client: &Client, sql: &str) -> Answer {
     let statement = match client.prepare(sql.trim().trim_end_matches(';')).await {
         Ok(statement) => statement,
         Err(error) => return Answer::Error(sqlstate(&error)),
@@ -236,9 +236,204 @@ async fn every_corpus_query_answers_as_postgres_answers() {
         not_refused.is_empty(),
         "listed as refused but not refused with 0A000: {not_refused:#?}"
     );
+
+    // With `runtime.query.unsupported: source`, the source answers every
+    // refused query that reads a table: the answer must be PostgreSQL's.
+    let forwarding = Server::start_with_config(&format!(
+        "runtime:\n  pg: {{ listen: 127.0.0.1:0 }}\n  http: {{ listen: 127.0.0.1:0 }}\n  query: {{ unsupported: source }}\ndatasets:\n{}",
+        source.served_datasets(TABLES)
+    ))
+    .await;
+    forwarding.wait_ready().await;
+    let forwarded = forwarding.client().await;
+    forwarded.batch_execute(&setup).await.unwrap();
+    let mut not_forwarded = Vec::new();
+    for case in cases.iter().filter(|case| {
+        known
+            .get(&case.id)
+            .is_some_and(|why| why.starts_with("refused"))
+    }) {
+        // A query refused only while it runs stays refused (forwarding
+        // happens when a statement is planned).
+        let forwardable = TABLES
+            .iter()
+            .any(|table| case.sql.contains(&format!("FROM {table}")))
+            && !known[&case.id].contains("while running");
+        for (protocol, expected, got) in [
+            (
+                "simple",
+                simple(&primary, &case.sql).await,
+                simple(&forwarded, &case.sql).await,
+            ),
+            (
+                "extended",
+                extended(&primary, &case.sql).await,
+                extended(&forwarded, &case.sql).await,
+            ),
+        ] {
+            let refused_again = !forwardable && got == Answer::Error("0A000".to_owned());
+            if expected != got && !refused_again {
+                not_forwarded.push(format!(
+                    "{} ({protocol}): PostgreSQL {expected:?}\n      forwarded {got:?}",
+                    case.id
+                ));
+            }
+        }
+    }
+    assert!(
+        not_forwarded.is_empty(),
+        "refused queries the source should have answered: {not_forwarded:#?}"
+    );
     assert!(
         differ.is_empty() && now_match.is_empty() && unknown.is_empty(),
         "{} queries differ from PostgreSQL:\n{}\n\nlisted but now answer as PostgreSQL (remove them from known_differences.txt): {now_match:?}\nlisted but not in the corpus: {unknown:?}",
+        differ.len(),
+        differ.join("\n")
+    );
+}
+
+/// What a client sees of a failed statement: SQLSTATE, message, position.
+async fn failure(client: &Client, sql: &str) -> (String, String, Option<u32>) {
+    let error = client.simple_query(sql).await.expect_err(sql);
+    let db = error.as_db_error().expect("a server error");
+    let position = match db.position() {
+        Some(tokio_postgres::error::ErrorPosition::Original(at)) => Some(*at),
+        _ => None,
+    };
+    (
+        db.code().code().to_owned(),
+        db.message().to_owned(),
+        position,
+    )
+}
+
+#[tokio::test]
+async fn syntax_errors_point_where_postgres_points() {
+    let source = SourceSchema::create("syntax").await;
+    let server = Server::start(&source.served_datasets(&[])).await;
+    let primary = connect(SOURCE_DSN).await;
+    let replica = server.client().await;
+    for sql in [
+        "SELEC 1",
+        "SELECT 1 +",
+        "SELECT 1 FROM",
+        "SELECT id FROM orders WHERE",
+        "SELECT 1,\n  2 3",
+        "SELECT 'héllo wörld' x y",
+        "SELECT (1",
+    ] {
+        assert_eq!(
+            failure(&replica, sql).await,
+            failure(&primary, sql).await,
+            "{sql}"
+        );
+    }
+}
+
+/// The tables of the fixture the MySQL run copies to MariaDB, with the
+/// MariaDB column types that hold the same values, and the PostgreSQL
+/// expression that prints one row as a MariaDB `VALUES` tuple.
+const MYSQL_TABLES: &[(&str, &str, &str)] = &[
+    (
+        "customers",
+        "id INT PRIMARY KEY, name TEXT NOT NULL, region TEXT, since DATE",
+        "format('(%s, %L, %L, %L)', id, name, region, since)",
+    ),
+    (
+        "orders",
+        "id INT PRIMARY KEY, customer_id INT, amount DECIMAL(12,2), qty INT, status TEXT, placed TIMESTAMP(6) NULL",
+        "format('(%s, %s, %s, %s, %L, %L)', id, customer_id, amount, qty, status, to_char(placed AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US'))",
+    ),
+];
+
+/// Whether `sql` reads only tables of [`MYSQL_TABLES`].
+fn reads_only_mysql_tables(sql: &str) -> bool {
+    let words: Vec<&str> = sql
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .collect();
+    let mysql = |word: &&str| MYSQL_TABLES.iter().any(|(table, _, _)| table == word);
+    words.iter().any(mysql)
+        && !words
+            .iter()
+            .any(|word| TABLES.contains(word) && !mysql(word))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corpus_queries_over_a_mysql_source_answer_as_postgres_answers() {
+    let source = SourceSchema::create("differential_mysql").await;
+    let fixture = std::fs::read_to_string(corpus_dir().join("fixture.sql")).unwrap();
+    source.execute(&fixture).await;
+    let primary = connect(SOURCE_DSN).await;
+    let mysql = crate::support::MysqlDatabase::create("differential").await;
+    let mut datasets = Vec::new();
+    for (table, columns, row) in MYSQL_TABLES {
+        let values: String = primary
+            .query_one(
+                &format!(
+                    "SELECT string_agg({row}, ', ' ORDER BY id) FROM {}.{table}",
+                    source.name
+                ),
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        mysql
+            .execute(&format!(
+                "SET time_zone = '+00:00'; CREATE TABLE {{db}}.{table} ({columns}); INSERT INTO {{db}}.{table} VALUES {values}"
+            ))
+            .await;
+        datasets.push(mysql.dataset(table, &format!("{}.{table}", source.name), ""));
+    }
+    let server = Server::start(&datasets.join("\n")).await;
+    server.wait_ready().await;
+    let setup = format!(
+        "SET search_path = {}; SET TimeZone = 'UTC'; SET DateStyle = 'ISO, MDY'",
+        source.name
+    );
+    primary.batch_execute(&setup).await.unwrap();
+    let replica = server.client().await;
+    replica.batch_execute(&setup).await.unwrap();
+
+    // The queries over those tables that answer as PostgreSQL does when
+    // the tables come from PostgreSQL must answer the same from MariaDB.
+    let known = known_differences();
+    let corpus = corpus();
+    let cases: Vec<&Case> = corpus
+        .iter()
+        .filter(|case| reads_only_mysql_tables(&case.sql) && !known.contains_key(&case.id))
+        .collect();
+    assert!(
+        cases.len() >= 100,
+        "{} queries over the MySQL tables",
+        cases.len()
+    );
+    let mut differ = Vec::new();
+    for case in &cases {
+        for (protocol, expected, got) in [
+            (
+                "simple",
+                simple(&primary, &case.sql).await,
+                simple(&replica, &case.sql).await,
+            ),
+            (
+                "extended",
+                extended(&primary, &case.sql).await,
+                extended(&replica, &case.sql).await,
+            ),
+        ] {
+            if expected != got {
+                differ.push(format!(
+                    "{} ({protocol}): {}\n      PostgreSQL {expected:?}\n      pgaccel    {got:?}",
+                    case.id,
+                    case.sql.trim()
+                ));
+            }
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{} answers over the MySQL source differ from PostgreSQL:\n{}",
         differ.len(),
         differ.join("\n")
     );

@@ -10,6 +10,8 @@ mod data_window;
 mod differential;
 mod duckdb_source;
 mod end_to_end;
+mod forward;
+mod generator;
 mod isolation;
 mod lookups;
 mod mysql;

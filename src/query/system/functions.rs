@@ -485,30 +485,93 @@ fn transaction_age(_: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
 }
 
 /// PostgreSQL's `format(fmt, ...)`: `%s` (text, NULL as empty), `%I` (an
-/// identifier, quoted when needed), `%L` (a literal, NULL as `NULL`), `%%`.
+/// identifier, quoted when needed), `%L` (a literal, NULL as `NULL`), `%%`,
+/// each with an optional argument position (`%2$s`), `-` flag and width
+/// (`%-10s`, `%*s`, `%*3$s`). A format PostgreSQL rejects gives NULL.
 fn format(_: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
     let template = text_of(args.first())?;
-    let mut values = args[1..].iter();
+    let values = &args[1..];
+    let mut next = 0;
     let mut out = String::new();
-    let mut chars = template.chars();
+    let mut chars = template.chars().peekable();
+    // Digits at the cursor, and whether a `$` follows them.
+    fn number(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Option<usize> {
+        let mut digits = String::new();
+        while let Some(c) = chars.peek().filter(|c| c.is_ascii_digit()) {
+            digits.push(*c);
+            chars.next();
+        }
+        digits.parse().ok()
+    }
     while let Some(c) = chars.next() {
         if c != '%' {
             out.push(c);
             continue;
         }
-        match chars.next() {
-            Some('%') => out.push('%'),
-            Some(kind @ ('s' | 'I' | 'L')) => {
-                let value = values.next().and_then(|v| text_of(Some(v)));
-                match (kind, value) {
-                    ('s', value) => out.push_str(&value.unwrap_or_default()),
-                    ('I', Some(value)) => out.push_str(&super::relations::quote(&value)),
-                    ('L', Some(value)) => out.push_str(&literal(&value)),
-                    ('L', None) => out.push_str("NULL"),
-                    _ => return None,
-                }
+        if chars.peek() == Some(&'%') {
+            chars.next();
+            out.push('%');
+            continue;
+        }
+        // `n$`: the argument's position; digits without `$` are a width.
+        let mut width: Option<i64> = None;
+        if let Some(n) = number(&mut chars) {
+            if chars.peek() == Some(&'$') {
+                chars.next();
+                next = n.checked_sub(1)?;
+            } else {
+                width = Some(n as i64);
             }
+        }
+        let mut left = false;
+        while chars.peek() == Some(&'-') {
+            chars.next();
+            left = true;
+        }
+        if width.is_none() {
+            if chars.peek() == Some(&'*') {
+                chars.next();
+                let position = number(&mut chars);
+                let index = match position {
+                    Some(n) if chars.peek() == Some(&'$') => {
+                        chars.next();
+                        n.checked_sub(1)?
+                    }
+                    Some(_) => return None,
+                    None => {
+                        next += 1;
+                        next - 1
+                    }
+                };
+                let value = values.get(index)?;
+                width = match value.cast_to(&DataType::Int64).ok()? {
+                    ScalarValue::Int64(w) => w,
+                    _ => return None,
+                };
+            } else {
+                width = number(&mut chars).map(|n| n as i64);
+            }
+        }
+        let kind = chars.next()?;
+        let value = values.get(next)?;
+        next += 1;
+        let value = text_of(Some(value));
+        let formatted = match (kind, value) {
+            ('s', value) => value.unwrap_or_default(),
+            ('I', Some(value)) => super::relations::quote(&value),
+            ('L', Some(value)) => literal(&value),
+            ('L', None) => "NULL".to_owned(),
             _ => return None,
+        };
+        let width = width.unwrap_or(0);
+        let left = left || width < 0;
+        let pad = (width.unsigned_abs() as usize).saturating_sub(formatted.chars().count());
+        if left {
+            out.push_str(&formatted);
+            out.extend(std::iter::repeat_n(' ', pad));
+        } else {
+            out.extend(std::iter::repeat_n(' ', pad));
+            out.push_str(&formatted);
         }
     }
     text(out)

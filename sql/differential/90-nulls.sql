@@ -1,0 +1,25 @@
+-- NULL semantics: three-valued logic, NULL ordering, aggregates over NULLs.
+SELECT NULL = NULL, NULL <> 1, NULL IS NULL, NULL IS DISTINCT FROM NULL, 1 IS DISTINCT FROM NULL, NULL IS NOT DISTINCT FROM NULL;
+SELECT true AND NULL, false AND NULL, true OR NULL, false OR NULL, NOT NULL::boolean;
+SELECT id, i4 > 0 OR i4 IS NULL, i4 > 0 AND grp IS NOT NULL FROM nums ORDER BY id;
+SELECT id, i4 FROM nums ORDER BY i4 NULLS FIRST, id;
+SELECT id, i4 FROM nums ORDER BY i4 DESC, id;
+SELECT id, i4 FROM nums ORDER BY i4 DESC NULLS LAST, id;
+SELECT grp, count(*) FROM nums GROUP BY grp ORDER BY grp;
+SELECT count(*), count(grp), count(DISTINCT grp), sum(i4), avg(i2), max(grp) FROM nums WHERE id > 5;
+SELECT coalesce(i2, i4, -1), nullif(i4, 0), greatest(i2, i4), least(i2, i4) FROM nums ORDER BY id;
+SELECT id, CASE i4 WHEN 1 THEN 'one' WHEN NULL THEN 'null' ELSE 'other' END FROM nums ORDER BY id;
+SELECT id FROM nums WHERE i4 IN (1, NULL) ORDER BY id;
+SELECT id FROM nums WHERE i4 NOT IN (SELECT i4 FROM nums WHERE id = 6) ORDER BY id;
+SELECT id FROM nums WHERE i4 NOT IN (SELECT i4 FROM nums WHERE id IN (1, 2)) ORDER BY id;
+SELECT id FROM nums WHERE NOT EXISTS (SELECT 1 FROM texts WHERE texts.id = nums.id AND texts.t IS NULL) ORDER BY id;
+SELECT NULL::int + 1, NULL::text || 'x', concat(NULL, 'x'), length(NULL::text);
+SELECT sum(x), avg(x), count(x), min(x) FROM (VALUES (NULL::int), (NULL)) v(x);
+SELECT id, t IS NULL, t = '', coalesce(t, '<null>') FROM texts ORDER BY id;
+SELECT array_agg(i4 ORDER BY id), string_agg(grp, '|' ORDER BY id) FROM nums;
+SELECT id, i4 BETWEEN 0 AND 10, i4 NOT BETWEEN 0 AND 10 FROM nums ORDER BY id;
+SELECT DISTINCT grp FROM nums ORDER BY grp NULLS FIRST;
+SELECT grp FROM nums UNION SELECT NULL ORDER BY 1;
+SELECT count(*) FROM nums a JOIN nums b ON a.grp = b.grp;
+SELECT count(*) FROM nums a JOIN nums b ON a.grp IS NOT DISTINCT FROM b.grp;
+SELECT id, (i4 > 0) IS TRUE, (i4 > 0) IS NOT FALSE, (i4 > 0) IS UNKNOWN FROM nums ORDER BY id;

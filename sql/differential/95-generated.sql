@@ -1,0 +1,12 @@
+-- Queries the random query generator (tests/integration/generator.rs) found
+-- answering differently from PostgreSQL, kept as corpus cases.
+SELECT t.id::numeric FROM texts t INTERSECT SELECT (0.001 / 3) FROM orders t ORDER BY 1;
+SELECT (date_trunc('day', timestamptz '2024-03-10 07:30:00+00') - interval '355 minutes'), t.f8 FROM nums t WHERE EXISTS (SELECT 1 FROM texts s WHERE s.id = t.id AND NOT (1.5 < 100.125)) ORDER BY 1, 2;
+SELECT (date_trunc('year', timestamptz '2024-03-10 07:30:00+00') - interval '1348 minutes'), (timestamptz '2024-03-10 07:30:00+00' - interval '2113 minutes'), date_trunc('hour', date_trunc('month', timestamp '2000-01-01 00:00:00')) FROM nums t WHERE EXISTS (SELECT 1 FROM texts s WHERE s.id = t.id AND NOT (100.125 IS NULL)) ORDER BY 1, 2, 3;
+SELECT (t.id / 2), coalesce(t.v, 'none'), ((date '1999-12-31' + 1) - 193) FROM texts t WHERE t.id IN (SELECT s.id FROM orders s WHERE 4865649695::int8 >= -2::int8) ORDER BY 1, 2, 3;
+SELECT replace(trim('new'), 'a', 'xy'), t.id::float8, date_trunc('month', t.d::timestamp) FROM times t ORDER BY 1, 2, 3;
+SELECT date_trunc('month', (timestamp '2000-01-01 00:00:00' + interval '15 hours')), (abs(t.n) * 1.5), timestamp '2024-03-10 02:30:00' FROM nums t ORDER BY 1, 2, 3 LIMIT 4;
+SELECT lower(t.t), 3281847723::int8, ((2155396573::int8 - 850009542::int8) - 969866365::int8), ((43 / 7) / 8) FROM texts t WHERE EXISTS (SELECT 1 FROM texts s WHERE s.id = t.id AND 0.5::float8 = (-1.25::float8 * 2.5::float8)) ORDER BY 1, 2, 3, 4;
+SELECT 10 FROM times t WHERE date_trunc('month', t.ts) < t.ts UNION SELECT (t.id * -2) FROM times t WHERE (t.d + 16) > (t.d - 21) ORDER BY 1;
+SELECT t.status, date_trunc('day', (t.placed - interval '1638 minutes')), timestamptz '2024-06-01 12:00:00+02' FROM orders t WHERE round(t.amount, 1) <> t.amount ORDER BY 1, 2, 3;
+SELECT ((t.d + 20) + -24), 3, ((date '2030-06-15' - 272) - 243) FROM times t WHERE t.id NOT IN (SELECT s.id FROM customers s WHERE (0 - s.id) = round(1.5, 3)) ORDER BY 1, 2, 3;

@@ -1,0 +1,220 @@
+//! PostgreSQL's ordered-set aggregates that DataFusion lacks:
+//! `percentile_disc(f) WITHIN GROUP (ORDER BY x)`, the first value of the
+//! ordered group whose position reaches the fraction f of it, and
+//! `mode() WITHIN GROUP (ORDER BY x)`, the most frequent value (the first
+//! in the ordering among equally frequent ones). NULL values are ignored;
+//! an empty group gives NULL.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
+use datafusion::common::{DataFusionError, Result, ScalarValue};
+use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
+use datafusion::logical_expr::{
+    Accumulator, AggregateUDF, AggregateUDFImpl, Signature, Volatility,
+};
+
+pub fn functions() -> Vec<AggregateUDF> {
+    [OrderedSet::PercentileDisc, OrderedSet::Mode]
+        .into_iter()
+        .map(|kind| {
+            AggregateUDF::new_from_impl(OrderedSetAggregate {
+                kind,
+                signature: Signature::any(kind.arguments(), Volatility::Immutable),
+            })
+        })
+        .collect()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum OrderedSet {
+    PercentileDisc,
+    Mode,
+}
+
+impl OrderedSet {
+    /// With the ordered value first (DataFusion prepends it).
+    fn arguments(self) -> usize {
+        match self {
+            OrderedSet::PercentileDisc => 2,
+            OrderedSet::Mode => 1,
+        }
+    }
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct OrderedSetAggregate {
+    kind: OrderedSet,
+    signature: Signature,
+}
+
+impl AggregateUDFImpl for OrderedSetAggregate {
+    fn name(&self) -> &str {
+        match self.kind {
+            OrderedSet::PercentileDisc => "percentile_disc",
+            OrderedSet::Mode => "mode",
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        arg_types.first().cloned().ok_or_else(|| {
+            DataFusionError::Plan(format!("{} needs WITHIN GROUP (ORDER BY ...)", self.name()))
+        })
+    }
+
+    fn supports_within_group_clause(&self) -> bool {
+        true
+    }
+
+    fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
+        let value = args.input_fields[0].data_type().clone();
+        let mut fields = vec![Arc::new(Field::new(
+            "values",
+            DataType::new_list(value, true),
+            true,
+        ))];
+        if self.kind == OrderedSet::PercentileDisc {
+            fields.push(Arc::new(Field::new("fraction", DataType::Float64, true)));
+        }
+        Ok(fields)
+    }
+
+    fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
+        let descending = args
+            .order_bys
+            .first()
+            .is_some_and(|sort| sort.options.descending);
+        Ok(Box::new(OrderedSetAccumulator {
+            kind: self.kind,
+            data_type: args.return_type().clone(),
+            values: Vec::new(),
+            fraction: None,
+            descending,
+        }))
+    }
+}
+
+#[derive(Debug)]
+struct OrderedSetAccumulator {
+    kind: OrderedSet,
+    data_type: DataType,
+    values: Vec<ScalarValue>,
+    fraction: Option<f64>,
+    descending: bool,
+}
+
+impl OrderedSetAccumulator {
+    fn set_fraction(&mut self, value: ScalarValue) -> Result<()> {
+        if value.is_null() {
+            return Ok(());
+        }
+        let ScalarValue::Float64(Some(fraction)) = value.cast_to(&DataType::Float64)? else {
+            return Ok(());
+        };
+        if !(0.0..=1.0).contains(&fraction) {
+            return Err(DataFusionError::External(Box::new(super::PgError::new(
+                super::sqlstate::NUMERIC_OUT_OF_RANGE,
+                format!("percentile value {fraction} is not between 0 and 1"),
+            ))));
+        }
+        self.fraction = Some(fraction);
+        Ok(())
+    }
+
+    fn sorted(&self) -> Vec<ScalarValue> {
+        let mut values = self.values.clone();
+        values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+        if self.descending {
+            values.reverse();
+        }
+        values
+    }
+}
+
+impl Accumulator for OrderedSetAccumulator {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        let column = &values[0];
+        for row in 0..column.len() {
+            if !column.is_null(row) {
+                self.values.push(ScalarValue::try_from_array(column, row)?);
+            }
+            if let Some(fractions) = values.get(1) {
+                self.set_fraction(ScalarValue::try_from_array(fractions, row)?)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
+        let lists = &states[0];
+        for row in 0..lists.len() {
+            if let ScalarValue::List(list) = ScalarValue::try_from_array(lists, row)? {
+                let inner = list.value(0);
+                for index in 0..inner.len() {
+                    if !inner.is_null(index) {
+                        self.values
+                            .push(ScalarValue::try_from_array(&inner, index)?);
+                    }
+                }
+            }
+            if let Some(fractions) = states.get(1) {
+                self.set_fraction(ScalarValue::try_from_array(fractions, row)?)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        let list = ScalarValue::List(ScalarValue::new_list_nullable(
+            &self.values,
+            &self.data_type,
+        ));
+        let mut state = vec![list];
+        if self.kind == OrderedSet::PercentileDisc {
+            state.push(ScalarValue::Float64(self.fraction));
+        }
+        Ok(state)
+    }
+
+    fn evaluate(&mut self) -> Result<ScalarValue> {
+        let null = ScalarValue::try_from(&self.data_type)?;
+        if self.values.is_empty() {
+            return Ok(null);
+        }
+        let sorted = self.sorted();
+        Ok(match self.kind {
+            OrderedSet::PercentileDisc => {
+                let Some(fraction) = self.fraction else {
+                    return Ok(null);
+                };
+                // The first value whose position (from 1) reaches f * n.
+                let position = (fraction * sorted.len() as f64).ceil() as usize;
+                sorted[position.saturating_sub(1).min(sorted.len() - 1)].clone()
+            }
+            OrderedSet::Mode => {
+                let mut best = (0, 0);
+                let mut run = (0, 0);
+                for index in 0..sorted.len() {
+                    if index > 0 && sorted[index] == sorted[index - 1] {
+                        run.1 += 1;
+                    } else {
+                        run = (index, 1);
+                    }
+                    if run.1 > best.1 {
+                        best = run;
+                    }
+                }
+                sorted[best.0].clone()
+            }
+        })
+    }
+
+    fn size(&self) -> usize {
+        std::mem::size_of_val(self) + self.values.iter().map(ScalarValue::size).sum::<usize>()
+    }
+}

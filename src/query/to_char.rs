@@ -1,0 +1,464 @@
+//! `to_char(date | timestamp | timestamptz, text)` with PostgreSQL's
+//! template patterns (`YYYY-MM-DD HH24:MI:SS`, `Mon DD, YYYY`, `FMDay`,
+//! `DDth`, `"quoted text"`, ...): a timestamptz is printed in the session's
+//! `TimeZone`. DataFusion's `to_char` takes chrono's `%Y` patterns and
+//! returns PostgreSQL's templates unchanged, so it is replaced. Numeric and
+//! interval templates are refused (0A000), not guessed.
+
+use std::sync::Arc;
+
+use chrono::{Datelike, NaiveDateTime, Timelike};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringBuilder};
+use datafusion::arrow::datatypes::{DataType, Date32Type, TimeUnit, TimestampMicrosecondType};
+use datafusion::common::{DataFusionError, Result};
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+};
+
+use super::engine::SessionInfo;
+use super::settings::zone::SessionZone;
+
+const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+const DAYS: [&str; 7] = [
+    "Sunday",
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+];
+const ROMAN: [&str; 12] = [
+    "I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII",
+];
+
+/// Template patterns, longest first so that `HH24` wins over `HH`; matched
+/// without regard to case, which only decides how names are printed.
+const PATTERNS: [&str; 59] = [
+    "Y,YYY", "SSSSS", "MONTH", "HH24", "HH12", "IDDD", "IYYY", "YYYY", "SSSS", "A.D.", "A.M.",
+    "B.C.", "P.M.", "MON", "DAY", "DDD", "IYY", "YYY", "FF1", "FF2", "FF3", "FF4", "FF5", "FF6",
+    "TZH", "TZM", "HH", "MI", "SS", "MS", "US", "AM", "PM", "AD", "BC", "DD", "DY", "ID", "IW",
+    "IY", "YY", "MM", "RM", "WW", "CC", "TZ", "OF", "D", "I", "J", "Q", "W", "Y", "FM", "TM", "FX",
+    "TH", "SP", "EEEE",
+];
+
+pub fn function() -> ScalarUDF {
+    ScalarUDF::new_from_impl(ToChar {
+        signature: Signature::user_defined(Volatility::Stable),
+    })
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct ToChar {
+    signature: Signature,
+}
+
+fn timestamptz() -> DataType {
+    DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+}
+
+impl ScalarUDFImpl for ToChar {
+    fn name(&self) -> &str {
+        "to_char"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        let [value, template] = arg_types else {
+            return Err(DataFusionError::Plan(format!(
+                "function to_char() with {} arguments does not exist",
+                arg_types.len()
+            )));
+        };
+        if !matches!(
+            template,
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null
+        ) {
+            return Err(DataFusionError::Plan(
+                "function to_char() needs a text template".to_owned(),
+            ));
+        }
+        let value = match value {
+            DataType::Date32 | DataType::Date64 => DataType::Date32,
+            DataType::Timestamp(_, None) | DataType::Null => {
+                DataType::Timestamp(TimeUnit::Microsecond, None)
+            }
+            DataType::Timestamp(_, Some(_)) => timestamptz(),
+            other => {
+                return Err(DataFusionError::NotImplemented(format!(
+                    "to_char() of {} is not supported",
+                    super::json::pg_type_name(other)
+                )));
+            }
+        };
+        Ok(vec![value, DataType::Utf8])
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let zone = SessionInfo::of(&args.config_options)
+            .map(|info| info.settings().time_zone())
+            .unwrap_or(SessionZone::UTC);
+        let (arrays, scalar) = super::functions::argument_arrays(&args)?;
+        let [values, templates] = arrays.as_slice() else {
+            return Err(DataFusionError::Internal(
+                "to_char takes two arguments".into(),
+            ));
+        };
+        let templates = templates.as_string::<i32>();
+        let mut out = StringBuilder::new();
+        for row in 0..values.len() {
+            if values.is_null(row) || templates.is_null(row) {
+                out.append_null();
+                continue;
+            }
+            let Some(moment) = moment(values, row, &zone) else {
+                out.append_null();
+                continue;
+            };
+            out.append_value(render(templates.value(row), &moment));
+        }
+        super::functions::columnar(Arc::new(out.finish()) as ArrayRef, scalar)
+    }
+}
+
+/// A value to print: its local date and time, and for a timestamptz the
+/// offset (seconds east) and abbreviation of the session's zone then.
+struct Moment {
+    local: NaiveDateTime,
+    zone: Option<(i32, String)>,
+}
+
+fn moment(values: &ArrayRef, row: usize, zone: &SessionZone) -> Option<Moment> {
+    match values.data_type() {
+        DataType::Date32 => {
+            let days = values.as_primitive::<Date32Type>().value(row);
+            let date = chrono::NaiveDate::from_num_days_from_ce_opt(days.checked_add(719_163)?)?;
+            Some(Moment {
+                local: date.and_hms_opt(0, 0, 0)?,
+                zone: None,
+            })
+        }
+        DataType::Timestamp(TimeUnit::Microsecond, tz) => {
+            let micros = values.as_primitive::<TimestampMicrosecondType>().value(row);
+            let utc = chrono::DateTime::from_timestamp_micros(micros)?.naive_utc();
+            match tz {
+                None => Some(Moment {
+                    local: utc,
+                    zone: None,
+                }),
+                Some(_) => {
+                    let (east, abbreviation) = zone.offset_at(&utc);
+                    Some(Moment {
+                        local: utc + chrono::Duration::seconds(i64::from(east)),
+                        zone: Some((east, abbreviation)),
+                    })
+                }
+            }
+        }
+        _ => None,
+    }
+}
+
+/// How a name pattern was written: `MONTH`, `Month` or `month`.
+#[derive(Clone, Copy)]
+enum Case {
+    Upper,
+    Capitalized,
+    Lower,
+}
+
+fn case_of(written: &str) -> Case {
+    let mut letters = written.chars().filter(|c| c.is_alphabetic());
+    match (letters.next(), letters.next()) {
+        (Some(first), Some(second)) if first.is_uppercase() && second.is_uppercase() => Case::Upper,
+        (Some(first), _) if first.is_uppercase() => Case::Capitalized,
+        _ => Case::Lower,
+    }
+}
+
+fn cased(name: &str, case: Case) -> String {
+    match case {
+        Case::Upper => name.to_uppercase(),
+        Case::Lower => name.to_lowercase(),
+        Case::Capitalized => name.to_owned(),
+    }
+}
+
+/// `template` filled in for `moment`, as PostgreSQL's `to_char` does.
+fn render(template: &str, moment: &Moment) -> String {
+    let mut out = String::new();
+    let mut rest = template;
+    let mut fill_mode = false;
+    while let Some(first) = rest.chars().next() {
+        if first == '"' {
+            // Quoted text is copied; a backslash escapes the next character.
+            let mut chars = rest[1..].char_indices();
+            let mut end = rest.len();
+            while let Some((at, c)) = chars.next() {
+                match c {
+                    '\\' => {
+                        if let Some((_, escaped)) = chars.next() {
+                            out.push(escaped);
+                        }
+                    }
+                    '"' => {
+                        end = at + 2;
+                        break;
+                    }
+                    c => out.push(c),
+                }
+            }
+            rest = &rest[end.min(rest.len())..];
+            continue;
+        }
+        if first == '\\' && rest[1..].starts_with('"') {
+            out.push('"');
+            rest = &rest[2..];
+            continue;
+        }
+        let Some(pattern) = PATTERNS.iter().find(|pattern| {
+            rest.get(..pattern.len())
+                .is_some_and(|head| head.eq_ignore_ascii_case(pattern))
+        }) else {
+            out.push(first);
+            rest = &rest[first.len_utf8()..];
+            continue;
+        };
+        let written = &rest[..pattern.len()];
+        rest = &rest[pattern.len()..];
+        match *pattern {
+            "FM" => {
+                fill_mode = true;
+                continue;
+            }
+            // Translation mode, fixed format, spell mode: no effect here.
+            "TM" | "FX" | "SP" => continue,
+            // A suffix without a number before it, or a numeric-only pattern.
+            "TH" | "EEEE" => {
+                out.push_str(written);
+                continue;
+            }
+            _ => {}
+        }
+        let value = field(pattern, written, moment, fill_mode);
+        out.push_str(&value.text);
+        // `DDth`: the ordinal suffix of the number just printed.
+        if let Some(number) = value.number
+            && let Some(suffix) = rest.get(..2).filter(|s| s.eq_ignore_ascii_case("TH"))
+        {
+            let ordinal = ordinal(number);
+            out.push_str(&if suffix == "TH" {
+                ordinal.to_uppercase()
+            } else {
+                ordinal.to_owned()
+            });
+            rest = &rest[2..];
+        }
+        fill_mode = false;
+    }
+    out
+}
+
+fn ordinal(number: i64) -> &'static str {
+    let number = number.abs();
+    if (11..=13).contains(&(number % 100)) {
+        return "th";
+    }
+    match number % 10 {
+        1 => "st",
+        2 => "nd",
+        3 => "rd",
+        _ => "th",
+    }
+}
+
+/// One pattern's text, and its number for a `th` suffix.
+struct Field {
+    text: String,
+    number: Option<i64>,
+}
+
+fn field(pattern: &str, written: &str, moment: &Moment, fill_mode: bool) -> Field {
+    let t = &moment.local;
+    let year = i64::from(t.year());
+    // PostgreSQL prints BC years as positive numbers: year 0 is 1 BC.
+    let shown_year = if year <= 0 { 1 - year } else { year };
+    let number = |value: i64, width: usize| Field {
+        text: if fill_mode {
+            value.to_string()
+        } else if value < 0 {
+            format!("-{:0width$}", -value)
+        } else {
+            format!("{value:0width$}")
+        },
+        number: Some(value),
+    };
+    let name = |name: &str, width: usize| Field {
+        text: {
+            let name = cased(name, case_of(written));
+            if fill_mode {
+                name
+            } else {
+                format!("{name:<width$}")
+            }
+        },
+        number: None,
+    };
+    let text = |text: String| Field { text, number: None };
+    let hour12 = match t.hour() % 12 {
+        0 => 12,
+        h => i64::from(h),
+    };
+    let micros = i64::from(t.nanosecond() / 1000);
+    let iso = t.iso_week();
+    let pm = t.hour() >= 12;
+    match pattern {
+        "HH" | "HH12" => number(hour12, 2),
+        "HH24" => number(i64::from(t.hour()), 2),
+        "MI" => number(i64::from(t.minute()), 2),
+        "SS" => number(i64::from(t.second()), 2),
+        "MS" => number(micros / 1000, 3),
+        "US" => number(micros, 6),
+        "FF1" | "FF2" | "FF3" | "FF4" | "FF5" | "FF6" => {
+            let digits: usize = pattern[2..].parse().unwrap_or(6);
+            number(micros / 10_i64.pow(6 - digits as u32), digits)
+        }
+        "SSSS" | "SSSSS" => number(i64::from(t.num_seconds_from_midnight()), 0),
+        "AM" | "PM" => text(cased(if pm { "PM" } else { "AM" }, case_of(written))),
+        "A.M." | "P.M." => text(cased(if pm { "P.M." } else { "A.M." }, case_of(written))),
+        "AD" | "BC" => text(cased(if year <= 0 { "BC" } else { "AD" }, case_of(written))),
+        "A.D." | "B.C." => text(cased(
+            if year <= 0 { "B.C." } else { "A.D." },
+            case_of(written),
+        )),
+        "Y,YYY" => text(format!("{},{:03}", shown_year / 1000, shown_year % 1000)),
+        "YYYY" => number(shown_year, 4),
+        "YYY" => number(shown_year % 1000, 3),
+        "YY" => number(shown_year % 100, 2),
+        "Y" => number(shown_year % 10, 1),
+        "IYYY" => number(i64::from(iso.year()), 4),
+        "IYY" => number(i64::from(iso.year()) % 1000, 3),
+        "IY" => number(i64::from(iso.year()) % 100, 2),
+        "I" => number(i64::from(iso.year()) % 10, 1),
+        "MONTH" => name(MONTHS[t.month0() as usize], 9),
+        "MON" => name(&MONTHS[t.month0() as usize][..3], 3),
+        "MM" => number(i64::from(t.month()), 2),
+        "DAY" => name(DAYS[t.weekday().num_days_from_sunday() as usize], 9),
+        "DY" => name(&DAYS[t.weekday().num_days_from_sunday() as usize][..3], 3),
+        "DDD" => number(i64::from(t.ordinal()), 3),
+        "IDDD" => number(
+            i64::from((iso.week() - 1) * 7 + t.weekday().number_from_monday()),
+            3,
+        ),
+        "DD" => number(i64::from(t.day()), 2),
+        "D" => number(i64::from(t.weekday().number_from_sunday()), 1),
+        "ID" => number(i64::from(t.weekday().number_from_monday()), 1),
+        "W" => number(i64::from((t.day() - 1) / 7 + 1), 1),
+        "WW" => number(i64::from((t.ordinal() - 1) / 7 + 1), 2),
+        "IW" => number(i64::from(iso.week()), 2),
+        "CC" => {
+            let century = if year > 0 {
+                (year + 99) / 100
+            } else {
+                -((shown_year + 99) / 100)
+            };
+            number(century, 2)
+        }
+        "J" => number(i64::from(t.num_days_from_ce()) + 1_721_425, 0),
+        "Q" => number(i64::from(t.month0() / 3 + 1), 1),
+        "RM" => {
+            let roman = cased(ROMAN[t.month0() as usize], case_of(written));
+            text(if fill_mode {
+                roman
+            } else {
+                format!("{roman:<4}")
+            })
+        }
+        "TZ" => text(match &moment.zone {
+            Some((_, abbreviation)) => cased(abbreviation, case_of(written)),
+            None => String::new(),
+        }),
+        "OF" => text(match &moment.zone {
+            Some((east, _)) => super::settings::zone::iso_offset(*east),
+            None => "+00".to_owned(),
+        }),
+        "TZH" => {
+            let east = moment.zone.as_ref().map_or(0, |(east, _)| *east);
+            text(format!(
+                "{}{:02}",
+                if east < 0 { '-' } else { '+' },
+                east.abs() / 3600
+            ))
+        }
+        "TZM" => {
+            let east = moment.zone.as_ref().map_or(0, |(east, _)| *east);
+            number(i64::from(east.abs() % 3600 / 60), 2)
+        }
+        _ => text(written.to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> Moment {
+        Moment {
+            local: NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f").unwrap(),
+            zone: None,
+        }
+    }
+
+    #[test]
+    fn patterns_as_postgresql_prints_them() {
+        let t = at("2024-02-29 13:04:05.123456");
+        assert_eq!(render("YYYY-MM-DD HH24:MI:SS", &t), "2024-02-29 13:04:05");
+        assert_eq!(render("Mon DD, YYYY", &t), "Feb 29, 2024");
+        assert_eq!(
+            render("Month|FMMonth|MONTH|month", &t),
+            "February |February|FEBRUARY |february "
+        );
+        assert_eq!(render("Day Dy FMDay", &t), "Thursday  Thu Thursday");
+        assert_eq!(render("HH:MI AM MS US", &t), "01:04 PM 123 123456");
+        assert_eq!(
+            render("DDth FMDDth Q WW IW D J", &t),
+            "29th 29th 1 09 09 5 2460370"
+        );
+        assert_eq!(render("\"Year\" YYYY \"q\"Q", &t), "Year 2024 q1");
+        assert_eq!(render("FMMM/FMDD/YY RM", &t), "2/29/24 II  ");
+        assert_eq!(
+            render("IDDD ID CC Y,YYY SSSS TZ OF", &t),
+            "060 4 21 2,024 47045  +00"
+        );
+        assert_eq!(render("FMHH12th", &t), "1st");
+        assert_eq!(
+            render("YYYY BC CC", &at("-0056-03-15 00:00:00")),
+            "0057 BC -01"
+        );
+        let zoned = Moment {
+            local: at("2024-07-01 12:00:00").local,
+            zone: Some((0, "UTC".to_owned())),
+        };
+        assert_eq!(render("TZ OF TZH TZM", &zoned), "UTC +00 +00 00");
+    }
+}
