@@ -519,6 +519,16 @@ impl Functions {
                 let Some(Ok(data_type)) = function.args.first().map(|a| a.get_type(schema)) else {
                     return Ok(Transformed::no(expr));
                 };
+                // A constant count of places stays a literal (`1` arrives
+                // as `CAST(1 AS INT)`), so the result's scale is known
+                // from the start of planning to its end.
+                let mut function = function.clone();
+                if let Some(Expr::Cast(cast)) = function.args.get(1)
+                    && let Expr::Literal(value, _) = cast.expr.as_ref()
+                    && let Ok(value) = value.cast_to(cast.field.data_type())
+                {
+                    function.args[1] = Expr::Literal(value, None);
+                }
                 // `round(int, n)` is `round(numeric, n)` in PostgreSQL.
                 let (data_type, args) = if data_type.is_integer() && function.args.len() == 2 {
                     let mut args = function.args.clone();

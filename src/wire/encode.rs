@@ -281,22 +281,12 @@ impl RowEncoding {
                                 }))
                             }
                         };
-                        encoder.encode_field_with_type_and_format(
-                            &value,
-                            pg_field.datatype(),
-                            pg_field.format(),
-                            pg_field.format_options(),
-                        )?;
+                        encode_with(&mut encoder, &value, pg_field)?;
                     }
                     ColumnKind::Numeric => {
                         let value = (!array.is_null(row))
                             .then(|| numeric_value(array, row).written(pg_field.format()));
-                        encoder.encode_field_with_type_and_format(
-                            &value,
-                            pg_field.datatype(),
-                            pg_field.format(),
-                            pg_field.format_options(),
-                        )?;
+                        encode_with(&mut encoder, &value, pg_field)?;
                     }
                     // NULL is the same for every type; arrow-pg's encoder
                     // writes a zero interval for a NULL one.
@@ -338,9 +328,9 @@ impl RowEncoding {
     }
 }
 
-fn encode_with(
+fn encode_with<T: ToSql + ToSqlText + Sized>(
     encoder: &mut DataRowEncoder,
-    value: &Option<TextBacked>,
+    value: &T,
     field: &FieldInfo,
 ) -> PgWireResult<()> {
     encoder.encode_field_with_type_and_format(

@@ -146,22 +146,65 @@ pub async fn extended(client: &Client, sql: &str) -> Answer {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_corpus_query_answers_as_postgres_answers() {
-    let source = SourceSchema::create("differential").await;
+/// The session settings both sides of every comparison run under.
+fn session_setup(schema: &str) -> String {
+    format!("SET search_path = {schema}; SET TimeZone = 'UTC'; SET DateStyle = 'ISO, MDY'")
+}
+
+/// A connection set up for comparisons: to PostgreSQL (`dsn` of the
+/// source) or to a pgaccel serving the fixture.
+pub async fn session(dsn: &str, schema: &str) -> Client {
+    let client = connect(dsn).await;
+    client.batch_execute(&session_setup(schema)).await.unwrap();
+    client
+}
+
+/// The fixture loaded into a schema of its own on PostgreSQL, served by a
+/// pgaccel (with `runtime` lines added to its `runtime:` block), and a
+/// connection to each.
+pub async fn served_fixture(prefix: &str, runtime: &str) -> (SourceSchema, Server, Client, Client) {
+    let source = SourceSchema::create(prefix).await;
     let fixture = std::fs::read_to_string(corpus_dir().join("fixture.sql")).unwrap();
     source.execute(&fixture).await;
-    let server = Server::start(&source.served_datasets(TABLES)).await;
-    server.wait_ready().await;
+    let server = serve(&source, runtime).await;
+    let primary = session(SOURCE_DSN, &source.name).await;
+    let replica = session(&server.dsn(), &source.name).await;
+    (source, server, primary, replica)
+}
 
-    let setup = format!(
-        "SET search_path = {}; SET TimeZone = 'UTC'; SET DateStyle = 'ISO, MDY'",
-        source.name
-    );
-    let primary = connect(SOURCE_DSN).await;
-    primary.batch_execute(&setup).await.unwrap();
-    let replica = server.client().await;
-    replica.batch_execute(&setup).await.unwrap();
+async fn serve(source: &SourceSchema, runtime: &str) -> Server {
+    let server = Server::start_with_config(&format!(
+        "runtime:\n  pg: {{ listen: 127.0.0.1:0 }}\n  http: {{ listen: 127.0.0.1:0 }}\n{runtime}datasets:\n{}",
+        source.served_datasets(TABLES)
+    ))
+    .await;
+    server.wait_ready().await;
+    server
+}
+
+/// `sql`'s answers from PostgreSQL and from pgaccel, on each protocol.
+pub async fn answers(
+    primary: &Client,
+    replica: &Client,
+    sql: &str,
+) -> [(&'static str, Answer, Answer); 2] {
+    [
+        (
+            "simple",
+            simple(primary, sql).await,
+            simple(replica, sql).await,
+        ),
+        (
+            "extended",
+            extended(primary, sql).await,
+            extended(replica, sql).await,
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_corpus_query_answers_as_postgres_answers() {
+    let (source, _server, primary, replica) = served_fixture("differential", "").await;
 
     let cases = corpus();
     assert!(cases.len() >= 200, "{} queries in the corpus", cases.len());
@@ -178,18 +221,7 @@ async fn every_corpus_query_answers_as_postgres_answers() {
         let refused = known
             .get(&case.id)
             .is_some_and(|why| why.starts_with("refused"));
-        for (protocol, expected, got) in [
-            (
-                "simple",
-                simple(&primary, &case.sql).await,
-                simple(&replica, &case.sql).await,
-            ),
-            (
-                "extended",
-                extended(&primary, &case.sql).await,
-                extended(&replica, &case.sql).await,
-            ),
-        ] {
+        for (protocol, expected, got) in answers(&primary, &replica, &case.sql).await {
             if refused && got != Answer::Error("0A000".to_owned()) {
                 not_refused.push(format!("{} ({protocol}): {got:?}", case.id));
             }
@@ -239,14 +271,8 @@ async fn every_corpus_query_answers_as_postgres_answers() {
 
     // With `runtime.query.unsupported: source`, the source answers every
     // refused query that reads a table: the answer must be PostgreSQL's.
-    let forwarding = Server::start_with_config(&format!(
-        "runtime:\n  pg: {{ listen: 127.0.0.1:0 }}\n  http: {{ listen: 127.0.0.1:0 }}\n  query: {{ unsupported: source }}\ndatasets:\n{}",
-        source.served_datasets(TABLES)
-    ))
-    .await;
-    forwarding.wait_ready().await;
-    let forwarded = forwarding.client().await;
-    forwarded.batch_execute(&setup).await.unwrap();
+    let forwarding = serve(&source, "  query: { unsupported: source }\n").await;
+    let forwarded = session(&forwarding.dsn(), &source.name).await;
     let mut not_forwarded = Vec::new();
     for case in cases.iter().filter(|case| {
         known
@@ -259,18 +285,7 @@ async fn every_corpus_query_answers_as_postgres_answers() {
             .iter()
             .any(|table| case.sql.contains(&format!("FROM {table}")))
             && !known[&case.id].contains("while running");
-        for (protocol, expected, got) in [
-            (
-                "simple",
-                simple(&primary, &case.sql).await,
-                simple(&forwarded, &case.sql).await,
-            ),
-            (
-                "extended",
-                extended(&primary, &case.sql).await,
-                extended(&forwarded, &case.sql).await,
-            ),
-        ] {
+        for (protocol, expected, got) in answers(&primary, &forwarded, &case.sql).await {
             let refused_again = !forwardable && got == Answer::Error("0A000".to_owned());
             if expected != got && !refused_again {
                 not_forwarded.push(format!(
@@ -387,13 +402,11 @@ async fn corpus_queries_over_a_mysql_source_answer_as_postgres_answers() {
     }
     let server = Server::start(&datasets.join("\n")).await;
     server.wait_ready().await;
-    let setup = format!(
-        "SET search_path = {}; SET TimeZone = 'UTC'; SET DateStyle = 'ISO, MDY'",
-        source.name
-    );
-    primary.batch_execute(&setup).await.unwrap();
-    let replica = server.client().await;
-    replica.batch_execute(&setup).await.unwrap();
+    primary
+        .batch_execute(&session_setup(&source.name))
+        .await
+        .unwrap();
+    let replica = session(&server.dsn(), &source.name).await;
 
     // The queries over those tables that answer as PostgreSQL does when
     // the tables come from PostgreSQL must answer the same from MariaDB.
@@ -410,18 +423,7 @@ async fn corpus_queries_over_a_mysql_source_answer_as_postgres_answers() {
     );
     let mut differ = Vec::new();
     for case in &cases {
-        for (protocol, expected, got) in [
-            (
-                "simple",
-                simple(&primary, &case.sql).await,
-                simple(&replica, &case.sql).await,
-            ),
-            (
-                "extended",
-                extended(&primary, &case.sql).await,
-                extended(&replica, &case.sql).await,
-            ),
-        ] {
+        for (protocol, expected, got) in answers(&primary, &replica, &case.sql).await {
             if expected != got {
                 differ.push(format!(
                     "{} ({protocol}): {}\n      PostgreSQL {expected:?}\n      pgaccel    {got:?}",

@@ -14,8 +14,7 @@
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
-use crate::differential::{Answer, TABLES, corpus_dir, extended, simple};
-use crate::support::{SOURCE_DSN, Server, SourceSchema, connect};
+use crate::differential::{Answer, answers, served_fixture};
 
 /// The seed and query count CI runs.
 const CI_SEED: u64 = 20261202;
@@ -542,19 +541,7 @@ impl Generator {
 /// difference (a refusal with 0A000 is not one, nor one the corpus lists),
 /// how many queries ran, were refused and differed as listed.
 async fn run(seed: u64, queries: usize, budget: Duration) -> (Vec<String>, usize, usize, usize) {
-    let source = SourceSchema::create("generator").await;
-    let fixture = std::fs::read_to_string(corpus_dir().join("fixture.sql")).unwrap();
-    source.execute(&fixture).await;
-    let server = Server::start(&source.served_datasets(TABLES)).await;
-    server.wait_ready().await;
-    let setup = format!(
-        "SET search_path = {}; SET TimeZone = 'UTC'; SET DateStyle = 'ISO, MDY'",
-        source.name
-    );
-    let primary = connect(SOURCE_DSN).await;
-    primary.batch_execute(&setup).await.unwrap();
-    let replica = server.client().await;
-    replica.batch_execute(&setup).await.unwrap();
+    let (_source, _server, primary, replica) = served_fixture("generator", "").await;
 
     // Queries it found before are corpus cases; while they are listed in
     // known_differences.txt they are counted, not failed.
@@ -571,18 +558,7 @@ async fn run(seed: u64, queries: usize, budget: Duration) -> (Vec<String>, usize
     while ran < queries && started.elapsed() < budget {
         let sql = format!("{};", generator.query());
         ran += 1;
-        for (protocol, expected, got) in [
-            (
-                "simple",
-                simple(&primary, &sql).await,
-                simple(&replica, &sql).await,
-            ),
-            (
-                "extended",
-                extended(&primary, &sql).await,
-                extended(&replica, &sql).await,
-            ),
-        ] {
+        for (protocol, expected, got) in answers(&primary, &replica, &sql).await {
             if got == Answer::Error("0A000".to_owned()) && expected != got {
                 refused += 1;
                 break;
