@@ -1104,6 +1104,20 @@ fn is_text_type(data_type: &DataType) -> bool {
 
 fn cast(inner: &Expr, data_type: &DataType, kind: &CastKind) -> Option<Expr> {
     use datafusion::sql::sqlparser::ast::ExactNumberInfo;
+    if let Some((code, message)) = invalid_literal(inner, data_type) {
+        let failed = Expr::Value(Value::Boolean(false).into());
+        return Some(case_when(
+            require(failed, code, &message),
+            Expr::Cast {
+                kind: kind.clone(),
+                expr: Box::new(inner.clone()),
+                data_type: data_type.clone(),
+                array: false,
+                format: None,
+            },
+            None,
+        ));
+    }
     // `$1::numeric`: the parameter keeps its own scale, as an unconstrained
     // numeric does (a cast would give every value DataFusion's default).
     if matches!(
@@ -2620,6 +2634,66 @@ fn regex_escape(c: char) -> String {
     } else {
         format!("\\{c}")
     }
+}
+
+/// PostgreSQL's error for a text literal its input function rejects where
+/// DataFusion's cast would give a value: a float out of range (`'1e400'`
+/// is not `Infinity`), an array literal that is not one.
+fn invalid_literal(inner: &Expr, data_type: &DataType) -> Option<(&'static str, String)> {
+    let Expr::Value(value) = inner else {
+        return None;
+    };
+    let (Value::SingleQuotedString(text) | Value::EscapedStringLiteral(text)) = &value.value else {
+        return None;
+    };
+    let trimmed = text.trim();
+    let (type_name, limit) = match data_type {
+        DataType::Double(_) | DataType::DoublePrecision | DataType::Float8 => {
+            ("double precision", f64::MAX)
+        }
+        DataType::Real | DataType::Float4 => ("real", f64::from(f32::MAX)),
+        DataType::Array(_) => {
+            let mut depth = 0i32;
+            let mut quoted = false;
+            let mut escaped = false;
+            let mut balanced = trimmed.starts_with('{') && trimmed.ends_with('}');
+            for c in trimmed.chars() {
+                match (escaped, quoted, c) {
+                    (true, ..) => escaped = false,
+                    (false, _, '\\') => escaped = true,
+                    (false, _, '"') => quoted = !quoted,
+                    (false, false, '{') => depth += 1,
+                    (false, false, '}') => {
+                        depth -= 1;
+                        balanced &= depth >= 0;
+                    }
+                    _ => {}
+                }
+            }
+            if balanced && depth == 0 && !quoted {
+                return None;
+            }
+            return Some((
+                super::sqlstate::INVALID_TEXT_REPRESENTATION,
+                format!("malformed array literal: \"{text}\""),
+            ));
+        }
+        _ => return None,
+    };
+    let number: f64 = trimmed.parse().ok()?;
+    let spelled_infinite = trimmed
+        .trim_start_matches(['+', '-'])
+        .eq_ignore_ascii_case("infinity")
+        || trimmed
+            .trim_start_matches(['+', '-'])
+            .eq_ignore_ascii_case("inf");
+    if number.is_finite() && number.abs() <= limit || spelled_infinite || number.is_nan() {
+        return None;
+    }
+    Some((
+        super::sqlstate::NUMERIC_OUT_OF_RANGE,
+        format!("\"{text}\" is out of range for type {type_name}"),
+    ))
 }
 
 /// The function and length of a cast to `varchar(n)` or `char(n)`

@@ -16,6 +16,7 @@ pub mod cursor;
 mod direct;
 mod engine;
 pub mod error;
+mod float_extremes;
 pub mod forward;
 mod functions;
 pub mod interval;
@@ -127,7 +128,10 @@ pub fn engine(
             .build();
     functions::register(&mut state)?;
     functions::register_aggregates(&mut state)?;
-    for aggregate in ordered_set::functions() {
+    for aggregate in ordered_set::functions()
+        .into_iter()
+        .chain(float_extremes::functions())
+    {
         datafusion::execution::FunctionRegistry::register_udaf(&mut state, Arc::new(aggregate))?;
     }
     numeric::register(&mut state)?;

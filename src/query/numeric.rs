@@ -238,6 +238,9 @@ struct Functions {
     avg: Arc<AggregateUDF>,
     avg_scale: Arc<AggregateUDF>,
     max: Arc<AggregateUDF>,
+    /// `max`/`min` of floats with NaN above every number.
+    float_max: Arc<AggregateUDF>,
+    float_min: Arc<AggregateUDF>,
     rounding: Vec<(Rounding, Arc<ScalarUDF>)>,
     float_round: Arc<ScalarUDF>,
     to_numeric_scale: Arc<ScalarUDF>,
@@ -270,6 +273,8 @@ impl Functions {
             avg: aggregate(AVG)?,
             avg_scale: aggregate(AVG_SCALE)?,
             max: aggregate("max")?,
+            float_max: aggregate(super::float_extremes::MAX)?,
+            float_min: aggregate(super::float_extremes::MIN)?,
             rounding: ROUNDINGS
                 .into_iter()
                 .map(|rounding| Ok((rounding, scalar(rounding.name())?)))
@@ -631,6 +636,35 @@ impl Functions {
                     },
                 )))
             }
+            Expr::AggregateFunction(aggregate)
+                if matches!(aggregate.func.name(), "max" | "min")
+                    && self.float_argument(&aggregate.params.args, schema) =>
+            {
+                let func = if aggregate.func.name() == "max" {
+                    &self.float_max
+                } else {
+                    &self.float_min
+                };
+                Ok(Transformed::yes(Expr::AggregateFunction(
+                    AggregateFunction {
+                        func: Arc::clone(func),
+                        params: aggregate.params.clone(),
+                    },
+                )))
+            }
+            Expr::WindowFunction(window)
+                if matches!(window.fun.name(), "max" | "min")
+                    && self.float_argument(&window.params.args, schema) =>
+            {
+                let func = if window.fun.name() == "max" {
+                    &self.float_max
+                } else {
+                    &self.float_min
+                };
+                let mut window = window.as_ref().clone();
+                window.fun = WindowFunctionDefinition::AggregateUDF(Arc::clone(func));
+                Ok(Transformed::yes(Expr::WindowFunction(Box::new(window))))
+            }
             Expr::AggregateFunction(aggregate) if aggregate.func.name() == "avg" => {
                 let Some(argument) = aggregate.params.args.first() else {
                     return Ok(Transformed::no(expr));
@@ -661,6 +695,13 @@ impl Functions {
             }
             _ => Ok(Transformed::no(expr)),
         }
+    }
+
+    /// Whether an aggregate's one argument is a `real` or `double precision`.
+    fn float_argument(&self, args: &[Expr], schema: &DFSchema) -> bool {
+        matches!(args, [argument] if argument
+            .get_type(schema)
+            .is_ok_and(|t| matches!(t, DataType::Float32 | DataType::Float64)))
     }
 
     /// The aggregate computing `spread` (or its display scale).

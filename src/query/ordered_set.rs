@@ -143,7 +143,11 @@ impl Accumulator for OrderedSetAccumulator {
             if !column.is_null(row) {
                 self.values.push(ScalarValue::try_from_array(column, row)?);
             }
-            if let Some(fractions) = values.get(1) {
+            // DataFusion may append the ordering's own columns after the
+            // arguments: only percentile_disc has a second argument.
+            if self.kind == OrderedSet::PercentileDisc
+                && let Some(fractions) = values.get(1)
+            {
                 self.set_fraction(ScalarValue::try_from_array(fractions, row)?)?;
             }
         }

@@ -166,6 +166,15 @@ fn postgres_message(error: &DataFusionError, code: &str) -> String {
             _ => message,
         },
         (DataFusionError::SQL(..), _) => syntax_message(&message),
+        (
+            DataFusionError::ArrowError(arrow, _),
+            DATETIME_FIELD_OVERFLOW | INVALID_DATETIME_FORMAT,
+        ) => match arrow.as_ref() {
+            ArrowError::CastError(cast) | ArrowError::ParseError(cast) => {
+                datetime_input(cast).map_or(message, |(_, text)| text)
+            }
+            _ => message,
+        },
         _ => message,
     }
 }
@@ -210,12 +219,49 @@ fn arrow_code(error: &ArrowError) -> &'static str {
         ArrowError::CastError(message) if out_of_range_type(message).is_some() => {
             NUMERIC_OUT_OF_RANGE
         }
+        ArrowError::CastError(message) | ArrowError::ParseError(message)
+            if datetime_input(message).is_some() =>
+        {
+            datetime_input(message).map_or(INVALID_TEXT_REPRESENTATION, |(code, _)| code)
+        }
         ArrowError::CastError(_) | ArrowError::ParseError(_) => INVALID_TEXT_REPRESENTATION,
         ArrowError::ComputeError(message) if overflow_type(message).is_some() => {
             NUMERIC_OUT_OF_RANGE
         }
         _ => INTERNAL_ERROR,
     }
+}
+
+/// PostgreSQL's code and message for text Arrow could not read as a date
+/// or timestamp ("Cannot cast string '2024-13-01' to value of Date32
+/// type", "Error parsing timestamp from 'x': ..."): a value made of date
+/// and time digits has a field out of range (22008), anything else is not
+/// a date at all (22007).
+fn datetime_input(message: &str) -> Option<(&'static str, String)> {
+    let type_name = if message.contains("Date32") || message.contains("Date64") {
+        "date"
+    } else if message.contains("Timestamp") || message.contains("timestamp") {
+        "timestamp"
+    } else {
+        return None;
+    };
+    let value = message.split('\'').nth(1)?;
+    let numeric_fields = !value.trim().is_empty()
+        && value
+            .trim()
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, '-' | ':' | '.' | ' ' | '+' | 'T'));
+    Some(if numeric_fields {
+        (
+            DATETIME_FIELD_OVERFLOW,
+            format!("date/time field value out of range: \"{value}\""),
+        )
+    } else {
+        (
+            INVALID_DATETIME_FORMAT,
+            format!("invalid input syntax for type {type_name}: \"{value}\""),
+        )
+    })
 }
 
 /// The PostgreSQL type named by an Arrow kernel's "Int32Array overflow on
@@ -323,6 +369,25 @@ mod tests {
             Err(error) => Err(error),
         };
         from_datafusion(result.expect_err(sql))
+    }
+
+    #[tokio::test]
+    async fn invalid_dates_map_to_datetime_codes() {
+        let range = engine_error("SELECT CAST(a AS DATE) FROM (VALUES ('2024-13-01')) t(a)").await;
+        assert_eq!(range.code, DATETIME_FIELD_OVERFLOW);
+        assert_eq!(
+            range.message,
+            "date/time field value out of range: \"2024-13-01\""
+        );
+        let syntax = engine_error("SELECT CAST(a AS DATE) FROM (VALUES ('abc')) t(a)").await;
+        assert_eq!(syntax.code, INVALID_DATETIME_FORMAT);
+        assert_eq!(
+            syntax.message,
+            "invalid input syntax for type date: \"abc\""
+        );
+        let stamp =
+            engine_error("SELECT CAST(a AS TIMESTAMP) FROM (VALUES ('not a time')) t(a)").await;
+        assert_eq!(stamp.code, INVALID_DATETIME_FORMAT);
     }
 
     #[tokio::test]
