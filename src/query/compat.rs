@@ -146,6 +146,7 @@ impl VisitorMut for Compatibility {
 
     fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
         fetch_as_limit(query);
+        name_cte_union_columns(query);
         lateral_scalar_functions(query);
         distinct_on_over_subqueries(query);
         ControlFlow::Continue(())
@@ -390,29 +391,69 @@ impl Compatibility {
     }
 }
 
-/// `FROM generate_series(1, 5) AS n` (or `AS g(n)`): PostgreSQL names the
-/// column by the alias (DataFusion: `value`), and a series of `integer`
-/// bounds is `integer` (DataFusion: `bigint`). For constant bounds, as a
-/// derived table that renames the column, and casts it when every argument
-/// is an integer literal that fits `integer`. `WITH ORDINALITY` is left as
-/// it is.
+/// `WITH r(a, b) AS (SELECT 1, 1 UNION ALL SELECT a + 1, a + 1 FROM r)`:
+/// the column list names the columns, so each branch's unnamed items are
+/// named by it (DataFusion refuses a branch that computes the same
+/// expression twice, `a + 1` and `a + 1`, as two columns of one name).
+/// Only for a union without ORDER BY, whose items are named by the list
+/// alone.
+fn name_cte_union_columns(query: &mut Query) {
+    fn name_items(body: &mut SetExpr, names: &[Ident]) {
+        match body {
+            SetExpr::Select(select) => {
+                if select.projection.len() != names.len() {
+                    return;
+                }
+                for (item, name) in select.projection.iter_mut().zip(names) {
+                    if let SelectItem::UnnamedExpr(expr) = item {
+                        *item = SelectItem::ExprWithAlias {
+                            expr: expr.clone(),
+                            alias: name.clone(),
+                        };
+                    }
+                }
+            }
+            SetExpr::SetOperation { left, right, .. } => {
+                name_items(left, names);
+                name_items(right, names);
+            }
+            _ => {}
+        }
+    }
+    let Some(with) = &mut query.with else {
+        return;
+    };
+    for cte in &mut with.cte_tables {
+        if cte.alias.columns.is_empty()
+            || cte.query.order_by.is_some()
+            || !matches!(cte.query.body.as_ref(), SetExpr::SetOperation { .. })
+        {
+            continue;
+        }
+        let names: Vec<Ident> = cte.alias.columns.iter().map(|c| c.name.clone()).collect();
+        name_items(&mut cte.query.body, &names);
+    }
+}
+
+/// `FROM generate_series(1, 5) AS n`: PostgreSQL names the column of a
+/// one-column function by a bare alias, as `AS n(n)` does. `WITH
+/// ORDINALITY` calls the series function that adds the `ordinality` column.
+/// Only for constant arguments: a series over other values (Grafana's
+/// search path query) keeps the form its stand-in recognises.
 fn name_series_column(factor: &mut TableFactor) {
     let TableFactor::Table {
         name,
-        alias: Some(alias),
+        alias,
         args: Some(args),
-        with_ordinality: false,
+        with_ordinality,
         ..
-    } = &*factor
+    } = factor
     else {
         return;
     };
-    if !last_part(name).eq_ignore_ascii_case("generate_series") || alias.columns.len() > 1 {
+    if !last_part(name).eq_ignore_ascii_case("generate_series") {
         return;
     }
-    let arguments = table_arguments(args);
-    // Constant bounds only: a series over other values (Grafana's search
-    // path query) keeps the form its stand-in recognises.
     let constant = |argument: &Expr| {
         let inner = match argument {
             Expr::UnaryOp { expr, .. } => expr.as_ref(),
@@ -420,56 +461,26 @@ fn name_series_column(factor: &mut TableFactor) {
         };
         matches!(
             inner,
-            Expr::Value(_) | Expr::TypedString { .. } | Expr::Interval(_)
+            Expr::Value(_) | Expr::TypedString { .. } | Expr::Interval(_) | Expr::Cast { .. }
         )
     };
+    let arguments = table_arguments(args);
     if arguments.len() != args.args.len() || !arguments.iter().all(constant) {
         return;
     }
-    let column = alias
-        .columns
-        .first()
-        .map_or_else(|| alias.name.clone(), |c| c.name.clone());
-    let int4 = arguments.iter().all(|argument| {
-        let literal = match argument {
-            Expr::UnaryOp { expr, .. } => expr.as_ref(),
-            other => other,
-        };
-        matches!(literal, Expr::Value(v)
-            if matches!(&v.value, Value::Number(n, _) if n.parse::<i32>().is_ok()))
-    });
-    let value = if int4 {
-        "CAST(value AS INTEGER)"
-    } else {
-        "value"
-    };
-    let sql = format!(
-        "SELECT {value} AS {column} FROM generate_series({})",
-        arguments
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    let Ok(subquery) = datafusion::sql::sqlparser::parser::Parser::new(
-        &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
-    )
-    .try_with_sql(&sql)
-    .and_then(|mut parser| parser.parse_query()) else {
-        return;
-    };
-    let alias = TableAlias {
-        explicit: true,
-        name: alias.name.clone(),
-        columns: Vec::new(),
-        at: None,
-    };
-    *factor = TableFactor::Derived {
-        lateral: false,
-        subquery,
-        alias: Some(alias),
-        sample: None,
-    };
+    let bare = alias.as_mut().filter(|alias| alias.columns.is_empty());
+    if *with_ordinality {
+        *name = ObjectName::from(vec![Ident::new(super::series::ORDINALITY_FUNCTION)]);
+        *with_ordinality = false;
+        if let Some(alias) = bare {
+            alias.columns = vec![
+                TableAliasColumnDef::from_name(alias.name.value.clone()),
+                TableAliasColumnDef::from_name("ordinality"),
+            ];
+        }
+    } else if let Some(alias) = bare {
+        alias.columns = vec![TableAliasColumnDef::from_name(alias.name.value.clone())];
+    }
 }
 
 /// `FROM unnest(a)` names its column `unnest`, and `FROM unnest(a) AS x`
@@ -903,6 +914,7 @@ fn table_arguments(args: &datafusion::sql::sqlparser::ast::TableFunctionArgs) ->
 const TABLE_FUNCTIONS: &[&str] = &[
     "unnest",
     "generate_series",
+    super::series::ORDINALITY_FUNCTION,
     "range",
     "pg_show_all_settings",
     "pg_partition_ancestors",
@@ -1426,6 +1438,18 @@ fn function_call(function: &Function) -> Option<Expr> {
             Err(_) => None,
         },
         "sign" => Some(call("signum", arguments(function))),
+        // PostgreSQL removes and replaces every matching element;
+        // DataFusion's functions of these names only the first.
+        "array_remove" => Some(call("array_remove_all", arguments(function))),
+        "array_replace" => Some(call("array_replace_all", arguments(function))),
+        // An empty array has no dimensions: NULL, where DataFusion counts 0.
+        "array_length" => Some(call(
+            "nullif",
+            vec![
+                cast_to(Expr::Function(function.clone()), DataType::Int(None)),
+                number("0"),
+            ],
+        )),
         _ => None,
     }
 }
@@ -2865,11 +2889,15 @@ mod tests {
     fn series_columns_are_named_by_their_alias() {
         assert_eq!(
             rewrite("SELECT n FROM generate_series(1, 5) AS n"),
-            "SELECT n FROM (SELECT CAST(value AS INTEGER) AS n FROM generate_series(1, 5)) AS n"
+            "SELECT n FROM generate_series(1, 5) AS n (n)"
         );
         assert_eq!(
             rewrite("SELECT g.x FROM generate_series(1, 5000000000) AS g(x)"),
-            "SELECT g.x FROM (SELECT value AS x FROM generate_series(1, 5000000000)) AS g"
+            "SELECT g.x FROM generate_series(1, 5000000000) AS g (x)"
+        );
+        assert_eq!(
+            rewrite("SELECT * FROM generate_series(1, 3) WITH ORDINALITY AS t"),
+            "SELECT * FROM pgaccel_generate_series_ordinality(1, 3) AS t (t, ordinality)"
         );
     }
 

@@ -1152,7 +1152,15 @@ fn extract(
     as_text: bool,
 ) -> Result<bool, PgError> {
     let root = parse_as(source, kind)?;
-    Ok(match lookup(&root, path) {
+    let found = match path {
+        // PostgreSQL stores a jsonb scalar as an array of one element:
+        // `->` 0 (or -1) finds the scalar itself.
+        [Step::Index(0 | -1)] if matches!(kind, Kind::Jsonb) && root.value.is_scalar() => {
+            Some(&root)
+        }
+        _ => lookup(&root, path),
+    };
+    Ok(match found {
         Some(node) => write_found(out, source, node, kind, as_text, path.is_empty()),
         None => false,
     })

@@ -13,17 +13,21 @@ mod array_types;
 mod catalog;
 mod compat;
 pub mod cursor;
+mod date_trunc;
 mod direct;
 mod engine;
 pub mod error;
 mod float_extremes;
+mod float_sums;
 pub mod forward;
 mod functions;
 pub mod interval;
+mod interval_arithmetic;
 pub mod json;
 mod literals;
 mod lookup;
 mod make;
+mod math;
 mod names;
 mod numeric;
 mod ordered_set;
@@ -33,6 +37,7 @@ pub mod parameterize;
 pub mod pg_types;
 pub mod planner;
 mod resolve;
+mod series;
 pub mod session;
 mod set_operations;
 pub mod settings;
@@ -118,8 +123,10 @@ pub fn engine(
     // After type coercion, which adds the implicit casts to text.
     rules.push(Arc::new(text_casts::TextCasts));
     // pgaccel's JSON operators come before DataFusion's own planners.
-    let mut planners: Vec<Arc<dyn datafusion::logical_expr::planner::ExprPlanner>> =
-        vec![Arc::new(json::JsonOperators)];
+    let mut planners: Vec<Arc<dyn datafusion::logical_expr::planner::ExprPlanner>> = vec![
+        Arc::new(json::JsonOperators),
+        Arc::new(interval_arithmetic::IntervalOperators),
+    ];
     planners.extend(state.expr_planners().iter().cloned());
     let mut state =
         datafusion::execution::session_state::SessionStateBuilder::new_from_existing(state)
@@ -131,15 +138,27 @@ pub fn engine(
     for aggregate in ordered_set::functions()
         .into_iter()
         .chain(float_extremes::functions())
+        .chain(float_sums::functions())
     {
         datafusion::execution::FunctionRegistry::register_udaf(&mut state, Arc::new(aggregate))?;
     }
     numeric::register(&mut state)?;
+    series::register(&mut state);
     json::register(&mut state)?;
     for function in pg_types::functions()
         .into_iter()
         .chain(temporal::functions())
-        .chain([to_char::function(), age::function(), make::function()].map(Arc::new))
+        .chain(interval_arithmetic::functions())
+        .chain(math::functions())
+        .chain(
+            [
+                to_char::function(),
+                age::function(),
+                make::function(),
+                date_trunc::function(),
+            ]
+            .map(Arc::new),
+        )
     {
         replace_udf(&mut state, function)?;
     }

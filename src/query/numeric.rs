@@ -63,6 +63,7 @@ const MAX_DISPLAY_SCALE: i32 = 1000;
 const FLOAT_ONLY: [&str; 7] = ["exp", "ln", "log", "log10", "power", "pow", "sqrt"];
 const DIVIDE: &str = "pgaccel_numeric_div";
 const DIVIDE_SCALE: &str = "pgaccel_numeric_div_scale";
+const MULTIPLY: &str = "pgaccel_numeric_mul";
 const AVG: &str = "pgaccel_avg";
 const AVG_SCALE: &str = "pgaccel_avg_scale";
 const TEXT: &str = "pgaccel_numeric_text";
@@ -231,6 +232,7 @@ fn text(digits: i256, scale: u32, display: u32) -> String {
 /// The functions the rewrite calls, looked up once per plan.
 struct Functions {
     divide: Arc<ScalarUDF>,
+    multiply: Arc<ScalarUDF>,
     divide_scale: Arc<ScalarUDF>,
     text: Arc<ScalarUDF>,
     display: Arc<ScalarUDF>,
@@ -240,6 +242,8 @@ struct Functions {
     max: Arc<AggregateUDF>,
     /// `max`/`min` of floats with NaN above every number.
     float_max: Arc<AggregateUDF>,
+    float_sum: Arc<AggregateUDF>,
+    float_avg: Arc<AggregateUDF>,
     float_min: Arc<AggregateUDF>,
     rounding: Vec<(Rounding, Arc<ScalarUDF>)>,
     float_round: Arc<ScalarUDF>,
@@ -266,6 +270,7 @@ impl Functions {
         };
         Ok(Functions {
             divide: scalar(DIVIDE)?,
+            multiply: scalar(MULTIPLY)?,
             divide_scale: scalar(DIVIDE_SCALE)?,
             text: scalar(TEXT)?,
             display: scalar(DISPLAY)?,
@@ -274,6 +279,8 @@ impl Functions {
             avg_scale: aggregate(AVG_SCALE)?,
             max: aggregate("max")?,
             float_max: aggregate(super::float_extremes::MAX)?,
+            float_sum: aggregate(super::float_sums::SUM)?,
+            float_avg: aggregate(super::float_sums::AVG)?,
             float_min: aggregate(super::float_extremes::MIN)?,
             rounding: ROUNDINGS
                 .into_iter()
@@ -409,6 +416,36 @@ impl Functions {
                     right: Box::new((**right).clone().cast_to(&DataType::Float64, schema)?),
                 })))
             }
+            // A product with a value whose scale varies by row: exact at
+            // the sum of the two display scales, as PostgreSQL multiplies.
+            Expr::BinaryExpr(BinaryExpr {
+                left,
+                op: Operator::Multiply,
+                right,
+            }) => {
+                let (Ok(left_type), Ok(right_type)) =
+                    (left.get_type(schema), right.get_type(schema))
+                else {
+                    return Ok(Transformed::no(expr));
+                };
+                let dynamic = matches!(left_type, DataType::Decimal256(..))
+                    || matches!(right_type, DataType::Decimal256(..));
+                if !dynamic || !is_exact_number(&left_type) || !is_exact_number(&right_type) {
+                    return Ok(Transformed::no(expr));
+                }
+                let (Some(left_scale), Some(right_scale)) = (
+                    self.scale_of(left, schema, &mut |c| Some(self.pending(c))),
+                    self.scale_of(right, schema, &mut |c| Some(self.pending(c))),
+                ) else {
+                    return Err(refused("this product of numerics"));
+                };
+                Ok(Transformed::yes(Expr::ScalarFunction(
+                    ScalarFunction::new_udf(
+                        Arc::clone(&self.multiply),
+                        vec![(**left).clone(), (**right).clone(), left_scale, right_scale],
+                    ),
+                )))
+            }
             Expr::BinaryExpr(BinaryExpr {
                 left,
                 op: Operator::Divide,
@@ -454,6 +491,65 @@ impl Functions {
                     .args
                     .push(argument.cast_to(&DataType::Decimal128(38, 0), schema)?);
                 Ok(Transformed::yes(Expr::AggregateFunction(aggregate)))
+            }
+            // A CASE or coalesce() whose values are numerics of different
+            // scales (or numerics and integers): PostgreSQL prints each
+            // value at its own branch's scale (`coalesce(amount, 0)` is `0`
+            // where amount is NULL), so the values are computed as
+            // [`DYNAMIC`] and [`Self::scale_of`] follows the branch taken.
+            Expr::Case(case)
+                if mixed_scales(
+                    case.when_then_expr
+                        .iter()
+                        .map(|(_, then)| then.as_ref())
+                        .chain(case.else_expr.as_deref()),
+                    schema,
+                ) =>
+            {
+                let mut case = case.clone();
+                for (_, then) in &mut case.when_then_expr {
+                    **then = as_dynamic((**then).clone(), schema)?;
+                }
+                if let Some(otherwise) = &mut case.else_expr {
+                    **otherwise = as_dynamic((**otherwise).clone(), schema)?;
+                }
+                Ok(Transformed::yes(Expr::Case(case)))
+            }
+            Expr::ScalarFunction(function)
+                if function.name() == "coalesce"
+                    && function.args.len() > 1
+                    && mixed_scales(function.args.iter(), schema) =>
+            {
+                let mut args = function.args.clone();
+                let last = args.pop().expect("more than one argument");
+                let mut when_then_expr = Vec::with_capacity(args.len());
+                for arg in args {
+                    when_then_expr.push((
+                        Box::new(arg.clone().is_not_null()),
+                        Box::new(as_dynamic(arg, schema)?),
+                    ));
+                }
+                Ok(Transformed::yes(Expr::Case(Case {
+                    expr: None,
+                    when_then_expr,
+                    else_expr: Some(Box::new(as_dynamic(last, schema)?)),
+                })))
+            }
+            // lead()/lag() with a default: the default keeps its own scale
+            // in PostgreSQL (`lead(amount, 1, 0)` prints `0`).
+            Expr::WindowFunction(window)
+                if matches!(
+                    &window.fun,
+                    WindowFunctionDefinition::WindowUDF(udf) if matches!(udf.name(), "lead" | "lag")
+                ) && window.params.args.len() == 3
+                    && mixed_scales(
+                        [&window.params.args[0], &window.params.args[2]].into_iter(),
+                        schema,
+                    ) =>
+            {
+                Err(refused(
+                    "lead() or lag() with a default of another numeric scale",
+                ))
             }
             // `sign(numeric)` is a numeric -1, 0 or 1.
             Expr::ScalarFunction(function)
@@ -652,6 +748,24 @@ impl Functions {
                     },
                 )))
             }
+            // Floats add one after another, as PostgreSQL adds them.
+            Expr::AggregateFunction(aggregate)
+                if matches!(aggregate.func.name(), "sum" | "avg")
+                    && !aggregate.params.distinct
+                    && self.float_argument(&aggregate.params.args, schema) =>
+            {
+                let func = if aggregate.func.name() == "sum" {
+                    &self.float_sum
+                } else {
+                    &self.float_avg
+                };
+                Ok(Transformed::yes(Expr::AggregateFunction(
+                    AggregateFunction {
+                        func: Arc::clone(func),
+                        params: aggregate.params.clone(),
+                    },
+                )))
+            }
             Expr::WindowFunction(window)
                 if matches!(window.fun.name(), "max" | "min")
                     && self.float_argument(&window.params.args, schema) =>
@@ -757,6 +871,7 @@ impl Functions {
         };
         match expr {
             Expr::Alias(alias) => self.scale_of(&alias.expr, schema, column),
+            Expr::Literal(value, _) if value.is_null() => Some(lit(0i32)),
             Expr::Literal(value, _) => match value.data_type() {
                 DataType::Decimal256(_, scale) => Some(lit(i32::from(scale).max(0))),
                 other => static_scale(&other),
@@ -792,6 +907,9 @@ impl Functions {
                     Arc::clone(&self.divide_scale),
                     function.args.clone(),
                 )))
+            }
+            Expr::ScalarFunction(function) if function.name() == MULTIPLY => {
+                Some(function.args.get(2)?.clone() + function.args.get(3)?.clone())
             }
             Expr::ScalarFunction(function) if function.name() == PENDING => Some(expr.clone()),
             Expr::ScalarFunction(function) if function.name() == TO_NUMERIC => {
@@ -866,6 +984,38 @@ impl Functions {
             t if t.is_integer() => Some(lit(0i32)),
             _ => None,
         }
+    }
+}
+
+/// Whether exact-number `values` (NULLs aside) include a numeric and do not
+/// all have one static scale.
+fn mixed_scales<'a>(values: impl Iterator<Item = &'a Expr>, schema: &DFSchema) -> bool {
+    let mut scales = Vec::new();
+    let mut decimal = false;
+    for value in values {
+        match value.get_type(schema) {
+            Ok(DataType::Null) => {}
+            Ok(DataType::Decimal128(_, scale)) => {
+                decimal = true;
+                scales.push(Some(scale.max(0)));
+            }
+            Ok(DataType::Decimal256(..)) => {
+                decimal = true;
+                scales.push(None);
+            }
+            Ok(t) if t.is_integer() => scales.push(Some(0)),
+            _ => return false,
+        }
+    }
+    decimal && (scales.contains(&None) || scales.windows(2).any(|pair| pair[0] != pair[1]))
+}
+
+/// `value` as a [`DYNAMIC`] numeric (a NULL stays untyped).
+fn as_dynamic(value: Expr, schema: &DFSchema) -> Result<Expr> {
+    match value.get_type(schema)? {
+        DataType::Null => Ok(value),
+        t if t == DYNAMIC => Ok(value),
+        _ => value.cast_to(&DYNAMIC, schema),
     }
 }
 

@@ -578,6 +578,99 @@ impl ScalarUDFImpl for IntervalSpan {
     }
 }
 
+/// The width of a `character(n)` value, from its field.
+fn character_width(
+    expr: &datafusion::logical_expr::Expr,
+    schema: &datafusion::common::DFSchema,
+) -> Option<i64> {
+    use datafusion::logical_expr::ExprSchemable;
+    let (_, field) = expr.to_field(schema).ok()?;
+    let metadata = field.metadata();
+    if metadata.get(PG_TYPE_METADATA).map(String::as_str) != Some("bpchar") {
+        return None;
+    }
+    let typmod: i64 = metadata
+        .get(crate::accelerator::TYPMOD_METADATA)?
+        .parse()
+        .ok()?;
+    Some(typmod - 4).filter(|width| *width > 0)
+}
+
+/// PostgreSQL reads a `character(n)` value with its padding where it uses
+/// the value as written: `concat()`, `concat_ws()` and `format()` print it
+/// through its output function, and `LIKE` and regular expressions have
+/// operators of their own for it. pgaccel keeps the value unpadded (as
+/// text casts and comparisons read it), so there it is `rpad(value, n)`.
+pub fn pad_characters(
+    plan: datafusion::logical_expr::LogicalPlan,
+) -> Result<datafusion::logical_expr::LogicalPlan> {
+    use datafusion::common::tree_node::{Transformed, TreeNode};
+    use datafusion::logical_expr::expr::ScalarFunction;
+    use datafusion::logical_expr::expr_rewriter::NamePreserver;
+    use datafusion::logical_expr::utils::merge_schema;
+    use datafusion::logical_expr::{BinaryExpr, Expr, Like, Operator, lit};
+    let rpad = datafusion::functions::unicode::rpad();
+    let pad =
+        |expr: Expr, schema: &datafusion::common::DFSchema| match character_width(&expr, schema) {
+            Some(width) => Expr::ScalarFunction(ScalarFunction::new_udf(
+                Arc::clone(&rpad),
+                vec![expr, lit(width)],
+            )),
+            None => expr,
+        };
+    Ok(plan
+        .transform_up_with_subqueries(|node| {
+            let schema = merge_schema(&node.inputs());
+            let names = NamePreserver::new(&node);
+            let rewritten = node.map_expressions(|expr| {
+                let saved = names.save(&expr);
+                let rewritten = expr.transform_up(|e| {
+                    Ok(match e {
+                        Expr::ScalarFunction(mut function)
+                            if matches!(function.name(), "concat" | "concat_ws" | "format") =>
+                        {
+                            // concat_ws's separator and format's template
+                            // are text.
+                            let skip = usize::from(function.name() != "concat");
+                            let args = std::mem::take(&mut function.args);
+                            function.args = args
+                                .into_iter()
+                                .enumerate()
+                                .map(|(i, arg)| if i < skip { arg } else { pad(arg, &schema) })
+                                .collect();
+                            Transformed::yes(Expr::ScalarFunction(function))
+                        }
+                        Expr::Like(like) if character_width(&like.expr, &schema).is_some() => {
+                            Transformed::yes(Expr::Like(Like {
+                                expr: Box::new(pad(*like.expr, &schema)),
+                                ..like
+                            }))
+                        }
+                        Expr::BinaryExpr(BinaryExpr { left, op, right })
+                            if matches!(
+                                op,
+                                Operator::RegexMatch
+                                    | Operator::RegexIMatch
+                                    | Operator::RegexNotMatch
+                                    | Operator::RegexNotIMatch
+                            ) && character_width(&left, &schema).is_some() =>
+                        {
+                            Transformed::yes(Expr::BinaryExpr(BinaryExpr {
+                                left: Box::new(pad(*left, &schema)),
+                                op,
+                                right,
+                            }))
+                        }
+                        other => Transformed::no(other),
+                    })
+                })?;
+                Ok(rewritten.update_data(|e| saved.restore(e)))
+            })?;
+            rewritten.map_data(super::numeric::recompute_schema)
+        })?
+        .data)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

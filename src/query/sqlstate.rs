@@ -81,7 +81,31 @@ pub fn from_datafusion(error: DataFusionError) -> PgError {
     }
     let root = error.find_root();
     let code = code_of(root);
+    if code == UNDEFINED_FUNCTION
+        && let Some(name) = missing_builtin(&root.message())
+    {
+        return self::error(
+            FEATURE_NOT_SUPPORTED,
+            format!("function {name}() is not supported"),
+        );
+    }
     self::error(code, postgres_message(root, code))
+}
+
+/// PostgreSQL's built-in function names, one per line after the comments.
+const POSTGRES_FUNCTIONS: &str = include_str!("pg_functions.txt");
+
+/// The function DataFusion did not find (`Invalid function 'to_number'`),
+/// when PostgreSQL has one of that name: pgaccel lacks a feature, where
+/// PostgreSQL's 42883 would say the function does not exist.
+fn missing_builtin(message: &str) -> Option<&str> {
+    let rest = message.split_once("Invalid function '")?.1;
+    let name = rest.split('\'').next()?;
+    POSTGRES_FUNCTIONS
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .any(|known| known == name)
+        .then_some(name)
 }
 
 /// A syntax error in `sql` in PostgreSQL's words (`syntax error at or near
@@ -128,6 +152,11 @@ fn syntax_message(parser_message: &str) -> String {
 /// engine's own message otherwise.
 fn postgres_message(error: &DataFusionError, code: &str) -> String {
     let message = error.message().into_owned();
+    if let Some((domain_code, words)) = math_domain(&message)
+        && domain_code == code
+    {
+        return words.to_owned();
+    }
     match (error, code) {
         (DataFusionError::SchemaError(schema_error, _), UNDEFINED_COLUMN) => {
             match schema_error.as_ref() {
@@ -168,7 +197,7 @@ fn postgres_message(error: &DataFusionError, code: &str) -> String {
         (DataFusionError::SQL(..), _) => syntax_message(&message),
         (
             DataFusionError::ArrowError(arrow, _),
-            DATETIME_FIELD_OVERFLOW | INVALID_DATETIME_FORMAT,
+            DATETIME_FIELD_OVERFLOW | INVALID_DATETIME_FORMAT | INVALID_PARAMETER_VALUE,
         ) => match arrow.as_ref() {
             ArrowError::CastError(cast) | ArrowError::ParseError(cast) => {
                 datetime_input(cast).map_or(message, |(_, text)| text)
@@ -212,8 +241,20 @@ fn code_of(error: &DataFusionError) -> &'static str {
     }
 }
 
+/// PostgreSQL's code and words for an argument outside a math function's
+/// domain, from DataFusion's message for it.
+fn math_domain(message: &str) -> Option<(&'static str, &'static str)> {
+    const DOMAINS: [(&str, &str); 1] = [("2201F", "cannot take square root of a negative number")];
+    DOMAINS
+        .into_iter()
+        .find(|(_, words)| message.contains(words))
+}
+
 fn arrow_code(error: &ArrowError) -> &'static str {
     match error {
+        ArrowError::ComputeError(message) if math_domain(message).is_some() => {
+            math_domain(message).map_or(INTERNAL_ERROR, |(code, _)| code)
+        }
         ArrowError::DivideByZero => DIVISION_BY_ZERO,
         ArrowError::ArithmeticOverflow(_) => NUMERIC_OUT_OF_RANGE,
         ArrowError::CastError(message) if out_of_range_type(message).is_some() => {
@@ -238,6 +279,14 @@ fn arrow_code(error: &ArrowError) -> &'static str {
 /// and time digits has a field out of range (22008), anything else is not
 /// a date at all (22007).
 fn datetime_input(message: &str) -> Option<(&'static str, String)> {
+    // A zone name Arrow does not know: `Invalid timezone "Mars/Olympus"`.
+    if let Some((_, rest)) = message.split_once("Invalid timezone \"") {
+        let zone = rest.split('"').next()?;
+        return Some((
+            INVALID_PARAMETER_VALUE,
+            format!("time zone \"{}\" not recognized", zone.to_lowercase()),
+        ));
+    }
     let type_name = if message.contains("Date32") || message.contains("Date64") {
         "date"
     } else if message.contains("Timestamp") || message.contains("timestamp") {
@@ -314,6 +363,8 @@ fn execution_code(message: &str) -> &'static str {
     let lower = message.to_lowercase();
     if lower.contains(NOT_IMPLEMENTED) {
         FEATURE_NOT_SUPPORTED
+    } else if let Some((code, _)) = math_domain(message) {
+        code
     } else if lower.contains("divide by zero") || lower.contains("division by zero") {
         DIVISION_BY_ZERO
     } else if lower.contains("overflow") {
@@ -441,6 +492,13 @@ mod tests {
             engine_error("SELECT no_such_function(1)").await.code,
             UNDEFINED_FUNCTION
         );
+        let root = engine_error("SELECT sqrt(a) FROM (VALUES (-2.5)) t(a)").await;
+        assert_eq!(root.code, "2201F");
+        assert_eq!(root.message, "cannot take square root of a negative number");
+        // A PostgreSQL function pgaccel lacks is a feature it lacks.
+        let lacking = engine_error("SELECT to_ascii('x')").await;
+        assert_eq!(lacking.code, FEATURE_NOT_SUPPORTED);
+        assert_eq!(lacking.message, "function to_ascii() is not supported");
         let zero = engine_error("SELECT a / 0 FROM (VALUES (1)) t(a)").await;
         assert_eq!(zero.code, DIVISION_BY_ZERO);
         assert_eq!(zero.message, "division by zero");

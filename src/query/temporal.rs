@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use super::functions::columnar as finish;
+use super::settings::zone::SessionZone;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, IntervalMonthDayNanoArray};
 use datafusion::arrow::datatypes::{
     DataType, IntervalMonthDayNano, IntervalMonthDayNanoType, IntervalUnit, TimeUnit,
@@ -334,7 +335,7 @@ fn zone(name: &str) -> Result<chrono_tz::Tz> {
 
 /// The UTC instant (microseconds) of wall-clock `local` (microseconds) in
 /// `zone`.
-fn from_local(zone: chrono_tz::Tz, local: i64) -> Option<i64> {
+pub(super) fn from_local(zone: chrono_tz::Tz, local: i64) -> Option<i64> {
     use chrono::{LocalResult, Offset, TimeZone};
     let naive = chrono::DateTime::from_timestamp_micros(local)?.naive_utc();
     let offset = match zone.offset_from_local_datetime(&naive) {
@@ -350,11 +351,39 @@ fn from_local(zone: chrono_tz::Tz, local: i64) -> Option<i64> {
 }
 
 /// Wall-clock microseconds in `zone` of the UTC instant `utc`.
-fn to_local(zone: chrono_tz::Tz, utc: i64) -> Option<i64> {
+pub(super) fn to_local(zone: chrono_tz::Tz, utc: i64) -> Option<i64> {
     use chrono::{Offset, TimeZone};
     let instant = chrono::DateTime::from_timestamp_micros(utc)?.naive_utc();
     let offset = zone.offset_from_utc_datetime(&instant).fix();
     Some(utc + i64::from(offset.local_minus_utc()) * 1_000_000)
+}
+
+/// [`from_local`] in a session zone (a fixed offset or a named zone).
+pub(super) fn session_from_local(zone: &SessionZone, local: i64) -> Option<i64> {
+    match zone {
+        SessionZone::Named(tz) => from_local(*tz, local),
+        SessionZone::Fixed { east, .. } => local.checked_sub(i64::from(*east) * 1_000_000),
+    }
+}
+
+/// [`to_local`] in a session zone.
+pub(super) fn session_to_local(zone: &SessionZone, utc: i64) -> Option<i64> {
+    match zone {
+        SessionZone::Named(tz) => to_local(*tz, utc),
+        SessionZone::Fixed { east, .. } => utc.checked_add(i64::from(*east) * 1_000_000),
+    }
+}
+
+/// The zone a `date_trunc()` or `AT TIME ZONE` argument names.
+pub(super) fn named_zone(text: &str) -> Result<SessionZone> {
+    SessionZone::parse(text)
+        .map(|(zone, _)| zone)
+        .ok_or_else(|| {
+            datafusion::error::DataFusionError::External(Box::new(super::PgError::new(
+                super::sqlstate::INVALID_PARAMETER_VALUE,
+                format!("time zone \"{text}\" not recognized"),
+            )))
+        })
 }
 
 impl ScalarUDFImpl for AtTimeZone {

@@ -6,6 +6,7 @@
 use bytes::{BufMut, BytesMut};
 use chrono::{NaiveDate, NaiveDateTime};
 use pgwire::api::Type;
+use postgres_types::Kind;
 
 use super::numeric;
 use crate::query::{PgError, sqlstate};
@@ -26,6 +27,9 @@ pub fn binary(pg_type: &Type, text: &str) -> Result<BytesMut, PgError> {
             ),
         )
     };
+    if let Kind::Array(element) = pg_type.kind() {
+        return array(element, text)?.ok_or_else(invalid);
+    }
     let mut out = BytesMut::new();
     match *pg_type {
         Type::BOOL => out.put_u8(u8::from(text == "t" || text == "true")),
@@ -62,6 +66,78 @@ pub fn binary(pg_type: &Type, text: &str) -> Result<BytesMut, PgError> {
         _ => return Err(invalid()),
     }
     Ok(out)
+}
+
+/// The elements of a one-dimensional array as PostgreSQL prints it
+/// (`{a,"b c",NULL}`), `None` for any other shape (several dimensions,
+/// explicit bounds).
+fn array_elements(text: &str) -> Option<Vec<Option<String>>> {
+    let inner = text.strip_prefix('{')?.strip_suffix('}')?;
+    let mut elements = Vec::new();
+    if inner.is_empty() {
+        return Some(elements);
+    }
+    let mut chars = inner.chars().peekable();
+    loop {
+        let element = if chars.peek() == Some(&'"') {
+            chars.next();
+            let mut value = String::new();
+            loop {
+                match chars.next()? {
+                    '\\' => value.push(chars.next()?),
+                    '"' => break,
+                    c => value.push(c),
+                }
+            }
+            Some(value)
+        } else {
+            let mut value = String::new();
+            while let Some(&c) = chars.peek() {
+                if c == ',' {
+                    break;
+                }
+                if c == '{' || c == '"' {
+                    return None;
+                }
+                value.push(c);
+                chars.next();
+            }
+            (!value.eq_ignore_ascii_case("NULL")).then_some(value)
+        };
+        elements.push(element);
+        match chars.next() {
+            None => return Some(elements),
+            Some(',') => {}
+            Some(_) => return None,
+        }
+    }
+}
+
+/// The binary form of a one-dimensional array of a type written here:
+/// dimensions, NULL flag, element type, then each element's binary form.
+fn array(element: &Type, text: &str) -> Result<Option<BytesMut>, PgError> {
+    let Some(elements) = array_elements(text) else {
+        return Ok(None);
+    };
+    let mut out = BytesMut::new();
+    out.put_i32(i32::from(!elements.is_empty()));
+    out.put_i32(i32::from(elements.iter().any(Option::is_none)));
+    out.put_u32(element.oid());
+    if !elements.is_empty() {
+        out.put_i32(i32::try_from(elements.len()).unwrap_or(i32::MAX));
+        out.put_i32(1);
+    }
+    for value in &elements {
+        match value {
+            None => out.put_i32(-1),
+            Some(value) => {
+                let bytes = binary(element, value)?;
+                out.put_i32(i32::try_from(bytes.len()).unwrap_or(i32::MAX));
+                out.put_slice(&bytes);
+            }
+        }
+    }
+    Ok(Some(out))
 }
 
 /// A float as PostgreSQL prints it, `NaN` and `±Infinity` included.
@@ -145,6 +221,28 @@ fn timestamp_micros(text: &str, zoned: bool) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arrays_of_one_dimension_in_binary() {
+        assert_eq!(
+            array_elements(r#"{a,"b c",NULL,"NULL","q\"x"}"#),
+            Some(vec![
+                Some("a".to_owned()),
+                Some("b c".to_owned()),
+                None,
+                Some("NULL".to_owned()),
+                Some("q\"x".to_owned()),
+            ])
+        );
+        assert_eq!(array_elements("{}"), Some(vec![]));
+        assert_eq!(array_elements("{{1,2},{3,4}}"), None);
+        let bytes = array(&Type::INT4, "{7,NULL}").unwrap().unwrap();
+        let expected: &[u8] = &[
+            0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 23, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 7,
+            255, 255, 255, 255,
+        ];
+        assert_eq!(&bytes[..], expected);
+    }
 
     #[test]
     fn timestamps_and_dates_as_postgresql_sends_them() {

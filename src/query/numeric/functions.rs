@@ -181,6 +181,69 @@ impl ScalarUDFImpl for Divide {
     }
 }
 
+/// `pgaccel_numeric_mul(a, b, display scale of a, display scale of b)`: a
+/// product with a [`DYNAMIC`] operand, exact at the sum of the display
+/// scales (PostgreSQL's `mul_var` result scale), as [`DYNAMIC`]; more
+/// decimals than it holds are refused.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(super) struct Multiply {
+    signature: Signature,
+}
+
+/// `number`'s digits at its display scale `display` (the digits past it
+/// are zeros).
+fn at_display_scale(number: Number, display: u32) -> Option<i256> {
+    if number.scale >= display {
+        Some(number.digits / ten_to(number.scale - display)?)
+    } else {
+        number.digits.checked_mul(ten_to(display - number.scale)?)
+    }
+}
+
+impl ScalarUDFImpl for Multiply {
+    fn name(&self) -> &str {
+        MULTIPLY
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DYNAMIC)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let (arrays, scalar) = arrays(&args)?;
+        let rows = arrays[0].len();
+        let mut values = Decimal256Builder::with_capacity(rows);
+        for row in 0..rows {
+            let (Some(a), Some(b), Some(scale_a), Some(scale_b)) = (
+                number_at(&arrays[0], row),
+                number_at(&arrays[1], row),
+                scale_at(&arrays[2], row),
+                scale_at(&arrays[3], row),
+            ) else {
+                values.append_null();
+                continue;
+            };
+            let (scale_a, scale_b) = (scale_a.max(0) as u32, scale_b.max(0) as u32);
+            if scale_a + scale_b > DYNAMIC_SCALE {
+                return Err(refused("a product of numerics with more than 40 decimals"));
+            }
+            let product = at_display_scale(a, scale_a)
+                .zip(at_display_scale(b, scale_b))
+                .and_then(|(a, b)| a.checked_mul(b))
+                .ok_or_else(out_of_range)?;
+            values.append_value(to_dynamic(product, scale_a + scale_b)?);
+        }
+        let array = values
+            .finish()
+            .with_precision_and_scale(76, DYNAMIC_SCALE as i8)?;
+        finish(Arc::new(array), scalar)
+    }
+}
+
 /// `pgaccel_numeric_text(value, display scale)`: the value as PostgreSQL
 /// prints it; [`DISPLAY`] is the same text in a result column the wire
 /// reports as `numeric`.
@@ -1345,6 +1408,9 @@ pub fn register(state: &mut datafusion::execution::context::SessionState) -> Res
             state.register_udaf(Arc::new(aggregate.as_ref().clone().with_aliases([alias])))?;
         }
     }
+    state.register_udf(Arc::new(ScalarUDF::new_from_impl(Multiply {
+        signature: Signature::any(4, Volatility::Immutable),
+    })))?;
     for display in [false, true] {
         state.register_udf(Arc::new(ScalarUDF::new_from_impl(Text {
             signature: Signature::any(2, Volatility::Immutable),

@@ -1,0 +1,323 @@
+//! PostgreSQL's math functions that DataFusion lacks:
+//!
+//! - `div(a, b)`: the numeric quotient truncated toward zero (scale 0);
+//!   integers are read as numerics, as PostgreSQL casts them.
+//! - `width_bucket(operand, low, high, count)`: the bucket of `operand`
+//!   among `count` equal buckets from `low` to `high` (0 below, count + 1
+//!   above; either direction), exact for numerics and as PostgreSQL's
+//!   float8 arithmetic for doubles.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Decimal128Builder, Int32Builder};
+use datafusion::arrow::datatypes::{DataType, Decimal128Type, Float64Type, Int32Type, i256};
+use datafusion::common::{DataFusionError, Result};
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+};
+
+use super::{PgError, sqlstate};
+
+pub fn functions() -> Vec<Arc<ScalarUDF>> {
+    vec![
+        Arc::new(ScalarUDF::new_from_impl(Div {
+            signature: Signature::user_defined(Volatility::Immutable),
+        })),
+        Arc::new(ScalarUDF::new_from_impl(WidthBucket {
+            signature: Signature::user_defined(Volatility::Immutable),
+        })),
+    ]
+}
+
+fn pg_error(code: &'static str, message: &str) -> DataFusionError {
+    DataFusionError::External(Box::new(PgError::new(code, message.to_owned())))
+}
+
+/// The numeric type an exact argument is read as (integers at scale 0).
+fn as_numeric(data_type: &DataType) -> Option<DataType> {
+    match data_type {
+        DataType::Decimal128(p, s) => Some(DataType::Decimal128(*p, *s)),
+        t if t.is_integer() || t.is_null() => Some(DataType::Decimal128(38, 0)),
+        _ => None,
+    }
+}
+
+fn scale_of(data_type: &DataType) -> i8 {
+    match data_type {
+        DataType::Decimal128(_, s) => *s,
+        _ => 0,
+    }
+}
+
+/// `value` (at `from` decimals) at `to` decimals, in 256 bits.
+fn rescaled(value: i128, from: i8, to: i8) -> i256 {
+    let shift = u32::try_from(i32::from(to) - i32::from(from)).unwrap_or(0);
+    i256::from_i128(value) * i256::from_i128(10).wrapping_pow(shift)
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Div {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for Div {
+    fn name(&self) -> &str {
+        "div"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [a, b] => match (as_numeric(a), as_numeric(b)) {
+                (Some(a), Some(b)) => Ok(vec![a, b]),
+                _ => Err(DataFusionError::Plan(
+                    "function div() takes two numerics".to_owned(),
+                )),
+            },
+            _ => Err(DataFusionError::Plan(
+                "function div() takes two numerics".to_owned(),
+            )),
+        }
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Decimal128(38, 0))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let (arrays, scalar) = super::functions::argument_arrays(&args)?;
+        let (a_scale, b_scale) = (
+            scale_of(arrays[0].data_type()),
+            scale_of(arrays[1].data_type()),
+        );
+        let scale = a_scale.max(b_scale);
+        let dividends = arrays[0].as_primitive::<Decimal128Type>();
+        let divisors = arrays[1].as_primitive::<Decimal128Type>();
+        let mut out = Decimal128Builder::with_capacity(dividends.len());
+        for row in 0..dividends.len() {
+            if dividends.is_null(row) || divisors.is_null(row) {
+                out.append_null();
+                continue;
+            }
+            let divisor = rescaled(divisors.value(row), b_scale, scale);
+            if divisor == i256::ZERO {
+                return Err(pg_error(sqlstate::DIVISION_BY_ZERO, "division by zero"));
+            }
+            // i256 division truncates toward zero, as div() does.
+            let quotient = rescaled(dividends.value(row), a_scale, scale) / divisor;
+            let quotient = quotient
+                .to_i128()
+                .filter(|q| q.unsigned_abs() < 10u128.pow(38))
+                .ok_or_else(|| {
+                    pg_error(
+                        sqlstate::NUMERIC_OUT_OF_RANGE,
+                        "value overflows numeric format",
+                    )
+                })?;
+            out.append_value(quotient);
+        }
+        let array: ArrayRef = Arc::new(out.finish().with_precision_and_scale(38, 0)?);
+        super::functions::columnar(array, scalar)
+    }
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct WidthBucket {
+    signature: Signature,
+}
+
+fn bucket_error(message: &str) -> DataFusionError {
+    pg_error("2201G", message)
+}
+
+/// PostgreSQL's `width_bucket_float8`.
+fn float_bucket(operand: f64, low: f64, high: f64, count: i32) -> Result<i32> {
+    if count <= 0 {
+        return Err(bucket_error("count must be greater than zero"));
+    }
+    if operand.is_nan() || low.is_nan() || high.is_nan() {
+        return Err(bucket_error(
+            "operand, lower bound, and upper bound cannot be NaN",
+        ));
+    }
+    if low.is_infinite() || high.is_infinite() {
+        return Err(bucket_error("lower and upper bounds must be finite"));
+    }
+    let overflow = || pg_error(sqlstate::NUMERIC_OUT_OF_RANGE, "integer out of range");
+    let count_f = f64::from(count);
+    let inside = |position: f64| {
+        let bucket = (count_f * position).floor();
+        let bucket = if bucket >= count_f {
+            count_f - 1.0
+        } else {
+            bucket
+        };
+        bucket as i32 + 1
+    };
+    if low < high {
+        if operand < low {
+            Ok(0)
+        } else if operand >= high {
+            count.checked_add(1).ok_or_else(overflow)
+        } else if (high - low).is_finite() {
+            Ok(inside((operand - low) / (high - low)))
+        } else {
+            Ok(inside(
+                (operand / 2.0 - low / 2.0) / (high / 2.0 - low / 2.0),
+            ))
+        }
+    } else if low > high {
+        if operand > low {
+            Ok(0)
+        } else if operand <= high {
+            count.checked_add(1).ok_or_else(overflow)
+        } else if (low - high).is_finite() {
+            Ok(inside((low - operand) / (low - high)))
+        } else {
+            Ok(inside(
+                (low / 2.0 - operand / 2.0) / (low / 2.0 - high / 2.0),
+            ))
+        }
+    } else {
+        Err(bucket_error("lower bound cannot equal upper bound"))
+    }
+}
+
+/// PostgreSQL's `width_bucket_numeric`: exact, digits at one scale.
+fn exact_bucket(operand: i256, low: i256, high: i256, count: i32) -> Result<i32> {
+    if count <= 0 {
+        return Err(bucket_error("count must be greater than zero"));
+    }
+    let overflow = || pg_error(sqlstate::NUMERIC_OUT_OF_RANGE, "integer out of range");
+    let count_256 = i256::from(count);
+    let inside = |offset: i256, span: i256| -> Result<i32> {
+        // floor(offset × count / span) + 1, offset and span positive.
+        let bucket = offset * count_256 / span;
+        bucket
+            .to_i128()
+            .and_then(|b| i32::try_from(b + 1).ok())
+            .ok_or_else(overflow)
+    };
+    if low < high {
+        if operand < low {
+            Ok(0)
+        } else if operand >= high {
+            count.checked_add(1).ok_or_else(overflow)
+        } else {
+            inside(operand - low, high - low)
+        }
+    } else if low > high {
+        if operand > low {
+            Ok(0)
+        } else if operand <= high {
+            count.checked_add(1).ok_or_else(overflow)
+        } else {
+            inside(low - operand, low - high)
+        }
+    } else {
+        Err(bucket_error("lower bound cannot equal upper bound"))
+    }
+}
+
+impl ScalarUDFImpl for WidthBucket {
+    fn name(&self) -> &str {
+        "width_bucket"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        let [operand, low, high, count] = arg_types else {
+            return Err(DataFusionError::Plan(
+                "function width_bucket() takes an operand, two bounds and a count".to_owned(),
+            ));
+        };
+        let bounds = [operand, low, high];
+        let count = if count.is_integer() || count.is_null() {
+            DataType::Int32
+        } else {
+            return Err(DataFusionError::Plan(
+                "width_bucket()'s count must be an integer".to_owned(),
+            ));
+        };
+        // All exact: PostgreSQL's numeric form; any double: its float8 form.
+        let numeric: Option<Vec<DataType>> = bounds.iter().map(|t| as_numeric(t)).collect();
+        Ok(match numeric {
+            Some(_) => {
+                let scale = bounds.iter().map(|t| scale_of(t)).max().unwrap_or(0);
+                vec![DataType::Decimal128(38, scale); 3]
+                    .into_iter()
+                    .chain([count])
+                    .collect()
+            }
+            None if bounds.iter().all(|t| t.is_numeric() || t.is_null()) => {
+                vec![
+                    DataType::Float64,
+                    DataType::Float64,
+                    DataType::Float64,
+                    count,
+                ]
+            }
+            None => {
+                return Err(DataFusionError::Plan(
+                    "function width_bucket() takes numbers".to_owned(),
+                ));
+            }
+        })
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Int32)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let (arrays, scalar) = super::functions::argument_arrays(&args)?;
+        let counts = arrays[3].as_primitive::<Int32Type>();
+        let rows = counts.len();
+        let mut out = Int32Builder::with_capacity(rows);
+        let exact = matches!(arrays[0].data_type(), DataType::Decimal128(..));
+        for row in 0..rows {
+            if arrays.iter().any(|array| array.is_null(row)) {
+                out.append_null();
+                continue;
+            }
+            let count = counts.value(row);
+            let bucket = if exact {
+                let value = |i: usize| {
+                    i256::from_i128(arrays[i].as_primitive::<Decimal128Type>().value(row))
+                };
+                exact_bucket(value(0), value(1), value(2), count)?
+            } else {
+                let value = |i: usize| arrays[i].as_primitive::<Float64Type>().value(row);
+                float_bucket(value(0), value(1), value(2), count)?
+            };
+            out.append_value(bucket);
+        }
+        super::functions::columnar(Arc::new(out.finish()), scalar)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_as_postgres() {
+        assert_eq!(float_bucket(5.5, 0.0, 10.0, 4).unwrap(), 3);
+        assert_eq!(float_bucket(-1.0, 0.0, 10.0, 4).unwrap(), 0);
+        assert_eq!(float_bucket(10.0, 0.0, 10.0, 4).unwrap(), 5);
+        assert_eq!(float_bucket(2.0, 10.0, 0.0, 4).unwrap(), 4);
+        let n = |v: i128| i256::from_i128(v);
+        // width_bucket(0.3, 0, 0.9, 3): exactly the second bucket's start.
+        assert_eq!(exact_bucket(n(3), n(0), n(9), 3).unwrap(), 2);
+        assert_eq!(
+            exact_bucket(n(1), n(1), n(1), 3).unwrap_err().to_string(),
+            bucket_error("lower bound cannot equal upper bound").to_string()
+        );
+    }
+}
