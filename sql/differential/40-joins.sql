@@ -47,3 +47,10 @@ SELECT t1.id, t2.id FROM texts t1 JOIN texts t2 ON t1.t = t2.t AND t1.id <> t2.i
 SELECT n.id, t.t FROM nums n LEFT JOIN texts t ON t.id = n.id AND t.t <> '' ORDER BY n.id;
 SELECT count(*) FROM orders o JOIN customers c ON c.id = o.customer_id JOIN nums n ON n.id = o.qty;
 SELECT c.region, o.status, sum(o.qty) FROM customers c JOIN orders o ON o.customer_id = c.id WHERE c.since < date '2022-01-01' GROUP BY 1, 2 ORDER BY 1 NULLS LAST, 2;
+SELECT * FROM customers LEFT JOIN (SELECT id, 'x' AS tag FROM orders WHERE id < 3) s USING (id) ORDER BY id LIMIT 4;
+SELECT * FROM (SELECT id, 'x' AS tag FROM orders WHERE id < 3) s RIGHT JOIN customers USING (id) WHERE region IS NOT NULL ORDER BY id LIMIT 4;
+SELECT * FROM (SELECT id, 'x' AS tag FROM orders WHERE id < 3) s FULL JOIN (SELECT id, name FROM customers WHERE id BETWEEN 2 AND 4) c USING (id) ORDER BY id;
+SELECT * FROM (SELECT * FROM customers JOIN orders o USING (id)) t ORDER BY id LIMIT 2;
+SELECT DISTINCT * FROM customers JOIN (SELECT customer_id AS id, status FROM orders) o USING (id) ORDER BY id, status LIMIT 3;
+SELECT * FROM customers JOIN orders USING (id) ORDER BY 1 LIMIT 2;
+WITH RECURSIVE t(n, doubled, label) AS (SELECT 1, 2, 'a' UNION ALL SELECT n + 1, (n + 1) * 2, label || 'a' FROM t WHERE n < 4) SELECT * FROM t ORDER BY n;

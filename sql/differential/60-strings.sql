@@ -41,3 +41,4 @@ SELECT id, to_hex(id * 1000), id::text || 'x', 'n' || id FROM texts ORDER BY id;
 SELECT 'a' < 'b', 'a' < 'B', 'Z' < 'a', 'é' > 'z', '' < ' ';
 SELECT id, t, length(t) FROM texts WHERE t > 'a' ORDER BY t;
 SELECT format('%2$s %1$s %s', 'a', 'b'), format('|%*s|%-*s|', 4, 'x', 3, 'y'), format('%3$I, %1$L', 'v', NULL, 'my tbl');
+SELECT id, c LIKE 'ab', c LIKE 'ab%', c ~ 'b $', concat_ws('|', c, c), format('[%s]', c) FROM texts ORDER BY id;

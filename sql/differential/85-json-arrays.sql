@@ -31,3 +31,5 @@ SELECT string_to_array('a,b,,c', ','), string_to_array('a b', ' ', 'b'), array_d
 SELECT id, scores = '{1,2,3}', scores < '{2}', tags IS NULL FROM docs ORDER BY id;
 SELECT max(cardinality(scores)), min(array_length(tags, 1)) FROM docs;
 SELECT id, scores[10], tags[0] FROM docs ORDER BY id;
+SELECT id, j -> -1, j ->> 0, j -> 'a' FROM docs ORDER BY id;
+SELECT id, array_length(scores, 1), array_remove(tags, 'red') FROM docs ORDER BY id;

@@ -139,6 +139,8 @@ struct Compatibility {
     /// Per select being visited: the derived tables of its FROM whose
     /// column names are all known, by alias.
     derived: Vec<HashMap<String, Vec<Ident>>>,
+    /// `SELECT *` items marked for [`super::using_joins`] so far.
+    using_wildcards: usize,
 }
 
 impl VisitorMut for Compatibility {
@@ -147,6 +149,7 @@ impl VisitorMut for Compatibility {
     fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
         fetch_as_limit(query);
         name_cte_union_columns(query);
+        self.using_wildcards += mark_using_wildcard(query, self.using_wildcards);
         lateral_scalar_functions(query);
         distinct_on_over_subqueries(query);
         ControlFlow::Continue(())
@@ -237,6 +240,7 @@ impl VisitorMut for Compatibility {
     }
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        interval_frame_offsets(expr);
         if let Some(replacement) = self.rewrite(expr) {
             *expr = replacement;
         }
@@ -304,6 +308,11 @@ impl Compatibility {
                 };
                 let mut typed = typed.clone();
                 typed.data_type = DataType::Timestamp(Some(6), zone);
+                if let Value::SingleQuotedString(text) = &mut typed.value.value
+                    && let Some(full) = with_seconds(text)
+                {
+                    *text = full;
+                }
                 Some(Expr::TypedString(typed))
             }
             Expr::AtTimeZone {
@@ -391,6 +400,83 @@ impl Compatibility {
     }
 }
 
+/// Whether a FROM item joins with `USING` or `NATURAL` (or holds a
+/// derived table whose `SELECT *` does), where `*` lists columns in
+/// PostgreSQL's own order (see [`super::using_joins`]).
+fn lists_using_columns(from: &[datafusion::sql::sqlparser::ast::TableWithJoins]) -> bool {
+    use datafusion::sql::sqlparser::ast::{JoinConstraint, JoinOperator};
+    fn factor(relation: &TableFactor) -> bool {
+        match relation {
+            TableFactor::NestedJoin {
+                table_with_joins, ..
+            } => lists_using_columns(std::slice::from_ref(table_with_joins)),
+            TableFactor::Derived { subquery, .. } => using_wildcard(subquery),
+            _ => false,
+        }
+    }
+    from.iter().any(|table| {
+        factor(&table.relation)
+            || table.joins.iter().any(|join| {
+                let constraint = match &join.join_operator {
+                    JoinOperator::Join(c)
+                    | JoinOperator::Inner(c)
+                    | JoinOperator::Left(c)
+                    | JoinOperator::LeftOuter(c)
+                    | JoinOperator::Right(c)
+                    | JoinOperator::RightOuter(c)
+                    | JoinOperator::FullOuter(c) => Some(c),
+                    _ => None,
+                };
+                matches!(
+                    constraint,
+                    Some(JoinConstraint::Using(_) | JoinConstraint::Natural)
+                ) || factor(&join.relation)
+            })
+    })
+}
+
+/// Whether `query` is a `SELECT *` over a join [`lists_using_columns`].
+fn using_wildcard(query: &Query) -> bool {
+    let SetExpr::Select(select) = query.body.as_ref() else {
+        return false;
+    };
+    matches!(select.projection.as_slice(), [SelectItem::Wildcard(_)])
+        && lists_using_columns(&select.from)
+}
+
+/// Marks a `SELECT *` that [`using_wildcard`] finds with a last select item
+/// for [`super::using_joins`], named apart from the `earlier` ones (a
+/// derived table's marker is among the columns of the `*` above it); its
+/// value says whether ORDER BY names a column position, which the new
+/// order would move. The count of markers added (0 or 1).
+fn mark_using_wildcard(query: &mut Query, earlier: usize) -> usize {
+    if !using_wildcard(query) {
+        return 0;
+    }
+    let positional = order_by_items(query)
+        .iter()
+        .any(|expr| matches!(expr, Expr::Value(v) if matches!(v.value, Value::Number(..))));
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return 0;
+    };
+    select.projection.push(SelectItem::ExprWithAlias {
+        expr: string(if positional {
+            super::using_joins::POSITIONAL
+        } else {
+            ""
+        }),
+        alias: Ident::new(format!("{}{earlier}", super::using_joins::MARKER)),
+    });
+    1
+}
+
+fn order_by_items(query: &Query) -> Vec<Expr> {
+    match query.order_by.as_ref().map(|order_by| &order_by.kind) {
+        Some(OrderByKind::Expressions(exprs)) => exprs.iter().map(|e| e.expr.clone()).collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// `WITH r(a, b) AS (SELECT 1, 1 UNION ALL SELECT a + 1, a + 1 FROM r)`:
 /// the column list names the columns, so each branch's unnamed items are
 /// named by it (DataFusion refuses a branch that computes the same
@@ -433,6 +519,84 @@ fn name_cte_union_columns(query: &mut Query) {
         let names: Vec<Ident> = cte.alias.columns.iter().map(|c| c.name.clone()).collect();
         name_items(&mut cte.query.body, &names);
     }
+}
+
+/// `RANGE BETWEEN interval '1 day' PRECEDING ...`: DataFusion takes a frame
+/// offset only as an `INTERVAL` literal in its own units, so the interval
+/// (read as PostgreSQL reads it, see [`super::pg_types::INTERVAL_FUNCTION`])
+/// is spelled in months, days and nanoseconds.
+fn interval_frame_offsets(expr: &mut Expr) {
+    use datafusion::sql::sqlparser::ast::{Interval, WindowFrameBound, WindowType};
+    let Expr::Function(function) = expr else {
+        return;
+    };
+    let Some(WindowType::WindowSpec(spec)) = &mut function.over else {
+        return;
+    };
+    let Some(frame) = &mut spec.window_frame else {
+        return;
+    };
+    for bound in std::iter::once(&mut frame.start_bound).chain(frame.end_bound.as_mut()) {
+        let (WindowFrameBound::Preceding(Some(offset)) | WindowFrameBound::Following(Some(offset))) =
+            bound
+        else {
+            continue;
+        };
+        let Expr::Function(call) = offset.as_ref() else {
+            continue;
+        };
+        if function_name(call) != super::pg_types::INTERVAL_FUNCTION {
+            continue;
+        }
+        let text = match arguments(call).as_slice() {
+            [Expr::Value(value)] => match &value.value {
+                Value::SingleQuotedString(text) => text.clone(),
+                _ => continue,
+            },
+            _ => continue,
+        };
+        let Ok(interval) = super::interval::parse_interval(&text) else {
+            continue;
+        };
+        **offset = Expr::Interval(Interval {
+            value: Box::new(string(&format!(
+                "{} months {} days {} nanoseconds",
+                interval.months, interval.days, interval.nanoseconds
+            ))),
+            leading_field: None,
+            leading_precision: None,
+            last_field: None,
+            fractional_seconds_precision: None,
+        });
+    }
+}
+
+/// PostgreSQL reads a time without seconds (`2024-03-09 12:00+00`); Arrow's
+/// parser wants them: `2024-03-09 12:00:00+00`. `None` when the text has
+/// them already or is not a date and time.
+fn with_seconds(text: &str) -> Option<String> {
+    let (date, rest) = text.split_at_checked(10)?;
+    let date_shaped = date.bytes().enumerate().all(|(i, b)| match i {
+        4 | 7 => b == b'-',
+        _ => b.is_ascii_digit(),
+    });
+    let separator = rest.chars().next()?;
+    if !date_shaped || !matches!(separator, ' ' | 'T') {
+        return None;
+    }
+    let time = &rest[1..];
+    let colon = time.find(':')?;
+    let (hours, after_hours) = time.split_at(colon);
+    let minutes = after_hours.get(1..3)?;
+    let after = &after_hours[3..];
+    let digits = |part: &str| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
+    if !digits(hours) || hours.len() > 2 || !digits(minutes) {
+        return None;
+    }
+    if after.starts_with(|c: char| c == ':' || c == '.' || c.is_ascii_digit()) {
+        return None;
+    }
+    Some(format!("{date}{separator}{hours}:{minutes}:00{after}"))
 }
 
 /// `FROM generate_series(1, 5) AS n`: PostgreSQL names the column of a
@@ -1142,9 +1306,18 @@ fn cast(inner: &Expr, data_type: &DataType, kind: &CastKind) -> Option<Expr> {
     // `timestamp` without a precision is PostgreSQL's microseconds (which
     // reach 4713 BC), not DataFusion's nanoseconds (1677 to 2262).
     if let DataType::Timestamp(None, zone) = data_type {
+        let inner = match inner {
+            Expr::Value(value) => match &value.value {
+                Value::SingleQuotedString(text) => {
+                    with_seconds(text).map_or_else(|| inner.clone(), |full| string(&full))
+                }
+                _ => inner.clone(),
+            },
+            _ => inner.clone(),
+        };
         return Some(Expr::Cast {
             kind: kind.clone(),
-            expr: Box::new(inner.clone()),
+            expr: Box::new(inner),
             data_type: DataType::Timestamp(Some(6), *zone),
             array: false,
             format: None,
@@ -1502,7 +1675,20 @@ fn select_list_set_functions(select: &mut Select) {
             && function_name(function) == "generate_series"
             && matches!(function.args, FunctionArguments::List(_))
         {
-            let unnested = call("unnest", vec![expr.clone()]);
+            // A series of `integer` literals is `integer` (DataFusion's is
+            // `bigint`).
+            let int4 = arguments(function).iter().all(|argument| {
+                let literal = match argument {
+                    Expr::UnaryOp { expr, .. } => expr.as_ref(),
+                    other => other,
+                };
+                matches!(literal, Expr::Value(v)
+                    if matches!(&v.value, Value::Number(n, _) if n.parse::<i32>().is_ok()))
+            });
+            let mut unnested = call("unnest", vec![expr.clone()]);
+            if int4 {
+                unnested = cast_to(unnested, DataType::Int(None));
+            }
             *item = SelectItem::ExprWithAlias {
                 expr: unnested,
                 alias: alias
@@ -2833,7 +3019,7 @@ mod tests {
         );
         assert_eq!(
             rewrite("SELECT generate_series(1, 3), substring(x FROM 'a(b)')"),
-            "SELECT unnest(generate_series(1, 3)) AS generate_series, array_element(regexp_match(x, 'a(b)'), 1)"
+            "SELECT CAST(unnest(generate_series(1, 3)) AS INT) AS generate_series, array_element(regexp_match(x, 'a(b)'), 1)"
         );
     }
 
@@ -2883,6 +3069,20 @@ mod tests {
         .unwrap()
         .remove(0);
         assert_eq!(relation_aliases(&statement), ["t", "items", "d"]);
+    }
+
+    #[test]
+    fn times_without_seconds_get_them() {
+        assert_eq!(
+            with_seconds("2024-03-09 12:00+00").as_deref(),
+            Some("2024-03-09 12:00:00+00")
+        );
+        assert_eq!(
+            with_seconds("2024-03-09T7:05").as_deref(),
+            Some("2024-03-09T7:05:00")
+        );
+        assert_eq!(with_seconds("2024-03-09 12:00:30+00"), None);
+        assert_eq!(with_seconds("2024-03-09"), None);
     }
 
     #[test]

@@ -50,6 +50,7 @@ pub mod text;
 mod text_casts;
 mod to_char;
 mod unknown_literals;
+mod using_joins;
 mod zero_results;
 
 use std::sync::Arc;

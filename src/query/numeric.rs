@@ -581,6 +581,22 @@ impl Functions {
             {
                 Ok(Transformed::yes(expr.cast_to(&DataType::Int32, schema)?))
             }
+            // Functions PostgreSQL types `integer` whose DataFusion
+            // counterparts count in unsigned integers, typed where they are
+            // computed (so `max(cardinality(a))` is an integer too).
+            Expr::ScalarFunction(function)
+                if super::planner::INT4_RESULTS.contains(&function.name())
+                    && expr.get_type(schema).is_ok_and(|t| t.is_unsigned_integer()) =>
+            {
+                Ok(Transformed::yes(expr.cast_to(&DataType::Int32, schema)?))
+            }
+            // PostgreSQL counts matches and positions in `integer`s.
+            Expr::ScalarFunction(function)
+                if matches!(function.name(), "regexp_count" | "regexp_instr")
+                    && expr.get_type(schema).is_ok_and(|t| t == DataType::Int64) =>
+            {
+                Ok(Transformed::yes(expr.cast_to(&DataType::Int32, schema)?))
+            }
             // `nullif(a, b)` has `a`'s type (`nullif(smallint_col, 0)` is a
             // smallint, where DataFusion widens it to `b`'s).
             Expr::ScalarFunction(function) if function.name() == "nullif" => {

@@ -189,6 +189,16 @@ impl ScalarUDFImpl for CheckedInteger {
         Ok(arg_types[0].clone())
     }
 
+    /// NULL only for a NULL operand (an overflow is an error), as the
+    /// operator it replaces: the plan's schema, computed before this rule
+    /// ran, says the same.
+    fn return_field_from_args(
+        &self,
+        args: datafusion::logical_expr::ReturnFieldArgs,
+    ) -> Result<datafusion::arrow::datatypes::FieldRef> {
+        Ok(nullable_if_any(self.name(), &args))
+    }
+
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let (arrays, all_scalar) = super::functions::argument_arrays(&args)?;
         let data_type = arrays[0].data_type().clone();
@@ -256,6 +266,16 @@ impl ScalarUDFImpl for CheckedFloat {
         Ok(arg_types[0].clone())
     }
 
+    /// NULL only for a NULL operand (an overflow is an error), as the
+    /// operator it replaces: the plan's schema, computed before this rule
+    /// ran, says the same.
+    fn return_field_from_args(
+        &self,
+        args: datafusion::logical_expr::ReturnFieldArgs,
+    ) -> Result<datafusion::arrow::datatypes::FieldRef> {
+        Ok(nullable_if_any(self.name(), &args))
+    }
+
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         use datafusion::arrow::array::{Array, AsArray, Float64Array};
         use datafusion::arrow::datatypes::Float64Type;
@@ -298,4 +318,17 @@ impl ScalarUDFImpl for CheckedFloat {
         let result = datafusion::arrow::compute::cast(&result, &data_type)?;
         super::functions::columnar(result, all_scalar)
     }
+}
+
+/// The result field of an operator over `args`: nullable when an operand is.
+fn nullable_if_any(
+    name: &str,
+    args: &datafusion::logical_expr::ReturnFieldArgs,
+) -> datafusion::arrow::datatypes::FieldRef {
+    let nullable = args.arg_fields.iter().any(|field| field.is_nullable());
+    Arc::new(datafusion::arrow::datatypes::Field::new(
+        name,
+        args.arg_fields[0].data_type().clone(),
+        nullable,
+    ))
 }

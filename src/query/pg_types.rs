@@ -608,7 +608,7 @@ pub fn pad_characters(
     use datafusion::logical_expr::expr::ScalarFunction;
     use datafusion::logical_expr::expr_rewriter::NamePreserver;
     use datafusion::logical_expr::utils::merge_schema;
-    use datafusion::logical_expr::{BinaryExpr, Expr, Like, Operator, lit};
+    use datafusion::logical_expr::{BinaryExpr, Expr, ExprSchemable, Like, Operator, lit};
     let rpad = datafusion::functions::unicode::rpad();
     let pad =
         |expr: Expr, schema: &datafusion::common::DFSchema| match character_width(&expr, schema) {
@@ -639,6 +639,26 @@ pub fn pad_characters(
                                 .map(|(i, arg)| if i < skip { arg } else { pad(arg, &schema) })
                                 .collect();
                             Transformed::yes(Expr::ScalarFunction(function))
+                        }
+                        // `jsonb_col::text`, `uuid_col::text`: a text,
+                        // not the type the value had (a cast of the type
+                        // alone would keep it, as DataFusion's casts do).
+                        Expr::Cast(cast)
+                            if matches!(
+                                cast.field.data_type(),
+                                DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8
+                            ) && cast.field.name().is_empty()
+                                && cast.expr.to_field(&schema).is_ok_and(|(_, field)| {
+                                    field.metadata().contains_key(PG_TYPE_METADATA)
+                                }) =>
+                        {
+                            let data_type = cast.field.data_type().clone();
+                            Transformed::yes(Expr::Cast(
+                                datafusion::logical_expr::Cast::new_from_field(
+                                    cast.expr,
+                                    Arc::new(Field::new("text", data_type, true)),
+                                ),
+                            ))
                         }
                         Expr::Like(like) if character_width(&like.expr, &schema).is_some() => {
                             Transformed::yes(Expr::Like(Like {

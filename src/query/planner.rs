@@ -674,6 +674,7 @@ async fn plan(state: &SessionState, statement: Statement) -> Result<LogicalPlan,
         _ => {
             refuse_correlated_unnest(&plan)?;
             super::array_types::annotate_arrays(plan)
+                .and_then(super::using_joins::postgres_using_columns)
                 .and_then(super::set_operations::postgres_set_operations)
                 .and_then(super::temporal::postgres_temporal)
                 .and_then(super::pg_types::pad_characters)
@@ -687,7 +688,7 @@ async fn plan(state: &SessionState, statement: Statement) -> Result<LogicalPlan,
 
 /// Functions PostgreSQL types `integer` whose DataFusion counterparts
 /// return an unsigned 64-bit integer.
-const INT4_RESULTS: &[&str] = &[
+pub(super) const INT4_RESULTS: &[&str] = &[
     "ntile",
     "cardinality",
     "array_length",

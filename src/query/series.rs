@@ -243,6 +243,14 @@ fn resolve(values: &[ScalarValue], zone: SessionZone) -> Result<(Kind, Option<Bo
         // Counted at the largest scale of the three; PostgreSQL prints
         // start + k × step at the larger scale of those two.
         let shown = scale_of(Some(start)).max(scale_of(step));
+        // PostgreSQL returns the start as it is and each later value at
+        // the larger scale: one column scale cannot print both.
+        if scale_of(Some(start)) < shown {
+            return Err(error(
+                sqlstate::FEATURE_NOT_SUPPORTED,
+                "generate_series() of numerics whose start has fewer decimals than its step is not supported: write the start with as many decimals",
+            ));
+        }
         let scale = shown.max(scale_of(Some(stop)));
         let factor = 10i128.pow(u32::from(scale.abs_diff(shown)));
         return Ok((

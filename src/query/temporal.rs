@@ -618,6 +618,17 @@ fn rewrite(
                 vec![(**left).clone(), (**right).clone()],
             )))
         }
+        // timestamp - date, date - timestamp: the date is read as midnight.
+        (DataType::Timestamp(_, None), Operator::Minus, DataType::Date32)
+        | (DataType::Date32, Operator::Minus, DataType::Timestamp(_, None)) => {
+            Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(
+                Arc::clone(difference),
+                vec![
+                    (**left).clone().cast_to(&timestamp, schema)?,
+                    (**right).clone().cast_to(&timestamp, schema)?,
+                ],
+            )))
+        }
         _ => Transformed::no(expr),
     })
 }
