@@ -3595,6 +3595,24 @@ impl datafusion::logical_expr::planner::ExprPlanner for JsonOperators {
         use datafusion::logical_expr::planner::PlannerResult;
         use datafusion::logical_expr::{ExprSchemable, expr::ScalarFunction};
         use datafusion::sql::sqlparser::ast::BinaryOperator;
+        // jsonb's editing operators (`j - 'key'`, `j || '{...}'`, `j #-
+        // path`) are not written yet: refused, never read as text's.
+        let jsonb_left = expr.left.to_field(schema).is_ok_and(|(_, field)| {
+            field.metadata().get(PG_TYPE_METADATA).map(String::as_str) == Some("jsonb")
+        });
+        if jsonb_left
+            && matches!(
+                expr.op,
+                BinaryOperator::Minus | BinaryOperator::StringConcat | BinaryOperator::HashMinus
+            )
+        {
+            return Err(datafusion::common::DataFusionError::External(Box::new(
+                PgError::new(
+                    sqlstate::FEATURE_NOT_SUPPORTED,
+                    format!("the jsonb operator {} is not supported", expr.op),
+                ),
+            )));
+        }
         let function = match expr.op {
             BinaryOperator::Arrow => "pgaccel_json_get",
             BinaryOperator::LongArrow => "pgaccel_json_get_text",

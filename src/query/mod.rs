@@ -9,6 +9,7 @@
 
 mod activity;
 mod age;
+mod array_dims;
 mod array_types;
 mod catalog;
 mod compat;
@@ -127,6 +128,7 @@ pub fn engine(
     let mut planners: Vec<Arc<dyn datafusion::logical_expr::planner::ExprPlanner>> = vec![
         Arc::new(json::JsonOperators),
         Arc::new(interval_arithmetic::IntervalOperators),
+        Arc::new(unknown_literals::ArrayLiterals),
     ];
     planners.extend(state.expr_planners().iter().cloned());
     let mut state =
@@ -156,7 +158,9 @@ pub fn engine(
                 to_char::function(),
                 age::function(),
                 make::function(),
+                make::time_function(),
                 date_trunc::function(),
+                array_dims::function(),
             ]
             .map(Arc::new),
         )

@@ -578,6 +578,38 @@ impl ScalarUDFImpl for IntervalSpan {
     }
 }
 
+/// The type kept as text (varchar, json, jsonb, uuid, name) every value
+/// of `args` that is not an untyped literal has, if one.
+fn common_text_type(
+    args: &[datafusion::logical_expr::Expr],
+    schema: &datafusion::common::DFSchema,
+) -> Option<String> {
+    use datafusion::logical_expr::{Expr, ExprSchemable};
+    let mut common: Option<String> = None;
+    for arg in args {
+        if let Expr::Literal(
+            datafusion::common::ScalarValue::Utf8(_) | datafusion::common::ScalarValue::Null,
+            _,
+        ) = arg
+        {
+            continue;
+        }
+        let (_, field) = arg.to_field(schema).ok()?;
+        let pg_type = field.metadata().get(PG_TYPE_METADATA)?;
+        if !matches!(
+            pg_type.as_str(),
+            "varchar" | "json" | "jsonb" | "uuid" | "name"
+        ) {
+            return None;
+        }
+        match &common {
+            Some(seen) if seen != pg_type => return None,
+            _ => common = Some(pg_type.clone()),
+        }
+    }
+    common
+}
+
 /// The width of a `character(n)` value, from its field.
 fn character_width(
     expr: &datafusion::logical_expr::Expr,
@@ -660,6 +692,43 @@ pub fn pad_characters(
                                 ),
                             ))
                         }
+                        // coalesce() of values of one type kept as text
+                        // (and untyped literals) is of that type.
+                        Expr::ScalarFunction(function)
+                            if function.name() == "coalesce"
+                                && common_text_type(&function.args, &schema).is_some() =>
+                        {
+                            let pg_type =
+                                common_text_type(&function.args, &schema).unwrap_or_default();
+                            let expr = Expr::ScalarFunction(function);
+                            let data_type = expr.get_type(&schema)?;
+                            let field = Field::new("coalesce", data_type, true)
+                                .with_metadata([(PG_TYPE_METADATA.to_owned(), pg_type)].into());
+                            Transformed::yes(Expr::Cast(
+                                datafusion::logical_expr::Cast::new_from_field(
+                                    Box::new(expr),
+                                    Arc::new(field),
+                                ),
+                            ))
+                        }
+                        // max()/min() of a `character(n)` column is one:
+                        // printed padded, typed bpchar.
+                        Expr::AggregateFunction(mut aggregate)
+                            if matches!(aggregate.func.name(), "max" | "min")
+                                && aggregate
+                                    .params
+                                    .args
+                                    .first()
+                                    .is_some_and(|arg| character_width(arg, &schema).is_some()) =>
+                        {
+                            aggregate.func =
+                                Arc::new(datafusion::logical_expr::AggregateUDF::new_from_impl(
+                                    CharacterExtreme {
+                                        inner: Arc::clone(&aggregate.func),
+                                    },
+                                ));
+                            Transformed::yes(Expr::AggregateFunction(aggregate))
+                        }
                         Expr::Like(like) if character_width(&like.expr, &schema).is_some() => {
                             Transformed::yes(Expr::Like(Like {
                                 expr: Box::new(pad(*like.expr, &schema)),
@@ -689,6 +758,75 @@ pub fn pad_characters(
             rewritten.map_data(super::numeric::recompute_schema)
         })?
         .data)
+}
+
+/// `max()`/`min()` whose result keeps its argument's type: the aggregate it
+/// wraps, with the argument's field metadata on the result.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct CharacterExtreme {
+    inner: Arc<datafusion::logical_expr::AggregateUDF>,
+}
+
+impl datafusion::logical_expr::AggregateUDFImpl for CharacterExtreme {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn signature(&self) -> &Signature {
+        self.inner.signature()
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        self.inner.return_type(arg_types)
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        self.inner.inner().coerce_types(arg_types)
+    }
+
+    fn return_field(&self, arg_fields: &[FieldRef]) -> Result<FieldRef> {
+        let data_type = self.return_type(
+            &arg_fields
+                .iter()
+                .map(|field| field.data_type().clone())
+                .collect::<Vec<_>>(),
+        )?;
+        let metadata = arg_fields
+            .first()
+            .map(|field| field.metadata().clone())
+            .unwrap_or_default();
+        Ok(Arc::new(
+            Field::new(self.name(), data_type, true).with_metadata(metadata),
+        ))
+    }
+
+    fn accumulator(
+        &self,
+        args: datafusion::logical_expr::function::AccumulatorArgs,
+    ) -> Result<Box<dyn datafusion::logical_expr::Accumulator>> {
+        self.inner.accumulator(args)
+    }
+
+    fn state_fields(
+        &self,
+        args: datafusion::logical_expr::function::StateFieldsArgs,
+    ) -> Result<Vec<FieldRef>> {
+        self.inner.state_fields(args)
+    }
+
+    fn groups_accumulator_supported(
+        &self,
+        args: datafusion::logical_expr::function::AccumulatorArgs,
+    ) -> bool {
+        self.inner.groups_accumulator_supported(args)
+    }
+
+    fn create_groups_accumulator(
+        &self,
+        args: datafusion::logical_expr::function::AccumulatorArgs,
+    ) -> Result<Box<dyn datafusion::logical_expr::GroupsAccumulator>> {
+        self.inner.create_groups_accumulator(args)
+    }
 }
 
 #[cfg(test)]

@@ -682,8 +682,25 @@ async fn plan(state: &SessionState, statement: Statement) -> Result<LogicalPlan,
                 .and_then(signed_outputs)
                 .and_then(unknown_outputs_as_text)
                 .map_err(sqlstate::from_datafusion)
+                .and_then(refuse_nested_arrays)
         }
     }
+}
+
+/// An array of arrays (`ARRAY[[1, 2], [3, 4]]`) as a result column: the
+/// wire encoding pgaccel uses has no form for PostgreSQL's
+/// multidimensional arrays, so the query is refused while it is planned.
+fn refuse_nested_arrays(plan: LogicalPlan) -> Result<LogicalPlan, PgError> {
+    let nested = plan.schema().fields().iter().any(|field| {
+        matches!(field.data_type(), DataType::List(inner) if matches!(inner.data_type(), DataType::List(_)))
+    });
+    if nested {
+        return Err(PgError::new(
+            sqlstate::FEATURE_NOT_SUPPORTED,
+            "arrays of more than one dimension are not supported as results",
+        ));
+    }
+    Ok(plan)
 }
 
 /// Functions PostgreSQL types `integer` whose DataFusion counterparts

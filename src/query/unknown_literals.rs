@@ -228,3 +228,51 @@ fn spelled(text: &str, data_type: &DataType) -> Option<ScalarValue> {
         _ => None,
     }
 }
+
+/// `array_col = '{1,2,3}'`: the text is read as the array's type while the
+/// SQL is planned, before DataFusion's type checks refuse a list compared
+/// with text (the analyzer rule above comes too late for them).
+#[derive(Debug)]
+pub struct ArrayLiterals;
+
+impl datafusion::logical_expr::planner::ExprPlanner for ArrayLiterals {
+    fn plan_binary_op(
+        &self,
+        expr: datafusion::logical_expr::planner::RawBinaryExpr,
+        schema: &DFSchema,
+    ) -> Result<
+        datafusion::logical_expr::planner::PlannerResult<
+            datafusion::logical_expr::planner::RawBinaryExpr,
+        >,
+    > {
+        use datafusion::logical_expr::planner::PlannerResult;
+        use datafusion::sql::sqlparser::ast::BinaryOperator;
+        if !matches!(
+            expr.op,
+            BinaryOperator::Eq
+                | BinaryOperator::NotEq
+                | BinaryOperator::Lt
+                | BinaryOperator::LtEq
+                | BinaryOperator::Gt
+                | BinaryOperator::GtEq
+        ) {
+            return Ok(PlannerResult::Original(expr));
+        }
+        let list = |e: &Expr| matches!(e.get_type(schema), Ok(DataType::List(_)));
+        let typed = |text_side: &Expr, other: &Expr| -> Option<Expr> {
+            let text = text_literal(text_side)?;
+            Some(lit(spelled(text, &other.get_type(schema).ok()?)?))
+        };
+        let mut expr = expr;
+        if list(&expr.left)
+            && let Some(literal) = typed(&expr.right, &expr.left)
+        {
+            expr.right = literal;
+        } else if list(&expr.right)
+            && let Some(literal) = typed(&expr.left, &expr.right)
+        {
+            expr.left = literal;
+        }
+        Ok(PlannerResult::Original(expr))
+    }
+}
