@@ -44,7 +44,9 @@ fn annotate(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
     };
     let input = aggregate.input.schema();
     // Output position of each aggregate expression -> the array type.
-    let groups = aggregate.group_expr.len();
+    // The aggregates follow the grouping columns (a key grouped twice is
+    // one column).
+    let groups = aggregate.schema.fields().len() - aggregate.aggr_expr.len();
     let mut arrays: HashMap<usize, String> = HashMap::new();
     for (index, expr) in aggregate.aggr_expr.iter().enumerate() {
         let mut inner = expr;

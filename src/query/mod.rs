@@ -11,6 +11,7 @@ mod activity;
 mod age;
 mod array_dims;
 mod array_types;
+mod case_mapping;
 mod catalog;
 mod compat;
 pub mod cursor;
@@ -153,6 +154,7 @@ pub fn engine(
         .chain(temporal::functions())
         .chain(interval_arithmetic::functions())
         .chain(math::functions())
+        .chain(case_mapping::functions())
         .chain(
             [
                 to_char::function(),

@@ -1198,7 +1198,9 @@ impl Threads<'_> {
                 Ok(Some((plan, Expr::Column(Column::from_name(name)))))
             }
             LogicalPlan::Aggregate(aggregate) => {
-                let groups = aggregate.group_expr.len();
+                // The aggregates follow the grouping columns, however many
+                // the schema has (a key grouped twice is one column).
+                let groups = aggregate.schema.fields().len() - aggregate.aggr_expr.len();
                 let Some(expr) = index
                     .checked_sub(groups)
                     .and_then(|at| aggregate.aggr_expr.get(at))

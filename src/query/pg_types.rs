@@ -578,7 +578,7 @@ impl ScalarUDFImpl for IntervalSpan {
     }
 }
 
-/// The type kept as text (varchar, json, jsonb, uuid, name) every value
+/// The type kept as text (varchar, bpchar, json, jsonb, uuid, name) every value
 /// of `args` that is not an untyped literal has, if one.
 fn common_text_type(
     args: &[datafusion::logical_expr::Expr],
@@ -598,7 +598,7 @@ fn common_text_type(
         let pg_type = field.metadata().get(PG_TYPE_METADATA)?;
         if !matches!(
             pg_type.as_str(),
-            "varchar" | "json" | "jsonb" | "uuid" | "name"
+            "varchar" | "bpchar" | "json" | "jsonb" | "uuid" | "name"
         ) {
             return None;
         }
@@ -608,6 +608,19 @@ fn common_text_type(
         }
     }
     common
+}
+
+/// A `character` value kept padded: typed bpchar with no width.
+fn padded_character(
+    expr: &datafusion::logical_expr::Expr,
+    schema: &datafusion::common::DFSchema,
+) -> bool {
+    use datafusion::logical_expr::ExprSchemable;
+    expr.to_field(schema).is_ok_and(|(_, field)| {
+        let metadata = field.metadata();
+        metadata.get(PG_TYPE_METADATA).map(String::as_str) == Some("bpchar")
+            && !metadata.contains_key(crate::accelerator::TYPMOD_METADATA)
+    })
 }
 
 /// The width of a `character(n)` value, from its field.
@@ -642,6 +655,7 @@ pub fn pad_characters(
     use datafusion::logical_expr::utils::merge_schema;
     use datafusion::logical_expr::{BinaryExpr, Expr, ExprSchemable, Like, Operator, lit};
     let rpad = datafusion::functions::unicode::rpad();
+    let rtrim = datafusion::functions::string::rtrim();
     let pad =
         |expr: Expr, schema: &datafusion::common::DFSchema| match character_width(&expr, schema) {
             Some(width) => Expr::ScalarFunction(ScalarFunction::new_udf(
@@ -685,21 +699,36 @@ pub fn pad_characters(
                                 }) =>
                         {
                             let data_type = cast.field.data_type().clone();
+                            let value = if padded_character(&cast.expr, &schema) {
+                                Box::new(Expr::ScalarFunction(ScalarFunction::new_udf(
+                                    Arc::clone(&rtrim),
+                                    vec![*cast.expr],
+                                )))
+                            } else {
+                                cast.expr
+                            };
                             Transformed::yes(Expr::Cast(
                                 datafusion::logical_expr::Cast::new_from_field(
-                                    cast.expr,
+                                    value,
                                     Arc::new(Field::new("text", data_type, true)),
                                 ),
                             ))
                         }
                         // coalesce() of values of one type kept as text
-                        // (and untyped literals) is of that type.
-                        Expr::ScalarFunction(function)
+                        // (and untyped literals) is of that type; a
+                        // `character(n)` value keeps its padding there (its
+                        // stored form; the result has no width).
+                        Expr::ScalarFunction(mut function)
                             if function.name() == "coalesce"
                                 && common_text_type(&function.args, &schema).is_some() =>
                         {
                             let pg_type =
                                 common_text_type(&function.args, &schema).unwrap_or_default();
+                            if pg_type == "bpchar" {
+                                let args = std::mem::take(&mut function.args);
+                                function.args =
+                                    args.into_iter().map(|arg| pad(arg, &schema)).collect();
+                            }
                             let expr = Expr::ScalarFunction(function);
                             let data_type = expr.get_type(&schema)?;
                             let field = Field::new("coalesce", data_type, true)
@@ -748,6 +777,32 @@ pub fn pad_characters(
                                 left: Box::new(pad(*left, &schema)),
                                 op,
                                 right,
+                            }))
+                        }
+                        // A padded `character` value (of no width, as
+                        // coalesce() gives) read as text drops its
+                        // trailing spaces, as PostgreSQL's conversion does.
+                        Expr::BinaryExpr(BinaryExpr {
+                            left,
+                            op: Operator::StringConcat,
+                            right,
+                        }) if padded_character(&left, &schema)
+                            || padded_character(&right, &schema) =>
+                        {
+                            let trim = |e: Box<Expr>| {
+                                if padded_character(&e, &schema) {
+                                    Box::new(Expr::ScalarFunction(ScalarFunction::new_udf(
+                                        Arc::clone(&rtrim),
+                                        vec![*e],
+                                    )))
+                                } else {
+                                    e
+                                }
+                            };
+                            Transformed::yes(Expr::BinaryExpr(BinaryExpr {
+                                left: trim(left),
+                                op: Operator::StringConcat,
+                                right: trim(right),
                             }))
                         }
                         other => Transformed::no(other),

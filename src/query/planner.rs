@@ -676,6 +676,7 @@ async fn plan(state: &SessionState, statement: Statement) -> Result<LogicalPlan,
             super::array_types::annotate_arrays(plan)
                 .and_then(super::using_joins::postgres_using_columns)
                 .and_then(super::set_operations::postgres_set_operations)
+                .and_then(super::set_operations::postgres_union_types)
                 .and_then(super::temporal::postgres_temporal)
                 .and_then(super::pg_types::pad_characters)
                 .and_then(|plan| super::numeric::postgres_numerics(plan, state))

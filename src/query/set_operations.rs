@@ -35,6 +35,28 @@ pub fn postgres_set_operations(plan: LogicalPlan) -> Result<LogicalPlan> {
         if !set_operation {
             return Ok(Transformed::no(node));
         }
+        // PostgreSQL prints a numeric at its own scale and returns either
+        // side's copy of an equal value: the printed scale of a column whose
+        // sides differ in it is the plan's choice, which pgaccel cannot
+        // follow.
+        let decimal = |t: &datafusion::arrow::datatypes::DataType| {
+            matches!(
+                t,
+                datafusion::arrow::datatypes::DataType::Decimal128(..)
+                    | datafusion::arrow::datatypes::DataType::Decimal256(..)
+            )
+        };
+        for (left, right) in join.left.schema().fields().iter().zip(join.right.schema().fields()) {
+            let (l, r) = (left.data_type(), right.data_type());
+            if (decimal(l) || decimal(r)) && l != r {
+                return Err(datafusion::error::DataFusionError::External(Box::new(
+                    super::PgError::new(
+                        super::sqlstate::FEATURE_NOT_SUPPORTED,
+                        "INTERSECT or EXCEPT of numerics of different scales is not supported: cast both sides to one numeric(p,s)",
+                    ),
+                )));
+            }
+        }
         let (left_keys, right_keys): (Vec<Column>, Vec<Column>) = join
             .on
             .iter()
@@ -81,4 +103,131 @@ fn numbered(input: Arc<LogicalPlan>, columns: &[Column], name: &str) -> Result<L
         .build()?
         .alias(name);
     LogicalPlanBuilder::from(input).window(vec![copy])?.build()
+}
+
+/// A `UNION` column typed as PostgreSQL resolves it (`select_common_type`):
+/// integers of several widths are the widest; text-like values take the
+/// first branch's type, so a `character(n)` value under a text first branch
+/// is text (unpadded), and text under a `character(n)` first branch is
+/// `character` with the `character(n)` values padded (their stored form).
+/// DataFusion keeps the first branch's integer width and merges the
+/// branches' annotations.
+pub fn postgres_union_types(plan: LogicalPlan) -> Result<LogicalPlan> {
+    use crate::accelerator::{PG_TYPE_METADATA, TYPMOD_METADATA};
+    use datafusion::arrow::datatypes::{DataType, Field};
+    use datafusion::logical_expr::{Cast, Projection, Union};
+    let text =
+        |t: &DataType| matches!(t, DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8);
+    let width = |t: &DataType| match t {
+        DataType::Int16 => Some(2),
+        DataType::Int32 => Some(4),
+        DataType::Int64 => Some(8),
+        _ => None,
+    };
+    plan.transform_up_with_subqueries(|node| {
+        let LogicalPlan::Union(union) = &node else {
+            return Ok(Transformed::no(node));
+        };
+        let columns = union.schema.fields().len();
+        let mut targets: Vec<Option<Field>> = vec![None; columns];
+        for (index, target) in targets.iter_mut().enumerate() {
+            let fields: Vec<_> = union
+                .inputs
+                .iter()
+                .map(|input| input.schema().field(index).clone())
+                .collect();
+            let first = &fields[0];
+            if fields.iter().all(|f| width(f.data_type()).is_some()) {
+                let widest = fields
+                    .iter()
+                    .max_by_key(|f| width(f.data_type()))
+                    .map(|f| f.data_type().clone())
+                    .unwrap_or(DataType::Int64);
+                if fields.iter().any(|f| f.data_type() != &widest) {
+                    *target = Some(Field::new(first.name(), widest, true));
+                }
+            } else if fields.iter().all(|f| f.data_type() == first.data_type())
+                && !fields.iter().all(|f| f.metadata() == first.metadata())
+                && !text(first.data_type())
+            {
+                // Annotations that differ between branches: only the ones
+                // they share (DataFusion's physical union would keep one
+                // branch's, unlike its logical plan).
+                let shared: std::collections::HashMap<String, String> = first
+                    .metadata()
+                    .iter()
+                    .filter(|(key, value)| {
+                        fields.iter().all(|f| f.metadata().get(*key) == Some(value))
+                    })
+                    .map(|(key, value)| (key.clone(), value.clone()))
+                    .collect();
+                *target = Some(
+                    Field::new(first.name(), first.data_type().clone(), true).with_metadata(shared),
+                );
+            } else if fields.iter().all(|f| text(f.data_type())) {
+                let kind = |f: &Field| f.metadata().get(PG_TYPE_METADATA).cloned();
+                let same = fields.iter().all(|f| f.metadata() == first.metadata());
+                if !same {
+                    let mut metadata = std::collections::HashMap::new();
+                    if let Some(pg_type) = kind(first) {
+                        metadata.insert(PG_TYPE_METADATA.to_owned(), pg_type);
+                    }
+                    *target = Some(
+                        Field::new(first.name(), first.data_type().clone(), true)
+                            .with_metadata(metadata),
+                    );
+                }
+            }
+        }
+        if targets.iter().all(Option::is_none) {
+            return Ok(Transformed::no(node));
+        }
+        let rpad = datafusion::functions::unicode::rpad();
+        let mut inputs = Vec::with_capacity(union.inputs.len());
+        for input in &union.inputs {
+            let exprs = input
+                .schema()
+                .iter()
+                .zip(&targets)
+                .map(|((qualifier, field), target)| {
+                    let column = Expr::Column(Column::from((qualifier, field.as_ref())));
+                    let Some(target) = target else {
+                        return column;
+                    };
+                    // A character(n) value read as `character` keeps its
+                    // padding.
+                    let width = field
+                        .metadata()
+                        .get(TYPMOD_METADATA)
+                        .and_then(|typmod| typmod.parse::<i64>().ok())
+                        .filter(|_| {
+                            target.metadata().get(PG_TYPE_METADATA).map(String::as_str)
+                                == Some("bpchar")
+                        });
+                    let value = match width {
+                        Some(typmod) => Expr::ScalarFunction(
+                            datafusion::logical_expr::expr::ScalarFunction::new_udf(
+                                Arc::clone(&rpad),
+                                vec![column, datafusion::logical_expr::lit(typmod - 4)],
+                            ),
+                        ),
+                        None => column,
+                    };
+                    Expr::Cast(Cast::new_from_field(
+                        Box::new(value),
+                        Arc::new(target.clone()),
+                    ))
+                    .alias_qualified(qualifier.cloned(), field.name())
+                })
+                .collect::<Vec<_>>();
+            inputs.push(Arc::new(LogicalPlan::Projection(Projection::try_new(
+                exprs,
+                Arc::clone(input),
+            )?)));
+        }
+        Ok(Transformed::yes(LogicalPlan::Union(
+            Union::try_new_with_loose_types(inputs)?,
+        )))
+    })
+    .map(|transformed| transformed.data)
 }

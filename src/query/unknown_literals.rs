@@ -53,6 +53,30 @@ fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
     if let Some(spans) = interval_spans(left, op, right, schema) {
         return Ok(Transformed::yes(spans));
     }
+    // Timestamps of two units compare in microseconds (PostgreSQL's),
+    // which reach year 1; nanoseconds end in 1677.
+    if let (
+        Ok(DataType::Timestamp(left_unit, left_zone)),
+        Ok(DataType::Timestamp(right_unit, right_zone)),
+    ) = (left.get_type(schema), right.get_type(schema))
+        && left_unit != right_unit
+    {
+        use datafusion::arrow::datatypes::TimeUnit;
+        let micros =
+            |expr: &Expr, unit: TimeUnit, zone: Option<std::sync::Arc<str>>| -> Result<Box<Expr>> {
+                Ok(Box::new(if unit == TimeUnit::Nanosecond {
+                    expr.clone()
+                        .cast_to(&DataType::Timestamp(TimeUnit::Microsecond, zone), schema)?
+                } else {
+                    expr.clone()
+                }))
+            };
+        return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr::new(
+            micros(left, left_unit, left_zone)?,
+            *op,
+            micros(right, right_unit, right_zone)?,
+        ))));
+    }
     if let Some(in_float) = float_with_numeric(left, right, schema) {
         let (left, right) = in_float;
         return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr::new(
