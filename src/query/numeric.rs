@@ -306,20 +306,7 @@ pub fn postgres_numerics(
     state: &datafusion::execution::context::SessionState,
 ) -> Result<LogicalPlan> {
     let functions = Functions::new(state)?;
-    let plan = plan
-        .transform_up_with_subqueries(|node| {
-            let schema = merge_schema(&node.inputs());
-            let names = NamePreserver::new(&node);
-            let rewritten = node.map_expressions(|expr| {
-                let saved = names.save(&expr);
-                let rewritten = expr.transform_up(|e| functions.rewrite(e, &schema))?;
-                Ok(rewritten.update_data(|e| saved.restore(e)))
-            })?;
-            // Types changed below (an average is now numeric) change the
-            // types of the columns every node above reads.
-            rewritten.map_data(recompute_schema)
-        })?
-        .data;
+    let plan = rewrite_expressions(plan, |e, schema| functions.rewrite(e, schema))?;
     let mut threads = Threads {
         functions: &functions,
         next: 0,
@@ -379,6 +366,28 @@ fn refuse_mixed_scale_unions(plan: &LogicalPlan) -> Result<()> {
     Ok(())
 }
 
+/// Every expression of `plan` (subqueries included) rewritten bottom-up by
+/// `rewrite`, given the schema its node reads; output names are kept, and
+/// each node's schema is derived again, since a type changed below changes
+/// the columns every node above reads.
+pub(super) fn rewrite_expressions(
+    plan: LogicalPlan,
+    rewrite: impl Fn(Expr, &DFSchema) -> Result<Transformed<Expr>>,
+) -> Result<LogicalPlan> {
+    Ok(plan
+        .transform_up_with_subqueries(|node| {
+            let schema = merge_schema(&node.inputs());
+            let names = NamePreserver::new(&node);
+            let rewritten = node.map_expressions(|expr| {
+                let saved = names.save(&expr);
+                let rewritten = expr.transform_up(|e| rewrite(e, &schema))?;
+                Ok(rewritten.update_data(|e| saved.restore(e)))
+            })?;
+            rewritten.map_data(recompute_schema)
+        })?
+        .data)
+}
+
 /// `node` with its schema derived again from its inputs and expressions
 /// (DataFusion's `recompute_schema` keeps a union's own).
 pub(super) fn recompute_schema(node: LogicalPlan) -> Result<LogicalPlan> {
@@ -433,18 +442,13 @@ impl Functions {
                 if !dynamic || !is_exact_number(&left_type) || !is_exact_number(&right_type) {
                     return Ok(Transformed::no(expr));
                 }
-                let (Some(left_scale), Some(right_scale)) = (
-                    self.scale_of(left, schema, &mut |c| Some(self.pending(c))),
-                    self.scale_of(right, schema, &mut |c| Some(self.pending(c))),
-                ) else {
-                    return Err(refused("this product of numerics"));
-                };
-                Ok(Transformed::yes(Expr::ScalarFunction(
-                    ScalarFunction::new_udf(
-                        Arc::clone(&self.multiply),
-                        vec![(**left).clone(), (**right).clone(), left_scale, right_scale],
-                    ),
-                )))
+                self.with_scales(
+                    &self.multiply,
+                    left,
+                    right,
+                    schema,
+                    "this product of numerics",
+                )
             }
             Expr::BinaryExpr(BinaryExpr {
                 left,
@@ -462,18 +466,13 @@ impl Functions {
                 if !numeric {
                     return Ok(Transformed::no(expr));
                 }
-                let (Some(left_scale), Some(right_scale)) = (
-                    self.scale_of(left, schema, &mut |c| Some(self.pending(c))),
-                    self.scale_of(right, schema, &mut |c| Some(self.pending(c))),
-                ) else {
-                    return Err(refused("this division of numerics"));
-                };
-                Ok(Transformed::yes(Expr::ScalarFunction(
-                    ScalarFunction::new_udf(
-                        Arc::clone(&self.divide),
-                        vec![(**left).clone(), (**right).clone(), left_scale, right_scale],
-                    ),
-                )))
+                self.with_scales(
+                    &self.divide,
+                    left,
+                    right,
+                    schema,
+                    "this division of numerics",
+                )
             }
             // PostgreSQL sums bigints as numeric: never an overflow.
             Expr::AggregateFunction(aggregate)
@@ -828,6 +827,30 @@ impl Functions {
     }
 
     /// Whether an aggregate's one argument is a `real` or `double precision`.
+    /// `udf(left, right, display scale of left, display scale of right)`;
+    /// `what` is refused when a scale cannot be followed.
+    fn with_scales(
+        &self,
+        udf: &Arc<ScalarUDF>,
+        left: &Expr,
+        right: &Expr,
+        schema: &DFSchema,
+        what: &str,
+    ) -> Result<Transformed<Expr>> {
+        let (Some(left_scale), Some(right_scale)) = (
+            self.scale_of(left, schema, &mut |c| Some(self.pending(c))),
+            self.scale_of(right, schema, &mut |c| Some(self.pending(c))),
+        ) else {
+            return Err(refused(what));
+        };
+        Ok(Transformed::yes(Expr::ScalarFunction(
+            ScalarFunction::new_udf(
+                Arc::clone(udf),
+                vec![left.clone(), right.clone(), left_scale, right_scale],
+            ),
+        )))
+    }
+
     fn float_argument(&self, args: &[Expr], schema: &DFSchema) -> bool {
         matches!(args, [argument] if argument
             .get_type(schema)

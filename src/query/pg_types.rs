@@ -649,10 +649,8 @@ fn character_width(
 pub fn pad_characters(
     plan: datafusion::logical_expr::LogicalPlan,
 ) -> Result<datafusion::logical_expr::LogicalPlan> {
-    use datafusion::common::tree_node::{Transformed, TreeNode};
+    use datafusion::common::tree_node::Transformed;
     use datafusion::logical_expr::expr::ScalarFunction;
-    use datafusion::logical_expr::expr_rewriter::NamePreserver;
-    use datafusion::logical_expr::utils::merge_schema;
     use datafusion::logical_expr::{BinaryExpr, Expr, ExprSchemable, Like, Operator, lit};
     let rpad = datafusion::functions::unicode::rpad();
     let rtrim = datafusion::functions::string::rtrim();
@@ -664,155 +662,135 @@ pub fn pad_characters(
             )),
             None => expr,
         };
-    Ok(plan
-        .transform_up_with_subqueries(|node| {
-            let schema = merge_schema(&node.inputs());
-            let names = NamePreserver::new(&node);
-            let rewritten = node.map_expressions(|expr| {
-                let saved = names.save(&expr);
-                let rewritten = expr.transform_up(|e| {
-                    Ok(match e {
-                        Expr::ScalarFunction(mut function)
-                            if matches!(function.name(), "concat" | "concat_ws" | "format") =>
-                        {
-                            // concat_ws's separator and format's template
-                            // are text.
-                            let skip = usize::from(function.name() != "concat");
-                            let args = std::mem::take(&mut function.args);
-                            function.args = args
-                                .into_iter()
-                                .enumerate()
-                                .map(|(i, arg)| if i < skip { arg } else { pad(arg, &schema) })
-                                .collect();
-                            Transformed::yes(Expr::ScalarFunction(function))
-                        }
-                        // `jsonb_col::text`, `uuid_col::text`: a text,
-                        // not the type the value had (a cast of the type
-                        // alone would keep it, as DataFusion's casts do).
-                        Expr::Cast(cast)
-                            if matches!(
-                                cast.field.data_type(),
-                                DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8
-                            ) && cast.field.name().is_empty()
-                                && cast.expr.to_field(&schema).is_ok_and(|(_, field)| {
-                                    field.metadata().contains_key(PG_TYPE_METADATA)
-                                }) =>
-                        {
-                            let data_type = cast.field.data_type().clone();
-                            let value = if padded_character(&cast.expr, &schema) {
-                                Box::new(Expr::ScalarFunction(ScalarFunction::new_udf(
-                                    Arc::clone(&rtrim),
-                                    vec![*cast.expr],
-                                )))
-                            } else {
-                                cast.expr
-                            };
-                            Transformed::yes(Expr::Cast(
-                                datafusion::logical_expr::Cast::new_from_field(
-                                    value,
-                                    Arc::new(Field::new("text", data_type, true)),
-                                ),
-                            ))
-                        }
-                        // coalesce() of values of one type kept as text
-                        // (and untyped literals) is of that type; a
-                        // `character(n)` value keeps its padding there (its
-                        // stored form; the result has no width).
-                        Expr::ScalarFunction(mut function)
-                            if function.name() == "coalesce"
-                                && common_text_type(&function.args, &schema).is_some() =>
-                        {
-                            let pg_type =
-                                common_text_type(&function.args, &schema).unwrap_or_default();
-                            if pg_type == "bpchar" {
-                                let args = std::mem::take(&mut function.args);
-                                function.args =
-                                    args.into_iter().map(|arg| pad(arg, &schema)).collect();
-                            }
-                            let expr = Expr::ScalarFunction(function);
-                            let data_type = expr.get_type(&schema)?;
-                            let field = Field::new("coalesce", data_type, true)
-                                .with_metadata([(PG_TYPE_METADATA.to_owned(), pg_type)].into());
-                            Transformed::yes(Expr::Cast(
-                                datafusion::logical_expr::Cast::new_from_field(
-                                    Box::new(expr),
-                                    Arc::new(field),
-                                ),
-                            ))
-                        }
-                        // max()/min() of a `character(n)` column is one:
-                        // printed padded, typed bpchar.
-                        Expr::AggregateFunction(mut aggregate)
-                            if matches!(aggregate.func.name(), "max" | "min")
-                                && aggregate
-                                    .params
-                                    .args
-                                    .first()
-                                    .is_some_and(|arg| character_width(arg, &schema).is_some()) =>
-                        {
-                            aggregate.func =
-                                Arc::new(datafusion::logical_expr::AggregateUDF::new_from_impl(
-                                    CharacterExtreme {
-                                        inner: Arc::clone(&aggregate.func),
-                                    },
-                                ));
-                            Transformed::yes(Expr::AggregateFunction(aggregate))
-                        }
-                        Expr::Like(like) if character_width(&like.expr, &schema).is_some() => {
-                            Transformed::yes(Expr::Like(Like {
-                                expr: Box::new(pad(*like.expr, &schema)),
-                                ..like
-                            }))
-                        }
-                        Expr::BinaryExpr(BinaryExpr { left, op, right })
-                            if matches!(
-                                op,
-                                Operator::RegexMatch
-                                    | Operator::RegexIMatch
-                                    | Operator::RegexNotMatch
-                                    | Operator::RegexNotIMatch
-                            ) && character_width(&left, &schema).is_some() =>
-                        {
-                            Transformed::yes(Expr::BinaryExpr(BinaryExpr {
-                                left: Box::new(pad(*left, &schema)),
-                                op,
-                                right,
-                            }))
-                        }
-                        // A padded `character` value (of no width, as
-                        // coalesce() gives) read as text drops its
-                        // trailing spaces, as PostgreSQL's conversion does.
-                        Expr::BinaryExpr(BinaryExpr {
-                            left,
-                            op: Operator::StringConcat,
-                            right,
-                        }) if padded_character(&left, &schema)
-                            || padded_character(&right, &schema) =>
-                        {
-                            let trim = |e: Box<Expr>| {
-                                if padded_character(&e, &schema) {
-                                    Box::new(Expr::ScalarFunction(ScalarFunction::new_udf(
-                                        Arc::clone(&rtrim),
-                                        vec![*e],
-                                    )))
-                                } else {
-                                    e
-                                }
-                            };
-                            Transformed::yes(Expr::BinaryExpr(BinaryExpr {
-                                left: trim(left),
-                                op: Operator::StringConcat,
-                                right: trim(right),
-                            }))
-                        }
-                        other => Transformed::no(other),
-                    })
-                })?;
-                Ok(rewritten.update_data(|e| saved.restore(e)))
-            })?;
-            rewritten.map_data(super::numeric::recompute_schema)
-        })?
-        .data)
+    super::numeric::rewrite_expressions(plan, |e, schema| {
+        Ok(match e {
+            Expr::ScalarFunction(mut function)
+                if matches!(function.name(), "concat" | "concat_ws" | "format") =>
+            {
+                // concat_ws's separator and format's template
+                // are text.
+                let skip = usize::from(function.name() != "concat");
+                let args = std::mem::take(&mut function.args);
+                function.args = args
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, arg)| if i < skip { arg } else { pad(arg, schema) })
+                    .collect();
+                Transformed::yes(Expr::ScalarFunction(function))
+            }
+            // `jsonb_col::text`, `uuid_col::text`: a text,
+            // not the type the value had (a cast of the type
+            // alone would keep it, as DataFusion's casts do).
+            Expr::Cast(cast)
+                if matches!(
+                    cast.field.data_type(),
+                    DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8
+                ) && cast.field.name().is_empty()
+                    && cast.expr.to_field(schema).is_ok_and(|(_, field)| {
+                        field.metadata().contains_key(PG_TYPE_METADATA)
+                    }) =>
+            {
+                let data_type = cast.field.data_type().clone();
+                let value = if padded_character(&cast.expr, schema) {
+                    Box::new(Expr::ScalarFunction(ScalarFunction::new_udf(
+                        Arc::clone(&rtrim),
+                        vec![*cast.expr],
+                    )))
+                } else {
+                    cast.expr
+                };
+                Transformed::yes(Expr::Cast(datafusion::logical_expr::Cast::new_from_field(
+                    value,
+                    Arc::new(Field::new("text", data_type, true)),
+                )))
+            }
+            // coalesce() of values of one type kept as text
+            // (and untyped literals) is of that type; a
+            // `character(n)` value keeps its padding there (its
+            // stored form; the result has no width).
+            Expr::ScalarFunction(mut function)
+                if function.name() == "coalesce"
+                    && common_text_type(&function.args, schema).is_some() =>
+            {
+                let pg_type = common_text_type(&function.args, schema).unwrap_or_default();
+                if pg_type == "bpchar" {
+                    let args = std::mem::take(&mut function.args);
+                    function.args = args.into_iter().map(|arg| pad(arg, schema)).collect();
+                }
+                let expr = Expr::ScalarFunction(function);
+                let data_type = expr.get_type(schema)?;
+                let field = Field::new("coalesce", data_type, true)
+                    .with_metadata([(PG_TYPE_METADATA.to_owned(), pg_type)].into());
+                Transformed::yes(Expr::Cast(datafusion::logical_expr::Cast::new_from_field(
+                    Box::new(expr),
+                    Arc::new(field),
+                )))
+            }
+            // max()/min() of a `character(n)` column is one:
+            // printed padded, typed bpchar.
+            Expr::AggregateFunction(mut aggregate)
+                if matches!(aggregate.func.name(), "max" | "min")
+                    && aggregate
+                        .params
+                        .args
+                        .first()
+                        .is_some_and(|arg| character_width(arg, schema).is_some()) =>
+            {
+                aggregate.func = Arc::new(datafusion::logical_expr::AggregateUDF::new_from_impl(
+                    CharacterExtreme {
+                        inner: Arc::clone(&aggregate.func),
+                    },
+                ));
+                Transformed::yes(Expr::AggregateFunction(aggregate))
+            }
+            Expr::Like(like) if character_width(&like.expr, schema).is_some() => {
+                Transformed::yes(Expr::Like(Like {
+                    expr: Box::new(pad(*like.expr, schema)),
+                    ..like
+                }))
+            }
+            Expr::BinaryExpr(BinaryExpr { left, op, right })
+                if matches!(
+                    op,
+                    Operator::RegexMatch
+                        | Operator::RegexIMatch
+                        | Operator::RegexNotMatch
+                        | Operator::RegexNotIMatch
+                ) && character_width(&left, schema).is_some() =>
+            {
+                Transformed::yes(Expr::BinaryExpr(BinaryExpr {
+                    left: Box::new(pad(*left, schema)),
+                    op,
+                    right,
+                }))
+            }
+            // A padded `character` value (of no width, as
+            // coalesce() gives) read as text drops its
+            // trailing spaces, as PostgreSQL's conversion does.
+            Expr::BinaryExpr(BinaryExpr {
+                left,
+                op: Operator::StringConcat,
+                right,
+            }) if padded_character(&left, schema) || padded_character(&right, schema) => {
+                let trim = |e: Box<Expr>| {
+                    if padded_character(&e, schema) {
+                        Box::new(Expr::ScalarFunction(ScalarFunction::new_udf(
+                            Arc::clone(&rtrim),
+                            vec![*e],
+                        )))
+                    } else {
+                        e
+                    }
+                };
+                Transformed::yes(Expr::BinaryExpr(BinaryExpr {
+                    left: trim(left),
+                    op: Operator::StringConcat,
+                    right: trim(right),
+                }))
+            }
+            other => Transformed::no(other),
+        })
+    })
 }
 
 /// `max()`/`min()` whose result keeps its argument's type: the aggregate it

@@ -12,11 +12,9 @@ use datafusion::arrow::array::{Array, ArrayRef, AsArray, IntervalMonthDayNanoArr
 use datafusion::arrow::datatypes::{
     DataType, IntervalMonthDayNano, IntervalMonthDayNanoType, IntervalUnit, TimeUnit,
 };
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::Transformed;
 use datafusion::common::{DFSchema, Result, ScalarValue};
 use datafusion::logical_expr::expr::ScalarFunction;
-use datafusion::logical_expr::expr_rewriter::NamePreserver;
-use datafusion::logical_expr::utils::merge_schema;
 use datafusion::logical_expr::{
     BinaryExpr, ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, ScalarFunctionArgs,
     ScalarUDF, ScalarUDFImpl, Signature, Volatility,
@@ -532,18 +530,7 @@ pub fn postgres_temporal(plan: LogicalPlan) -> Result<LogicalPlan> {
     let difference = Arc::new(ScalarUDF::new_from_impl(Difference {
         signature: Signature::any(2, Volatility::Immutable),
     }));
-    Ok(plan
-        .transform_up_with_subqueries(|node| {
-            let schema = merge_schema(&node.inputs());
-            let names = NamePreserver::new(&node);
-            let rewritten = node.map_expressions(|expr| {
-                let saved = names.save(&expr);
-                let rewritten = expr.transform_up(|e| rewrite(e, &schema, &difference))?;
-                Ok(rewritten.update_data(|e| saved.restore(e)))
-            })?;
-            rewritten.map_data(super::numeric::recompute_schema)
-        })?
-        .data)
+    super::numeric::rewrite_expressions(plan, |e, schema| rewrite(e, schema, &difference))
 }
 
 fn rewrite(
