@@ -189,9 +189,7 @@ fn truncate_interval(value: IntervalMonthDayNano, unit: Unit) -> Option<Interval
     })
 }
 
-fn timestamptz() -> DataType {
-    DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
-}
+use super::functions::timestamptz;
 
 impl ScalarUDFImpl for DateTrunc {
     fn name(&self) -> &str {

@@ -215,7 +215,8 @@ fn none() -> Vec<TypeSignature> {
     vec![TypeSignature::Nullary]
 }
 
-fn timestamptz() -> DataType {
+/// pgaccel's `timestamptz`: UTC microseconds.
+pub(super) fn timestamptz() -> DataType {
     DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
 }
 

@@ -747,33 +747,17 @@ impl Functions {
                     },
                 )))
             }
+            // max()/min() of floats with NaN above every number; sum() and
+            // avg() adding one value after another, as PostgreSQL does.
             Expr::AggregateFunction(aggregate)
-                if matches!(aggregate.func.name(), "max" | "min")
-                    && self.float_argument(&aggregate.params.args, schema) =>
+                if self.float_argument(&aggregate.params.args, schema)
+                    && self
+                        .float_aggregate(aggregate.func.name(), aggregate.params.distinct)
+                        .is_some() =>
             {
-                let func = if aggregate.func.name() == "max" {
-                    &self.float_max
-                } else {
-                    &self.float_min
-                };
-                Ok(Transformed::yes(Expr::AggregateFunction(
-                    AggregateFunction {
-                        func: Arc::clone(func),
-                        params: aggregate.params.clone(),
-                    },
-                )))
-            }
-            // Floats add one after another, as PostgreSQL adds them.
-            Expr::AggregateFunction(aggregate)
-                if matches!(aggregate.func.name(), "sum" | "avg")
-                    && !aggregate.params.distinct
-                    && self.float_argument(&aggregate.params.args, schema) =>
-            {
-                let func = if aggregate.func.name() == "sum" {
-                    &self.float_sum
-                } else {
-                    &self.float_avg
-                };
+                let func = self
+                    .float_aggregate(aggregate.func.name(), aggregate.params.distinct)
+                    .ok_or_else(|| DataFusionError::Internal("float aggregate".into()))?;
                 Ok(Transformed::yes(Expr::AggregateFunction(
                     AggregateFunction {
                         func: Arc::clone(func),
@@ -849,6 +833,18 @@ impl Functions {
                 vec![left.clone(), right.clone(), left_scale, right_scale],
             ),
         )))
+    }
+
+    /// pgaccel's aggregate over floats for DataFusion's `name` (`DISTINCT`
+    /// sums and averages stay DataFusion's).
+    fn float_aggregate(&self, name: &str, distinct: bool) -> Option<&Arc<AggregateUDF>> {
+        match name {
+            "max" => Some(&self.float_max),
+            "min" => Some(&self.float_min),
+            "sum" if !distinct => Some(&self.float_sum),
+            "avg" if !distinct => Some(&self.float_avg),
+            _ => None,
+        }
     }
 
     fn float_argument(&self, args: &[Expr], schema: &DFSchema) -> bool {
