@@ -72,3 +72,5 @@ SELECT 1::float4 / 3, 1::float8 / 3, 100000000::float4, 1e-7::float4, 123456789.
 SELECT sum(amount), avg(amount), sum(qty * amount) FROM orders;
 SELECT div(7, 2), div(-7, 2), mod(-7, 2), abs(-7), sign(-2.5), gcd(12, 18), lcm(4, 6);
 SELECT pi(), degrees(pi()), radians(180), sin(0), cos(0), atan2(1, 1);
+SELECT id, n * n, n * 1.5, abs(n) * -2, n * i8 FROM nums ORDER BY id;
+SELECT sum(n * n), max(n * n), min(n * 10::numeric(4,1)) FROM nums;

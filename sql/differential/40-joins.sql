@@ -54,3 +54,6 @@ SELECT * FROM (SELECT * FROM customers JOIN orders o USING (id)) t ORDER BY id L
 SELECT DISTINCT * FROM customers JOIN (SELECT customer_id AS id, status FROM orders) o USING (id) ORDER BY id, status LIMIT 3;
 SELECT * FROM customers JOIN orders USING (id) ORDER BY 1 LIMIT 2;
 WITH RECURSIVE t(n, doubled, label) AS (SELECT 1, 2, 'a' UNION ALL SELECT n + 1, (n + 1) * 2, label || 'a' FROM t WHERE n < 4) SELECT * FROM t ORDER BY n;
+SELECT t.id, t.f8 FROM nums t WHERE EXISTS (SELECT 1 FROM texts s WHERE s.id = t.id AND s.t IS NOT NULL) ORDER BY t.id;
+SELECT t.id, (SELECT count(*) FROM texts s WHERE s.t <> '' AND s.id < t.id) FROM texts t ORDER BY t.id;
+SELECT texts.id FROM texts WHERE texts.id IN (SELECT s.id FROM texts s WHERE s.id <= texts.id AND s.t IS NOT NULL) ORDER BY 1;

@@ -75,3 +75,6 @@ SELECT (1::numeric / 3) * 2.5, 2 * (amount / 7) FROM orders WHERE id < 3 ORDER B
 SELECT sum(f8), avg(f8), sum(f4), avg(f4) FROM nums WHERE id IN (1, 2, 7, 12);
 SELECT grp, sum(f8), avg(f4) FROM nums WHERE id NOT IN (3, 4) GROUP BY grp ORDER BY grp;
 SELECT avg(f8) FROM nums WHERE id IN (1, 3);
+SELECT pg_typeof(c), pg_typeof(coalesce(c, 'x')), pg_typeof(n), pg_typeof(ts), format_type(1042, -1), format_type(1042, NULL) FROM texts, times LIMIT 1;
+SELECT coalesce(t.id, 4) FROM texts t UNION SELECT abs(t.qty) FROM orders t ORDER BY 1;
+SELECT c FROM texts UNION ALL SELECT region FROM customers ORDER BY 1;

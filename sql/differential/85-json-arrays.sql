@@ -33,3 +33,5 @@ SELECT max(cardinality(scores)), min(array_length(tags, 1)) FROM docs;
 SELECT id, scores[10], tags[0] FROM docs ORDER BY id;
 SELECT id, j -> -1, j ->> 0, j -> 'a' FROM docs ORDER BY id;
 SELECT id, array_length(scores, 1), array_remove(tags, 'red') FROM docs ORDER BY id;
+SELECT id, scores || '{7}', '{0}' || scores, array_cat(tags, '{x,y}'), array_append(tags, 'z') FROM docs ORDER BY id;
+SELECT id, array_remove(scores, '5'), array_position(scores, '2'), array_replace(scores, '5', '6'), array_prepend('4', scores) FROM docs ORDER BY id;

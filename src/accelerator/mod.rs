@@ -33,6 +33,10 @@ pub const DECLARED_TYPE_METADATA: &str = "pgaccel.declared_type";
 /// in `atttypmod` (`numeric(12,2)` is 786438, `varchar(40)` is 44).
 pub const TYPMOD_METADATA: &str = "pgaccel.typmod";
 
+/// Field metadata key: for a `regtype` column (whose values are type names),
+/// the OID every value names, which is its binary form.
+pub const REGTYPE_OID_METADATA: &str = "pgaccel.regtype_oid";
+
 /// Field and schema metadata key: the comment the source keeps on the
 /// column or table.
 pub const DESCRIPTION_METADATA: &str = "pgaccel.description";

@@ -1164,7 +1164,7 @@ fn cast_to(expr: Expr, data_type: DataType) -> Expr {
     }
 }
 
-fn call(name: &str, args: Vec<Expr>) -> Expr {
+pub(super) fn call(name: &str, args: Vec<Expr>) -> Expr {
     Expr::Function(Function {
         name: ObjectName::from(vec![Ident::new(name)]),
         uses_odbc_syntax: false,
@@ -1531,6 +1531,13 @@ fn function_name(function: &Function) -> String {
     last_part(&function.name).to_lowercase()
 }
 
+/// The arguments of `function`, with untyped literals wrapped to be read as
+/// the array's type (see [`super::unknown_literals::wrap_array_literals`]).
+fn array_arguments(function: &Function, arrays: &[bool]) -> Vec<Expr> {
+    let args = arguments(function);
+    super::unknown_literals::wrap_array_literals(&args, arrays).unwrap_or(args)
+}
+
 fn arguments(function: &Function) -> Vec<Expr> {
     match &function.args {
         FunctionArguments::List(list) => list
@@ -1613,8 +1620,24 @@ fn function_call(function: &Function) -> Option<Expr> {
         "sign" => Some(call("signum", arguments(function))),
         // PostgreSQL removes and replaces every matching element;
         // DataFusion's functions of these names only the first.
-        "array_remove" => Some(call("array_remove_all", arguments(function))),
-        "array_replace" => Some(call("array_replace_all", arguments(function))),
+        "array_remove" => Some(call(
+            "array_remove_all",
+            array_arguments(function, &[true, false]),
+        )),
+        "array_replace" => Some(call(
+            "array_replace_all",
+            array_arguments(function, &[true, false, false]),
+        )),
+        // Untyped literals read as the array's type or its element's.
+        "array_cat" | "array_concat" | "array_append" | "array_position" | "array_prepend" => {
+            let arrays: &[bool] = match function_name(function).as_str() {
+                "array_append" | "array_position" => &[true, false],
+                "array_prepend" => &[false, true],
+                _ => &[true; 8],
+            };
+            let args = super::unknown_literals::wrap_array_literals(&arguments(function), arrays)?;
+            Some(call(&function_name(function), args))
+        }
         // An empty array has no dimensions: NULL, where DataFusion counts 0.
         "array_length" => Some(call(
             "nullif",

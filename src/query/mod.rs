@@ -47,6 +47,7 @@ pub mod sqlstate;
 pub mod statement;
 pub mod system;
 mod table;
+mod table_qualifiers;
 mod temporal;
 pub mod text;
 mod text_casts;
@@ -130,6 +131,7 @@ pub fn engine(
         Arc::new(json::JsonOperators),
         Arc::new(interval_arithmetic::IntervalOperators),
         Arc::new(unknown_literals::ArrayLiterals),
+        Arc::new(table_qualifiers::TableQualifiers),
     ];
     planners.extend(state.expr_planners().iter().cloned());
     let mut state =
@@ -155,6 +157,7 @@ pub fn engine(
         .chain(interval_arithmetic::functions())
         .chain(math::functions())
         .chain(case_mapping::functions())
+        .chain(unknown_literals::functions())
         .chain(
             [
                 to_char::function(),

@@ -439,8 +439,27 @@ impl Functions {
                 };
                 let dynamic = matches!(left_type, DataType::Decimal256(..))
                     || matches!(right_type, DataType::Decimal256(..));
-                if !dynamic || !is_exact_number(&left_type) || !is_exact_number(&right_type) {
+                if !is_exact_number(&left_type) || !is_exact_number(&right_type) {
                     return Ok(Transformed::no(expr));
+                }
+                if !dynamic {
+                    if !wide_product(left, right, schema) {
+                        return Ok(Transformed::no(expr));
+                    }
+                    // Both scales are static: multiplied in 256 bits, at
+                    // the sum of the two scales.
+                    let wide = |operand: &Expr, data_type: &DataType| {
+                        let scale = match data_type {
+                            DataType::Decimal128(_, scale) => *scale,
+                            _ => 0,
+                        };
+                        operand
+                            .clone()
+                            .cast_to(&DataType::Decimal256(76, scale), schema)
+                    };
+                    return Ok(Transformed::yes(
+                        wide(left, &left_type)? * wide(right, &right_type)?,
+                    ));
                 }
                 self.with_scales(
                     &self.multiply,
@@ -1020,6 +1039,77 @@ impl Functions {
             _ => None,
         }
     }
+}
+
+/// Whether the product of `left` and `right` is computed exactly beyond
+/// the 38 digits of DataFusion's 128-bit decimals: when an operand may hold
+/// 38 digits (a `numeric(38, s)` column, or one read from an unconstrained
+/// numeric) and the product more. Products of narrower declared numerics
+/// (`price * (1 - discount)`) stay 128-bit, which their values never fill in
+/// practice; one that did would fail with 22003, never print another value.
+fn wide_product(left: &Expr, right: &Expr, schema: &DFSchema) -> bool {
+    const DECIMAL128_DIGITS: u32 = 38;
+    match (digits_bound(left, schema), digits_bound(right, schema)) {
+        (Some(left), Some(right)) => {
+            left.max(right) >= DECIMAL128_DIGITS && left + right > DECIMAL128_DIGITS
+        }
+        _ => false,
+    }
+}
+
+/// The most significant digits a value of exact-number `expr` can have, as
+/// its columns' declared types bound it (DataFusion's own decimal types
+/// stop at 38 digits, which hides a product that needs more).
+fn digits_bound(expr: &Expr, schema: &DFSchema) -> Option<u32> {
+    Some(match expr {
+        Expr::Alias(alias) => digits_bound(&alias.expr, schema)?,
+        Expr::Negative(inner) => digits_bound(inner, schema)?,
+        Expr::ScalarFunction(function) if function.name() == "abs" => {
+            digits_bound(function.args.first()?, schema)?
+        }
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
+            let (left_digits, right_digits) =
+                (digits_bound(left, schema)?, digits_bound(right, schema)?);
+            match op {
+                Operator::Multiply => left_digits + right_digits,
+                Operator::Plus | Operator::Minus => {
+                    let scale = |e: &Expr| match e.get_type(schema) {
+                        Ok(DataType::Decimal128(_, scale)) => scale.max(0) as u32,
+                        _ => 0,
+                    };
+                    let (left_scale, right_scale) = (scale(left), scale(right));
+                    (left_digits.saturating_sub(left_scale))
+                        .max(right_digits.saturating_sub(right_scale))
+                        + left_scale.max(right_scale)
+                        + 1
+                }
+                _ => type_digits(&expr.get_type(schema).ok()?)?,
+            }
+        }
+        Expr::Literal(value, _) if value.data_type().is_integer() => {
+            let digits = value.cast_to(&DataType::Decimal128(38, 0)).ok()?;
+            match digits {
+                ScalarValue::Decimal128(Some(n), ..) => {
+                    n.unsigned_abs().checked_ilog10().unwrap_or(0) + 1
+                }
+                _ => return None,
+            }
+        }
+        _ => type_digits(&expr.get_type(schema).ok()?)?,
+    })
+}
+
+/// The most significant digits a value of `data_type` has.
+fn type_digits(data_type: &DataType) -> Option<u32> {
+    Some(match data_type {
+        DataType::Decimal128(precision, _) => u32::from(*precision),
+        DataType::Int8 | DataType::UInt8 => 3,
+        DataType::Int16 | DataType::UInt16 => 5,
+        DataType::Int32 | DataType::UInt32 => 10,
+        DataType::Int64 => 19,
+        DataType::UInt64 => 20,
+        _ => return None,
+    })
 }
 
 /// Whether exact-number `values` (NULLs aside) include a numeric and do not

@@ -390,8 +390,24 @@ impl Planner {
         super::apply_postgres_names(&mut statement);
         let relations = super::compat::relation_aliases(&statement);
         super::compat::apply_postgres_compatibility(&mut statement);
-        let statement = self.rewrite(statement);
-        match self.plan_statement(context, statement, &casts).await {
+        let mut statement = self.rewrite(statement);
+        let mut planned = self
+            .plan_statement(context, statement.clone(), &casts)
+            .await;
+        // A qualifier that DataFusion read as a column of a subquery's table
+        // where PostgreSQL reads an enclosing query's table: once per table.
+        let mut renamed = Vec::new();
+        while let Err(error) = &planned
+            && let Some(table) = super::table_qualifiers::missing_table_name(error)
+            && !renamed.iter().any(|done: &String| done == table)
+            && super::table_qualifiers::rename_table(&mut statement, table)
+        {
+            renamed.push(table.to_owned());
+            planned = self
+                .plan_statement(context, statement.clone(), &casts)
+                .await;
+        }
+        match planned {
             Err(error) => match source.and_then(|sql| self.substitute(context, sql, true)) {
                 Some(substitute) => self.plan_statement(context, substitute, &casts).await,
                 None => Err(whole_row_reference(error, &relations)),
@@ -667,6 +683,7 @@ async fn plan(state: &SessionState, statement: Statement) -> Result<LogicalPlan,
         .statement_to_plan(DfStatement::Statement(Box::new(statement)))
         .await
         .map_err(sqlstate::from_datafusion)?;
+    super::table_qualifiers::check(&plan)?;
     match &plan {
         LogicalPlan::Dml(dml) => Err(sqlstate::read_only(&dml.op.to_string().to_uppercase())),
         LogicalPlan::Ddl(ddl) => Err(sqlstate::read_only(&ddl.name().to_uppercase())),
@@ -676,9 +693,9 @@ async fn plan(state: &SessionState, statement: Statement) -> Result<LogicalPlan,
             super::array_types::annotate_arrays(plan)
                 .and_then(super::using_joins::postgres_using_columns)
                 .and_then(super::set_operations::postgres_set_operations)
+                .and_then(super::pg_types::pad_characters)
                 .and_then(super::set_operations::postgres_union_types)
                 .and_then(super::temporal::postgres_temporal)
-                .and_then(super::pg_types::pad_characters)
                 .and_then(|plan| super::numeric::postgres_numerics(plan, state))
                 .and_then(signed_outputs)
                 .and_then(unknown_outputs_as_text)

@@ -105,6 +105,21 @@ fn numbered(input: Arc<LogicalPlan>, columns: &[Column], name: &str) -> Result<L
     LogicalPlanBuilder::from(input).window(vec![copy])?.build()
 }
 
+/// The annotations every one of `fields` has.
+fn shared(
+    fields: &[std::sync::Arc<datafusion::arrow::datatypes::Field>],
+) -> std::collections::HashMap<String, String> {
+    let Some(first) = fields.first() else {
+        return std::collections::HashMap::new();
+    };
+    first
+        .metadata()
+        .iter()
+        .filter(|(key, value)| fields.iter().all(|f| f.metadata().get(*key) == Some(value)))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect()
+}
+
 /// A `UNION` column typed as PostgreSQL resolves it (`select_common_type`):
 /// integers of several widths are the widest; text-like values take the
 /// first branch's type, so a `character(n)` value under a text first branch
@@ -112,6 +127,11 @@ fn numbered(input: Arc<LogicalPlan>, columns: &[Column], name: &str) -> Result<L
 /// `character` with the `character(n)` values padded (their stored form).
 /// DataFusion keeps the first branch's integer width and merges the
 /// branches' annotations.
+///
+/// Other columns get the annotations all branches share, set now: a branch
+/// may gain its column's annotations later, when `coalesce(not_null_column,
+/// 0)` is simplified to the column, and DataFusion's physical union would
+/// keep them, unlike its logical plan.
 pub fn postgres_union_types(plan: LogicalPlan) -> Result<LogicalPlan> {
     use crate::accelerator::{PG_TYPE_METADATA, TYPMOD_METADATA};
     use datafusion::arrow::datatypes::{DataType, Field};
@@ -137,32 +157,22 @@ pub fn postgres_union_types(plan: LogicalPlan) -> Result<LogicalPlan> {
                 .map(|input| input.schema().field(index).clone())
                 .collect();
             let first = &fields[0];
+            // As DataFusion's physical union has it.
+            let nullable = fields.iter().any(|f| f.is_nullable());
             if fields.iter().all(|f| width(f.data_type()).is_some()) {
                 let widest = fields
                     .iter()
                     .max_by_key(|f| width(f.data_type()))
                     .map(|f| f.data_type().clone())
                     .unwrap_or(DataType::Int64);
-                if fields.iter().any(|f| f.data_type() != &widest) {
-                    *target = Some(Field::new(first.name(), widest, true));
-                }
+                *target =
+                    Some(Field::new(first.name(), widest, nullable).with_metadata(shared(&fields)));
             } else if fields.iter().all(|f| f.data_type() == first.data_type())
-                && !fields.iter().all(|f| f.metadata() == first.metadata())
                 && !text(first.data_type())
             {
-                // Annotations that differ between branches: only the ones
-                // they share (DataFusion's physical union would keep one
-                // branch's, unlike its logical plan).
-                let shared: std::collections::HashMap<String, String> = first
-                    .metadata()
-                    .iter()
-                    .filter(|(key, value)| {
-                        fields.iter().all(|f| f.metadata().get(*key) == Some(value))
-                    })
-                    .map(|(key, value)| (key.clone(), value.clone()))
-                    .collect();
                 *target = Some(
-                    Field::new(first.name(), first.data_type().clone(), true).with_metadata(shared),
+                    Field::new(first.name(), first.data_type().clone(), nullable)
+                        .with_metadata(shared(&fields)),
                 );
             } else if fields.iter().all(|f| text(f.data_type())) {
                 let kind = |f: &Field| f.metadata().get(PG_TYPE_METADATA).cloned();
@@ -173,7 +183,7 @@ pub fn postgres_union_types(plan: LogicalPlan) -> Result<LogicalPlan> {
                         metadata.insert(PG_TYPE_METADATA.to_owned(), pg_type);
                     }
                     *target = Some(
-                        Field::new(first.name(), first.data_type().clone(), true)
+                        Field::new(first.name(), first.data_type().clone(), nullable)
                             .with_metadata(metadata),
                     );
                 }

@@ -92,6 +92,10 @@ pub fn from_datafusion(error: DataFusionError) -> PgError {
     self::error(code, postgres_message(root, code))
 }
 
+/// How DataFusion's physical planner says it met a subquery left in the
+/// plan (pinned by a test).
+const UNPLANNED_SUBQUERY: &str = "Physical plan does not support logical expression";
+
 /// PostgreSQL's built-in function names, one per line after the comments.
 const POSTGRES_FUNCTIONS: &str = include_str!("pg_functions.txt");
 
@@ -172,6 +176,15 @@ fn postgres_message(error: &DataFusionError, code: &str) -> String {
             format!("relation \"{table}\" does not exist")
         }
         (_, DIVISION_BY_ZERO) => "division by zero".to_owned(),
+        // A subquery the optimizer could not turn into a join: correlated
+        // other than by equality with the enclosing query's columns.
+        (DataFusionError::NotImplemented(_), FEATURE_NOT_SUPPORTED)
+            if message.starts_with(UNPLANNED_SUBQUERY) =>
+        {
+            "this correlated subquery is not supported: a subquery is answered when it is \
+             correlated by equalities with the enclosing query's columns"
+                .to_owned()
+        }
         // The refusal itself, without the coercion failure around it.
         (_, FEATURE_NOT_SUPPORTED) if message.to_lowercase().contains(NOT_IMPLEMENTED) => {
             let at =
@@ -512,6 +525,31 @@ mod tests {
             INVALID_TEXT_REPRESENTATION
         );
         assert_eq!(engine_error("SELEC 1").await.code, SYNTAX_ERROR);
+    }
+
+    #[tokio::test]
+    async fn subqueries_left_unplanned_are_refused_in_words() {
+        // Pinned: DataFusion leaves a subquery correlated by `<` in the plan.
+        let ctx = datafusion::prelude::SessionContext::new();
+        ctx.sql("CREATE TABLE t AS VALUES (1), (2)")
+            .await
+            .expect("table");
+        let result = match ctx
+            .sql("SELECT (SELECT count(*) FROM t s WHERE s.column1 < t.column1) FROM t")
+            .await
+        {
+            Ok(frame) => frame.collect().await.map(|_| ()),
+            Err(error) => Err(error),
+        };
+        let refused = from_datafusion(result.expect_err("a subquery correlated by <"));
+        assert_eq!(refused.code, FEATURE_NOT_SUPPORTED);
+        assert!(
+            refused
+                .message
+                .starts_with("this correlated subquery is not supported"),
+            "{}",
+            refused.message
+        );
     }
 
     #[test]

@@ -44,6 +44,11 @@ impl AnalyzerRule for UnknownLiterals {
 }
 
 fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+    if let Expr::ScalarFunction(function) = &expr {
+        return Ok(
+            typed_like(function, schema).map_or_else(|| Transformed::no(expr), Transformed::yes)
+        );
+    }
     let Expr::BinaryExpr(BinaryExpr { left, op, right }) = &expr else {
         return Ok(Transformed::no(expr));
     };
@@ -194,6 +199,152 @@ fn interval_spans(
     )))
 }
 
+/// `pgaccel_array_like(array, 'text')` and `pgaccel_element_like(array,
+/// 'text')`: an untyped literal given to an array function where PostgreSQL
+/// reads it as a value of the array's type (`array_cat(scores, '{7}')`) or
+/// of its element type (`array_remove(scores, '7')`). The compatibility
+/// rewrites wrap such literals (DataFusion would refuse the text while
+/// planning), and this rule replaces the call by the value once the array's
+/// type is known.
+fn typed_like(
+    function: &datafusion::logical_expr::expr::ScalarFunction,
+    schema: &DFSchema,
+) -> Option<Expr> {
+    let element = match function.name() {
+        ARRAY_LIKE => false,
+        ELEMENT_LIKE => true,
+        _ => return None,
+    };
+    let [model, text] = function.args.as_slice() else {
+        return None;
+    };
+    let value = like(text_literal(text)?, &model.get_type(schema).ok()?, element).ok()?;
+    Some(lit(value))
+}
+
+const ARRAY_LIKE: &str = "pgaccel_array_like";
+const ELEMENT_LIKE: &str = "pgaccel_element_like";
+
+/// The value `text` spells as a value of the array type `model` or, with
+/// `element`, of its element type.
+fn like(text: &str, model: &DataType, element: bool) -> Result<ScalarValue> {
+    let invalid = || {
+        datafusion::error::DataFusionError::External(Box::new(super::PgError::new(
+            super::sqlstate::INVALID_TEXT_REPRESENTATION,
+            format!("malformed array literal: \"{text}\""),
+        )))
+    };
+    match (model, element) {
+        (DataType::List(item), true) => {
+            ScalarValue::Utf8(Some(text.to_owned())).cast_to(item.data_type())
+        }
+        (DataType::List(_), false) => spelled(text, model).ok_or_else(invalid),
+        _ => Ok(ScalarValue::Utf8(Some(text.to_owned()))),
+    }
+}
+
+/// The function [`typed_like`] folds, for the rows it is not folded in.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct TypedLike {
+    element: bool,
+    signature: datafusion::logical_expr::Signature,
+}
+
+impl datafusion::logical_expr::ScalarUDFImpl for TypedLike {
+    fn name(&self) -> &str {
+        if self.element {
+            ELEMENT_LIKE
+        } else {
+            ARRAY_LIKE
+        }
+    }
+
+    fn signature(&self) -> &datafusion::logical_expr::Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        Ok(match (arg_types.first(), self.element) {
+            (Some(DataType::List(item)), true) => item.data_type().clone(),
+            (Some(model @ DataType::List(_)), false) => model.clone(),
+            _ => DataType::Utf8,
+        })
+    }
+
+    fn invoke_with_args(
+        &self,
+        args: datafusion::logical_expr::ScalarFunctionArgs,
+    ) -> Result<datafusion::logical_expr::ColumnarValue> {
+        use datafusion::logical_expr::ColumnarValue;
+        let model = args.arg_fields[0].data_type();
+        let value = match &args.args[1] {
+            ColumnarValue::Scalar(scalar) if scalar.is_null() => {
+                ScalarValue::try_from(self.return_type(std::slice::from_ref(model))?)?
+            }
+            ColumnarValue::Scalar(scalar) => like(&scalar.to_string(), model, self.element)?,
+            ColumnarValue::Array(_) => {
+                return Err(datafusion::error::DataFusionError::Plan(format!(
+                    "{} takes a literal",
+                    self.name()
+                )));
+            }
+        };
+        Ok(ColumnarValue::Scalar(value))
+    }
+}
+
+/// [`TypedLike`]'s two functions.
+pub fn functions() -> Vec<std::sync::Arc<datafusion::logical_expr::ScalarUDF>> {
+    [false, true]
+        .map(|element| {
+            std::sync::Arc::new(datafusion::logical_expr::ScalarUDF::new_from_impl(
+                TypedLike {
+                    element,
+                    signature: datafusion::logical_expr::Signature::any(
+                        2,
+                        datafusion::logical_expr::Volatility::Immutable,
+                    ),
+                },
+            ))
+        })
+        .into()
+}
+
+/// `function(args)` with its untyped literal arguments wrapped for
+/// [`typed_like`]: `arrays` says which arguments are arrays (the rest are
+/// elements); `None` when no argument is such a literal.
+pub fn wrap_array_literals(
+    args: &[datafusion::sql::sqlparser::ast::Expr],
+    arrays: &[bool],
+) -> Option<Vec<datafusion::sql::sqlparser::ast::Expr>> {
+    use datafusion::sql::sqlparser::ast::{Expr as SqlExpr, Value};
+    let is_text = |arg: &SqlExpr| matches!(arg, SqlExpr::Value(value) if matches!(value.value, Value::SingleQuotedString(_)));
+    // The first argument that is an array and not a literal gives the type.
+    let model = args
+        .iter()
+        .zip(arrays)
+        .find(|(arg, is_array)| **is_array && !is_text(arg))?
+        .0;
+    if !args.iter().any(is_text) {
+        return None;
+    }
+    Some(
+        args.iter()
+            .enumerate()
+            .map(|(index, arg)| {
+                if !is_text(arg) {
+                    return arg.clone();
+                }
+                let array = arrays.get(index).copied().unwrap_or(false);
+                super::compat::call(
+                    if array { ARRAY_LIKE } else { ELEMENT_LIKE },
+                    vec![model.clone(), arg.clone()],
+                )
+            })
+            .collect(),
+    )
+}
+
 /// Both operands as `float8` when one is a float and the other numeric.
 fn float_with_numeric(left: &Expr, right: &Expr, schema: &DFSchema) -> Option<(Expr, Expr)> {
     let is_float = |t: &DataType| matches!(t, DataType::Float32 | DataType::Float64);
@@ -271,6 +422,24 @@ impl datafusion::logical_expr::planner::ExprPlanner for ArrayLiterals {
     > {
         use datafusion::logical_expr::planner::PlannerResult;
         use datafusion::sql::sqlparser::ast::BinaryOperator;
+        let list = |e: &Expr| matches!(e.get_type(schema), Ok(DataType::List(_)));
+        // `array || '{7}'`: the literal is an array of the same type (an
+        // array concatenation), as PostgreSQL reads it.
+        if matches!(expr.op, BinaryOperator::StringConcat) {
+            let mut expr = expr;
+            if list(&expr.left)
+                && let Some(text) = text_literal(&expr.right)
+                && let Some(value) = spelled(text, &expr.left.get_type(schema)?)
+            {
+                expr.right = lit(value);
+            } else if list(&expr.right)
+                && let Some(text) = text_literal(&expr.left)
+                && let Some(value) = spelled(text, &expr.right.get_type(schema)?)
+            {
+                expr.left = lit(value);
+            }
+            return Ok(PlannerResult::Original(expr));
+        }
         if !matches!(
             expr.op,
             BinaryOperator::Eq
@@ -282,7 +451,6 @@ impl datafusion::logical_expr::planner::ExprPlanner for ArrayLiterals {
         ) {
             return Ok(PlannerResult::Original(expr));
         }
-        let list = |e: &Expr| matches!(e.get_type(schema), Ok(DataType::List(_)));
         let typed = |text_side: &Expr, other: &Expr| -> Option<Expr> {
             let text = text_literal(text_side)?;
             Some(lit(spelled(text, &other.get_type(schema).ok()?)?))

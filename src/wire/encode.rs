@@ -25,7 +25,7 @@ use pgwire::types::format::FormatOptions;
 use postgres_types::{IsNull, ToSql, to_sql_checked};
 
 use super::{forwarded, numeric};
-use crate::accelerator::{PG_TYPE_METADATA, TYPMOD_METADATA};
+use crate::accelerator::{PG_TYPE_METADATA, REGTYPE_OID_METADATA, TYPMOD_METADATA};
 use crate::query::display_name;
 use crate::query::forward::FORWARDED_OID_METADATA;
 use crate::query::origins::{ATTNUM_METADATA, TABLE_OID_METADATA};
@@ -66,6 +66,7 @@ fn special_type(field: &Field) -> Option<Type> {
         "macaddr8" => Type::MACADDR8,
         "timetz" => Type::TIMETZ,
         "void" => Type::VOID,
+        "regtype" => Type::REGTYPE,
         // A numeric printed at its per-value display scale.
         "numeric" => Type::NUMERIC,
         _ => return None,
@@ -151,6 +152,9 @@ fn padded_width(field: &Field) -> Option<usize> {
 enum ColumnKind {
     /// Utf8 holding the text form of uuid/json/jsonb/varchar/...
     TextBacked,
+    /// Utf8 holding type names that all name the type of this OID (a
+    /// `regtype` column), whose binary form is the OID.
+    RegType(u32),
     /// Text format of a type whose PostgreSQL text output pgaccel renders
     /// itself (see [`super::text`]).
     PgText,
@@ -174,6 +178,13 @@ fn column_kind(field: &Field, pg_field: &FieldInfo) -> ColumnKind {
         } else {
             ColumnKind::Default
         };
+    }
+    if let Some(oid) = field
+        .metadata()
+        .get(REGTYPE_OID_METADATA)
+        .and_then(|oid| oid.parse().ok())
+    {
+        return ColumnKind::RegType(oid);
     }
     if special_type(field).is_some() {
         return ColumnKind::TextBacked;
@@ -251,6 +262,15 @@ impl RowEncoding {
             for (column, array) in batch.columns().iter().enumerate() {
                 let pg_field = &fields[column];
                 match self.kinds[column] {
+                    ColumnKind::RegType(oid) => {
+                        let value = (!array.is_null(row)).then(|| match pg_field.format() {
+                            FieldFormat::Text => {
+                                Written(BytesMut::from(string_value(array, row).as_bytes()))
+                            }
+                            FieldFormat::Binary => Written(BytesMut::from(&oid.to_be_bytes()[..])),
+                        });
+                        encode_with(&mut encoder, &value, pg_field)?;
+                    }
                     ColumnKind::TextBacked => {
                         let value = (!array.is_null(row)).then(|| {
                             let mut text = string_value(array, row);

@@ -365,6 +365,7 @@ impl AggregateUDFImpl for Average {
         };
         Ok(Box::new(AverageGroups {
             sums: Vec::new(),
+            narrow: Vec::new(),
             counts: Vec::new(),
             displays: Vec::new(),
             scale,
@@ -550,6 +551,10 @@ pub(super) fn average(
 #[derive(Debug)]
 pub(super) struct AverageGroups {
     sums: Vec<i256>,
+    /// Sums of values of at most 128 bits not yet added to `sums`: most
+    /// rows add in 128 bits, and only a sum that would overflow them is
+    /// carried into `sums`.
+    narrow: Vec<i128>,
     counts: Vec<i64>,
     displays: Vec<i32>,
     scale: u32,
@@ -559,8 +564,58 @@ pub(super) struct AverageGroups {
 impl AverageGroups {
     fn grow(&mut self, groups: usize) {
         self.sums.resize(groups, i256::ZERO);
+        self.narrow.resize(groups, 0);
         self.counts.resize(groups, 0);
         self.displays.resize(groups, 0);
+    }
+}
+
+impl AverageGroups {
+    /// Adds a column of values of at most 128 bits, all at this average's
+    /// scale, to [`AverageGroups::narrow`]; always true.
+    fn add_narrow<T>(&mut self, column: &ArrayRef, group_indices: &[usize]) -> bool
+    where
+        T: datafusion::arrow::datatypes::ArrowPrimitiveType,
+        T::Native: Into<i128>,
+    {
+        let array = column.as_primitive::<T>();
+        let display = self.scale as i32;
+        let mut add = |group: usize, value: i128| {
+            let narrow = &mut self.narrow[group];
+            match narrow.checked_add(value) {
+                Some(sum) => *narrow = sum,
+                None => {
+                    // Carried into the wide sum, which holds any sum of
+                    // 2^63 values of 128 bits.
+                    self.sums[group] = self.sums[group].wrapping_add(i256::from_i128(*narrow));
+                    *narrow = value;
+                }
+            }
+            self.counts[group] += 1;
+            self.displays[group] = self.displays[group].max(display);
+        };
+        if array.null_count() == 0 {
+            for (&group, &value) in group_indices.iter().zip(array.values().iter()) {
+                add(group, value.into());
+            }
+        } else {
+            for (row, &group) in group_indices.iter().enumerate() {
+                if array.is_valid(row) {
+                    add(group, array.value(row).into());
+                }
+            }
+        }
+        true
+    }
+
+    /// Adds the narrow sums into the wide ones.
+    fn carry(&mut self) -> Result<()> {
+        for (sum, narrow) in self.sums.iter_mut().zip(self.narrow.iter_mut()) {
+            *sum = sum
+                .checked_add(i256::from_i128(std::mem::take(narrow)))
+                .ok_or_else(out_of_range)?;
+        }
+        Ok(())
     }
 }
 
@@ -577,6 +632,20 @@ impl datafusion::logical_expr::GroupsAccumulator for AverageGroups {
         total_num_groups: usize,
     ) -> Result<()> {
         self.grow(total_num_groups);
+        if let ([column], None) = (values, opt_filter) {
+            let added = match column.data_type() {
+                DataType::Decimal128(..) => {
+                    self.add_narrow::<Decimal128Type>(column, group_indices)
+                }
+                DataType::Int64 => self.add_narrow::<Int64Type>(column, group_indices),
+                DataType::Int32 => self.add_narrow::<Int32Type>(column, group_indices),
+                DataType::Int16 => self.add_narrow::<Int16Type>(column, group_indices),
+                _ => false,
+            };
+            if added {
+                return Ok(());
+            }
+        }
         let digits = digits_of(&values[0]);
         let scales = values.get(1);
         for (row, (&group, value)) in group_indices.iter().zip(digits).enumerate() {
@@ -597,6 +666,8 @@ impl datafusion::logical_expr::GroupsAccumulator for AverageGroups {
     }
 
     fn evaluate(&mut self, emit_to: datafusion::logical_expr::EmitTo) -> Result<ArrayRef> {
+        self.carry()?;
+        emit_to.take_needed(&mut self.narrow);
         let sums = emit_to.take_needed(&mut self.sums);
         let counts = emit_to.take_needed(&mut self.counts);
         let displays = emit_to.take_needed(&mut self.displays);
@@ -618,6 +689,8 @@ impl datafusion::logical_expr::GroupsAccumulator for AverageGroups {
     }
 
     fn state(&mut self, emit_to: datafusion::logical_expr::EmitTo) -> Result<Vec<ArrayRef>> {
+        self.carry()?;
+        emit_to.take_needed(&mut self.narrow);
         let sums = emit_to.take_needed(&mut self.sums);
         let counts = emit_to.take_needed(&mut self.counts);
         let displays = emit_to.take_needed(&mut self.displays);
@@ -685,6 +758,7 @@ impl datafusion::logical_expr::GroupsAccumulator for AverageGroups {
 
     fn size(&self) -> usize {
         self.sums.capacity() * std::mem::size_of::<i256>()
+            + self.narrow.capacity() * std::mem::size_of::<i128>()
             + self.counts.capacity() * std::mem::size_of::<i64>()
             + self.displays.capacity() * std::mem::size_of::<i32>()
     }

@@ -169,12 +169,20 @@ fn format_type(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
     if oid == 0 {
         return text("-");
     }
-    text(
-        call.system
-            .types
-            .format(oid, typmod)
-            .unwrap_or_else(|| "???".to_owned()),
-    )
+    let name = call
+        .system
+        .types
+        .format(oid, typmod)
+        .unwrap_or_else(|| "???".to_owned());
+    // A `character` without a length given as such (-1, not NULL) is
+    // `bpchar`: `character` alone means `character(1)`.
+    let given = args.get(1).is_some_and(|typmod| !typmod.is_null());
+    text(match name.as_str() {
+        "character" | "character[]" if given && typmod < 0 => {
+            name.replacen("character", "bpchar", 1)
+        }
+        _ => name,
+    })
 }
 
 fn domain_base_type(call: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
@@ -1048,6 +1056,27 @@ impl ScalarUDFImpl for TypeOf {
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
         Ok(DataType::Utf8)
+    }
+
+    /// A `regtype`: every value of the column names the argument's type.
+    fn return_field_from_args(
+        &self,
+        args: datafusion::logical_expr::ReturnFieldArgs,
+    ) -> Result<datafusion::arrow::datatypes::FieldRef> {
+        use crate::accelerator::{PG_TYPE_METADATA, REGTYPE_OID_METADATA};
+        let field = args
+            .arg_fields
+            .first()
+            .ok_or_else(|| DataFusionError::Plan("pg_typeof takes one argument".to_owned()))?;
+        let oid = self.system.types.column(field).oid;
+        let metadata = [
+            (PG_TYPE_METADATA.to_owned(), "regtype".to_owned()),
+            (REGTYPE_OID_METADATA.to_owned(), oid.to_string()),
+        ];
+        Ok(Arc::new(
+            datafusion::arrow::datatypes::Field::new("pg_typeof", DataType::Utf8, false)
+                .with_metadata(metadata.into()),
+        ))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
