@@ -66,6 +66,7 @@ const DIVIDE_SCALE: &str = "pgaccel_numeric_div_scale";
 const MULTIPLY: &str = "pgaccel_numeric_mul";
 const AVG: &str = "pgaccel_avg";
 const AVG_SCALE: &str = "pgaccel_avg_scale";
+const AVG_WITH_SCALE: &str = "pgaccel_avg_with_scale";
 const TEXT: &str = "pgaccel_numeric_text";
 const DISPLAY: &str = "pgaccel_numeric_display";
 const TO_NUMERIC: &str = "pgaccel_to_numeric";
@@ -239,6 +240,7 @@ struct Functions {
     first_value: Arc<AggregateUDF>,
     avg: Arc<AggregateUDF>,
     avg_scale: Arc<AggregateUDF>,
+    avg_with_scale: Arc<AggregateUDF>,
     max: Arc<AggregateUDF>,
     /// `max`/`min` of floats with NaN above every number.
     float_max: Arc<AggregateUDF>,
@@ -277,6 +279,7 @@ impl Functions {
             first_value: aggregate("first_value")?,
             avg: aggregate(AVG)?,
             avg_scale: aggregate(AVG_SCALE)?,
+            avg_with_scale: aggregate(AVG_WITH_SCALE)?,
             max: aggregate("max")?,
             float_max: aggregate(super::float_extremes::MAX)?,
             float_sum: aggregate(super::float_sums::SUM)?,
@@ -1160,6 +1163,30 @@ struct Threads<'a> {
     next: usize,
 }
 
+/// One half of a `pgaccel_avg_with_scale` pair.
+fn average_field(pair: Expr, name: &str) -> Expr {
+    datafusion::functions::core::expr_fn::get_field(pair, name)
+}
+
+/// The pair whose value half `expr` is, as [`Threads::thread`] writes it
+/// above an aggregate.
+fn average_pair(expr: &Expr) -> Option<Expr> {
+    let mut inner = expr;
+    while let Expr::Alias(alias) = inner {
+        inner = &alias.expr;
+    }
+    let Expr::ScalarFunction(function) = inner else {
+        return None;
+    };
+    match function.args.as_slice() {
+        [
+            pair @ Expr::Column(_),
+            Expr::Literal(ScalarValue::Utf8(Some(name)), _),
+        ] if function.func.name() == "get_field" && name == AVERAGE_VALUE => Some(pair.clone()),
+        _ => None,
+    }
+}
+
 impl Threads<'_> {
     /// Replaces every [`PENDING`] scale in a projection or aggregate by the
     /// scale threaded up from its input; refuses the plan if one cannot be.
@@ -1297,7 +1324,13 @@ impl Threads<'_> {
             LogicalPlan::Projection(projection) => {
                 let expr = projection.expr[index].clone();
                 let input = Arc::unwrap_or_clone(projection.input);
-                let Some((input, scale)) = self.scale_in(input, &expr)? else {
+                let scale = match average_pair(&expr) {
+                    // An average already taken apart above its aggregate:
+                    // the scale is the pair's other half.
+                    Some(pair) => Some((input, average_field(pair, AVERAGE_SCALE))),
+                    None => self.scale_in(input, &expr)?,
+                };
+                let Some((input, scale)) = scale else {
                     return Ok(None);
                 };
                 let name = self.fresh();
@@ -1324,15 +1357,44 @@ impl Threads<'_> {
                 let Expr::AggregateFunction(function) = inner else {
                     return Ok(None);
                 };
+                if function.func.name() == AVG {
+                    // One aggregate computes the average and its scale; a
+                    // projection above takes them apart.
+                    let (pair, companion) = (self.fresh(), self.fresh());
+                    let at = index - groups;
+                    let output = Arc::clone(&aggregate.schema);
+                    let mut aggr_expr = aggregate.aggr_expr;
+                    aggr_expr[at] = Expr::AggregateFunction(AggregateFunction {
+                        func: Arc::clone(&self.functions.avg_with_scale),
+                        params: function.params.clone(),
+                    })
+                    .alias(&pair);
+                    let inner = LogicalPlan::Aggregate(Aggregate::try_new(
+                        aggregate.input,
+                        aggregate.group_expr,
+                        aggr_expr,
+                    )?);
+                    let pair = Expr::Column(Column::from_name(pair));
+                    let field = |name| average_field(pair.clone(), name);
+                    let exprs = output
+                        .iter()
+                        .enumerate()
+                        .map(|(i, (qualifier, column))| {
+                            if i == index {
+                                field(AVERAGE_VALUE)
+                                    .alias_qualified(qualifier.cloned(), column.name())
+                            } else {
+                                Expr::Column(Column::from((qualifier, column)))
+                            }
+                        })
+                        .chain(std::iter::once(field(AVERAGE_SCALE).alias(&companion)))
+                        .collect();
+                    let plan =
+                        LogicalPlan::Projection(Projection::try_new(exprs, Arc::new(inner))?);
+                    return Ok(Some((plan, Expr::Column(Column::from_name(companion)))));
+                }
                 let input = Arc::unwrap_or_clone(aggregate.input);
                 let (input, companion) = match function.func.name() {
-                    AVG => (
-                        input,
-                        Expr::AggregateFunction(AggregateFunction {
-                            func: Arc::clone(&self.functions.avg_scale),
-                            params: function.params.clone(),
-                        }),
-                    ),
                     "sum" => {
                         let Some(argument) = function.params.args.first() else {
                             return Ok(None);

@@ -4,8 +4,6 @@
 
 use super::*;
 
-/// The value in row `row` of an integer or decimal array, `None` for NULL
-/// or another type.
 /// The result of a function computing [`DYNAMIC`] values or, as its
 /// `_scale` twin, their display scales.
 fn values_or_scales(
@@ -298,16 +296,69 @@ impl ScalarUDFImpl for Text {
 /// `avg` of integers and numerics as PostgreSQL computes it: the exact sum
 /// divided by the count with [`div_scale`]; with a second argument, the
 /// display scale of each input (for inputs that are themselves
-/// [`DYNAMIC`]). [`AVG_SCALE`] is the same aggregate returning the scale.
+/// [`DYNAMIC`]). [`AVG_SCALE`] is the same aggregate returning the scale,
+/// [`AVG_WITH_SCALE`] both at once (one pass over the rows where a result
+/// is printed).
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(super) struct Average {
     signature: Signature,
-    scale_only: bool,
+    output: AverageOutput,
+}
+
+/// What an [`Average`] returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum AverageOutput {
+    Value,
+    Scale,
+    /// A struct of the value ([`AVERAGE_VALUE`]) and its display scale
+    /// ([`AVERAGE_SCALE`]).
+    Both,
+}
+
+/// The fields of an [`AverageOutput::Both`] result.
+pub(super) const AVERAGE_VALUE: &str = "value";
+pub(super) const AVERAGE_SCALE: &str = "scale";
+
+fn average_fields() -> datafusion::arrow::datatypes::Fields {
+    datafusion::arrow::datatypes::Fields::from(vec![
+        Field::new(AVERAGE_VALUE, DYNAMIC, true),
+        Field::new(AVERAGE_SCALE, DataType::Int32, true),
+    ])
+}
+
+/// The result of an [`Average`] over groups (or one group).
+fn average_output(
+    values: Decimal256Builder,
+    scales: Int32Builder,
+    output: AverageOutput,
+) -> Result<ArrayRef> {
+    match output {
+        AverageOutput::Value => values_or_scales(values, scales, false),
+        AverageOutput::Scale => values_or_scales(values, scales, true),
+        AverageOutput::Both => {
+            let (mut values, mut scales) = (values, scales);
+            let values: ArrayRef = Arc::new(
+                values
+                    .finish()
+                    .with_precision_and_scale(76, DYNAMIC_SCALE as i8)?,
+            );
+            let scales: ArrayRef = Arc::new(scales.finish());
+            Ok(Arc::new(datafusion::arrow::array::StructArray::try_new(
+                average_fields(),
+                vec![values, scales],
+                None,
+            )?))
+        }
+    }
 }
 
 impl AggregateUDFImpl for Average {
     fn name(&self) -> &str {
-        if self.scale_only { AVG_SCALE } else { AVG }
+        match self.output {
+            AverageOutput::Value => AVG,
+            AverageOutput::Scale => AVG_SCALE,
+            AverageOutput::Both => AVG_WITH_SCALE,
+        }
     }
 
     fn signature(&self) -> &Signature {
@@ -315,10 +366,10 @@ impl AggregateUDFImpl for Average {
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(if self.scale_only {
-            DataType::Int32
-        } else {
-            DYNAMIC
+        Ok(match self.output {
+            AverageOutput::Value => DYNAMIC,
+            AverageOutput::Scale => DataType::Int32,
+            AverageOutput::Both => DataType::Struct(average_fields()),
         })
     }
 
@@ -339,7 +390,7 @@ impl AggregateUDFImpl for Average {
             scale,
             count: 0,
             display: 0,
-            scale_only: self.scale_only,
+            output: self.output,
             distinct: args.is_distinct.then(std::collections::HashSet::new),
         }))
     }
@@ -369,7 +420,7 @@ impl AggregateUDFImpl for Average {
             counts: Vec::new(),
             displays: Vec::new(),
             scale,
-            scale_only: self.scale_only,
+            output: self.output,
         }))
     }
 
@@ -400,7 +451,7 @@ pub(super) struct AverageAccumulator {
     count: i64,
     /// The largest display scale of an input.
     display: i32,
-    scale_only: bool,
+    output: AverageOutput,
     /// `avg(DISTINCT x)`: the distinct values seen (summed at the end).
     distinct: Option<std::collections::HashSet<i256>>,
 }
@@ -510,10 +561,19 @@ impl Accumulator for AverageAccumulator {
             self.count = seen.len() as i64;
         }
         let average = average(self.sum, self.scale, self.count, self.display)?;
-        Ok(if self.scale_only {
-            ScalarValue::Int32(average.map(|(_, scale)| scale))
-        } else {
-            ScalarValue::Decimal256(average.map(|(value, _)| value), 76, DYNAMIC_SCALE as i8)
+        Ok(match self.output {
+            AverageOutput::Value => {
+                ScalarValue::Decimal256(average.map(|(value, _)| value), 76, DYNAMIC_SCALE as i8)
+            }
+            AverageOutput::Scale => ScalarValue::Int32(average.map(|(_, scale)| scale)),
+            AverageOutput::Both => {
+                let mut values = Decimal256Builder::with_capacity(1);
+                let mut scales = Int32Builder::with_capacity(1);
+                values.append_option(average.map(|(value, _)| value));
+                scales.append_option(average.map(|(_, scale)| scale));
+                let array = average_output(values, scales, AverageOutput::Both)?;
+                ScalarValue::try_from_array(&array, 0)?
+            }
         })
     }
 
@@ -558,7 +618,7 @@ pub(super) struct AverageGroups {
     counts: Vec<i64>,
     displays: Vec<i32>,
     scale: u32,
-    scale_only: bool,
+    output: AverageOutput,
 }
 
 impl AverageGroups {
@@ -572,8 +632,8 @@ impl AverageGroups {
 
 impl AverageGroups {
     /// Adds a column of values of at most 128 bits, all at this average's
-    /// scale, to [`AverageGroups::narrow`]; always true.
-    fn add_narrow<T>(&mut self, column: &ArrayRef, group_indices: &[usize]) -> bool
+    /// scale, to [`AverageGroups::narrow`].
+    fn add_narrow<T>(&mut self, column: &ArrayRef, group_indices: &[usize])
     where
         T: datafusion::arrow::datatypes::ArrowPrimitiveType,
         T::Native: Into<i128>,
@@ -605,7 +665,6 @@ impl AverageGroups {
                 }
             }
         }
-        true
     }
 
     /// Adds the narrow sums into the wide ones.
@@ -633,16 +692,16 @@ impl datafusion::logical_expr::GroupsAccumulator for AverageGroups {
     ) -> Result<()> {
         self.grow(total_num_groups);
         if let ([column], None) = (values, opt_filter) {
-            let added = match column.data_type() {
-                DataType::Decimal128(..) => {
-                    self.add_narrow::<Decimal128Type>(column, group_indices)
-                }
-                DataType::Int64 => self.add_narrow::<Int64Type>(column, group_indices),
-                DataType::Int32 => self.add_narrow::<Int32Type>(column, group_indices),
-                DataType::Int16 => self.add_narrow::<Int16Type>(column, group_indices),
-                _ => false,
+            type AddNarrow = fn(&mut AverageGroups, &ArrayRef, &[usize]);
+            let add: Option<AddNarrow> = match column.data_type() {
+                DataType::Decimal128(..) => Some(Self::add_narrow::<Decimal128Type>),
+                DataType::Int64 => Some(Self::add_narrow::<Int64Type>),
+                DataType::Int32 => Some(Self::add_narrow::<Int32Type>),
+                DataType::Int16 => Some(Self::add_narrow::<Int16Type>),
+                _ => None,
             };
-            if added {
+            if let Some(add) = add {
+                add(self, column, group_indices);
                 return Ok(());
             }
         }
@@ -685,7 +744,7 @@ impl datafusion::logical_expr::GroupsAccumulator for AverageGroups {
                 }
             }
         }
-        values_or_scales(values, scales, self.scale_only)
+        average_output(values, scales, self.output)
     }
 
     fn state(&mut self, emit_to: datafusion::logical_expr::EmitTo) -> Result<Vec<ArrayRef>> {
@@ -1462,9 +1521,15 @@ pub fn register(state: &mut datafusion::execution::context::SessionState) -> Res
             signature: Signature::any(4, Volatility::Immutable),
             scale_only,
         })))?;
+    }
+    for output in [
+        AverageOutput::Value,
+        AverageOutput::Scale,
+        AverageOutput::Both,
+    ] {
         state.register_udaf(Arc::new(AggregateUDF::new_from_impl(Average {
             signature: one_or_two(),
-            scale_only,
+            output,
         })))?;
     }
     for spread in SPREADS {
