@@ -41,6 +41,8 @@
 //!   constants), simple-protocol lookup shapes, the zero-results fallback.
 //! - [`wire`]: the PostgreSQL wire protocol: messages, portals, parameter
 //!   decoding, row and COPY encoding, SQLSTATEs on the wire.
+//! - [`snapshot`]: acceleration snapshots in object storage: the writer that
+//!   publishes them, the bootstrap and `refresh_mode: snapshot` that read them.
 //! - [`admin_api`]: the HTTP admin API (health, readiness, status, refresh, metrics).
 //! - [`metrics`]: every metric name, its help text and its labels.
 
@@ -52,5 +54,6 @@ pub mod metrics;
 pub mod query;
 pub mod refresh;
 pub mod runtime;
+pub mod snapshot;
 pub mod source;
 pub mod wire;

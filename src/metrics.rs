@@ -26,6 +26,11 @@ pub const READY_STATE_FALLBACK: &str = "accelerated_ready_state_federated_fallba
 pub const ZERO_RESULTS_FALLBACK: &str = "accelerated_zero_results_federated_fallback";
 pub const RETENTION_EVICTED: &str = "dataset_acceleration_retention_evicted_rows";
 pub const QUERY_FORWARDED: &str = "query_forwarded_total";
+pub const SNAPSHOTS_PUBLISHED: &str = "dataset_acceleration_snapshots_published";
+pub const SNAPSHOT_PUBLISH_ERRORS: &str = "dataset_acceleration_snapshot_publish_errors";
+pub const SNAPSHOT_BYTES: &str = "dataset_acceleration_snapshot_bytes";
+pub const SNAPSHOT_BOOTSTRAPS: &str = "dataset_acceleration_snapshot_bootstraps";
+pub const SNAPSHOT_POLLS: &str = "dataset_acceleration_snapshot_polls";
 
 /// The process-wide Prometheus recorder. The `metrics` facade has one global
 /// recorder, so every runtime in the process (tests start several) shares it.
@@ -93,6 +98,27 @@ fn describe() {
         READY_STATE_FALLBACK,
         "Queries sent to the source because the dataset's acceleration was not loaded yet (ready_state on_registration or on_schema_resolved)"
     );
+    describe_counter!(
+        SNAPSHOTS_PUBLISHED,
+        "Acceleration snapshots uploaded and made current in the snapshot location"
+    );
+    describe_counter!(
+        SNAPSHOT_PUBLISH_ERRORS,
+        "Failed attempts to publish an acceleration snapshot (each is retried)"
+    );
+    describe_counter!(
+        SNAPSHOT_BYTES,
+        Unit::Bytes,
+        "Bytes of snapshot files moved, by direction (upload, download)"
+    );
+    describe_counter!(
+        SNAPSHOT_BOOTSTRAPS,
+        "Startup restores from a snapshot, by outcome (restored, fallback, not_found, failed)"
+    );
+    describe_counter!(
+        SNAPSHOT_POLLS,
+        "Checks of the snapshot location by refresh_mode: snapshot datasets, by outcome (not_modified, unchanged, loaded, not_found, older, failed)"
+    );
     describe_histogram!(
         QUERY_DURATION,
         Unit::Milliseconds,
@@ -121,10 +147,18 @@ pub fn refresh_succeeded(
 }
 
 /// An acceleration served from its file at startup: its last refresh time
-/// (from the checkpoint) and its size.
-pub fn restored(dataset: &str, unix_ms: i64, rows: usize, bytes: usize, index_bytes: usize) {
+/// (from the checkpoint, where it is reported) and its size.
+pub fn restored(
+    dataset: &str,
+    unix_ms: Option<i64>,
+    rows: usize,
+    bytes: usize,
+    index_bytes: usize,
+) {
     let label = dataset.to_owned();
-    gauge!(LAST_REFRESH_TIME, "dataset" => label.clone()).set(unix_ms as f64);
+    if let Some(unix_ms) = unix_ms {
+        gauge!(LAST_REFRESH_TIME, "dataset" => label.clone()).set(unix_ms as f64);
+    }
     gauge!(ROWS, "dataset" => label.clone()).set(rows as f64);
     gauge!(BYTES, "dataset" => label.clone()).set(bytes as f64);
     gauge!(INDEX_BYTES, "dataset" => label).set(index_bytes as f64);
@@ -151,6 +185,32 @@ pub fn register_dataset(dataset: &str) {
     counter!(READY_STATE_FALLBACK, "dataset" => dataset.to_owned()).absolute(0);
     counter!(RETENTION_EVICTED, "dataset" => dataset.to_owned()).absolute(0);
     counter!(ZERO_RESULTS_FALLBACK, "dataset" => dataset.to_owned()).absolute(0);
+}
+
+/// A snapshot of `bytes` bytes was published.
+pub fn snapshot_published(dataset: &str, bytes: u64) {
+    counter!(SNAPSHOTS_PUBLISHED, "dataset" => dataset.to_owned()).increment(1);
+    counter!(SNAPSHOT_BYTES, "dataset" => dataset.to_owned(), "direction" => "upload")
+        .increment(bytes);
+}
+
+pub fn snapshot_publish_failed(dataset: &str) {
+    counter!(SNAPSHOT_PUBLISH_ERRORS, "dataset" => dataset.to_owned()).increment(1);
+}
+
+/// A snapshot of `bytes` bytes was downloaded and verified.
+pub fn snapshot_downloaded(dataset: &str, bytes: u64) {
+    counter!(SNAPSHOT_BYTES, "dataset" => dataset.to_owned(), "direction" => "download")
+        .increment(bytes);
+}
+
+pub fn snapshot_bootstrap(dataset: &str, outcome: &'static str) {
+    counter!(SNAPSHOT_BOOTSTRAPS, "dataset" => dataset.to_owned(), "outcome" => outcome)
+        .increment(1);
+}
+
+pub fn snapshot_poll(dataset: &str, outcome: &'static str) {
+    counter!(SNAPSHOT_POLLS, "dataset" => dataset.to_owned(), "outcome" => outcome).increment(1);
 }
 
 /// A query on `dataset` went to its source (nothing loaded yet).

@@ -4,6 +4,7 @@
 //! [`CancellationToken`] tells every task to stop, one [`TaskTracker`] waits
 //! for them.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,9 +14,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
-use crate::config::{Config, ConfigErrors};
+use crate::config::{BootstrapOnFailure, Config, ConfigError, ConfigErrors, SnapshotMode};
 use crate::dataset::{Dataset, Registry};
-use crate::{admin_api, metrics, query, refresh, wire};
+use crate::{admin_api, metrics, query, refresh, snapshot, wire};
 
 /// How long shutdown waits for connections and refreshes to finish.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -57,6 +58,7 @@ impl Runtime {
             return Err(ConfigErrors(refused).into());
         }
         metrics::handle();
+        let snapshots = snapshot_setups(&config)?;
         let registry = Arc::new(Registry::new(
             config
                 .datasets
@@ -92,7 +94,7 @@ impl Runtime {
             tracker: TaskTracker::new(),
             refresh_runtime: refresh_runtime(config.runtime.dedicated_thread_pool)?,
         };
-        runtime.start_refresh_loops(partitions);
+        runtime.start_refresh_loops(partitions, snapshots);
         runtime.tracker.spawn(wire::serve(
             pg_listener,
             Arc::clone(&runtime.engine),
@@ -111,13 +113,22 @@ impl Runtime {
         Ok(runtime)
     }
 
-    fn start_refresh_loops(&self, partitions: usize) {
+    fn start_refresh_loops(
+        &self,
+        partitions: usize,
+        mut snapshots: HashMap<String, snapshot::Setup>,
+    ) {
         for dataset in self.registry.iter() {
             if !dataset.config.acceleration.enabled {
                 dataset.mark_ready();
                 continue;
             }
-            let task = refresh::run(Arc::clone(dataset), partitions, self.shutdown.clone());
+            let task = refresh::run(
+                Arc::clone(dataset),
+                partitions,
+                snapshots.remove(&dataset.name()),
+                self.shutdown.clone(),
+            );
             match &self.refresh_runtime {
                 Some(refresh_runtime) => {
                     // Tracked from the query runtime so shutdown can await it.
@@ -178,6 +189,52 @@ impl Drop for Runtime {
             // wind down on its own threads.
             refresh_runtime.shutdown_background();
         }
+    }
+}
+
+/// Opens the snapshot location of every dataset that uses snapshots: its
+/// `acceleration.snapshots_location`, or the top-level `snapshots.location`
+/// (with the top-level `params` either way). A location that cannot be
+/// opened is a configuration error naming the dataset and key.
+fn snapshot_setups(config: &Config) -> Result<HashMap<String, snapshot::Setup>, ConfigErrors> {
+    let store = config.snapshots.as_ref().filter(|store| store.enabled);
+    let params = store.map(|store| store.params.clone()).unwrap_or_default();
+    let on_failure = store.map_or(BootstrapOnFailure::Warn, |store| {
+        store.bootstrap_on_failure_behavior
+    });
+    let mut setups = HashMap::new();
+    let mut errors = Vec::new();
+    for dataset in &config.datasets {
+        let acceleration = &dataset.acceleration;
+        if !acceleration.enabled || acceleration.snapshots == SnapshotMode::Disabled {
+            continue;
+        }
+        let (url, key) = match (&acceleration.snapshots_location, store) {
+            (Some(url), _) => (url.clone(), "acceleration.snapshots_location"),
+            (None, Some(store)) => (store.location.clone(), "snapshots.location"),
+            (None, None) => continue,
+        };
+        match snapshot::Location::open(&url, &params) {
+            Ok(location) => {
+                setups.insert(
+                    dataset.name.to_string(),
+                    snapshot::Setup {
+                        location,
+                        on_failure,
+                    },
+                );
+            }
+            Err(message) => errors.push(ConfigError {
+                dataset: Some(dataset.name.to_string()),
+                key: key.to_owned(),
+                message,
+            }),
+        }
+    }
+    if errors.is_empty() {
+        Ok(setups)
+    } else {
+        Err(ConfigErrors(errors))
     }
 }
 

@@ -111,6 +111,19 @@ impl DuckdbFile {
         self.connection.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Copies the file to `to` once a `CHECKPOINT` has moved everything in
+    /// DuckDB's write-ahead log into it, holding the connection throughout.
+    pub fn export(&self, to: &Path) -> Result<(), String> {
+        let connection = self.connection();
+        connection.execute_batch("CHECKPOINT").map_err(text)?;
+        std::fs::copy(&self.path, to).map_err(text)?;
+        std::fs::File::open(to)
+            .and_then(|file| file.sync_all())
+            .map_err(text)?;
+        drop(connection);
+        Ok(())
+    }
+
     pub fn load(&self) -> Result<Option<Persisted>, String> {
         let connection = self.connection();
         let row = connection

@@ -96,6 +96,18 @@ impl SqliteFile {
         self.connection.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Writes a copy of the database to `to` with `VACUUM INTO`, which
+    /// reads one consistent version of it.
+    pub fn export(&self, to: &Path) -> Result<(), String> {
+        let target = to
+            .to_str()
+            .ok_or_else(|| format!("{} is not valid UTF-8", to.display()))?;
+        self.connection()
+            .execute("VACUUM INTO ?1", [target])
+            .map_err(text)?;
+        Ok(())
+    }
+
     pub fn load(&self) -> Result<Option<Persisted>, String> {
         let connection = self.connection();
         let row = connection

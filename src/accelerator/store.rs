@@ -147,6 +147,30 @@ impl Store {
         .map_err(|message| self.error(message))
     }
 
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        match self {
+            Store::Duckdb(file) => file.path(),
+            Store::Sqlite(file) => file.path(),
+        }
+    }
+
+    /// Writes a consistent copy of the file to `to` (replacing what is
+    /// there), never one caught mid-write: the file's connection is held for
+    /// the whole copy, so no write can start meanwhile.
+    pub fn export(&self, to: &Path) -> Result<(), StoreError> {
+        match std::fs::remove_file(to) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(self.error(format!("cannot replace {}: {e}", to.display()))),
+        }
+        match self {
+            Store::Duckdb(file) => file.export(to),
+            Store::Sqlite(file) => file.export(to),
+        }
+        .map_err(|message| self.error(format!("copying it to {} failed: {message}", to.display())))
+    }
+
     fn error(&self, message: String) -> StoreError {
         let (engine, file, dataset) = match self {
             Store::Duckdb(f) => ("duckdb", f.path(), f.table()),

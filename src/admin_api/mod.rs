@@ -118,6 +118,17 @@ pub struct DatasetInfo {
     pub next_refresh: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rows: Option<usize>,
+    /// The snapshot served (restored or followed) or last published.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<SnapshotInfo>,
+}
+
+/// The `snapshot` of a [`DatasetInfo`].
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SnapshotInfo {
+    pub id: String,
+    pub created_at: String,
+    pub origin: String,
 }
 
 async fn datasets(
@@ -148,6 +159,7 @@ fn info(dataset: &Dataset, with_status: bool) -> DatasetInfo {
         last_refresh: None,
         next_refresh: None,
         rows: None,
+        snapshot: None,
     };
     if with_status {
         let report = dataset.report();
@@ -156,6 +168,11 @@ fn info(dataset: &Dataset, with_status: bool) -> DatasetInfo {
         info.last_refresh = report.last_refresh.map(rfc3339);
         info.next_refresh = report.next_refresh.map(rfc3339);
         info.rows = report.rows;
+        info.snapshot = report.snapshot.map(|snapshot| SnapshotInfo {
+            id: snapshot.id,
+            created_at: rfc3339(snapshot.created_at),
+            origin: snapshot.origin.to_owned(),
+        });
     }
     info
 }

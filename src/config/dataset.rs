@@ -6,7 +6,7 @@ use std::fmt;
 
 use super::acceleration::{self, Acceleration};
 use super::params::{self, SourceParams};
-use super::raw::{RawAcceleration, RawDataset, RawParams};
+use super::raw::{RawAcceleration, RawDataset, RawParams, Scalar};
 use super::source::{self, SourceRef};
 use super::values::{Values, yaml_enum};
 
@@ -125,9 +125,19 @@ pub(crate) fn parse(
     let name = parse_name(values, raw);
     let (from_raw, from) = parse_source(values, raw);
     let no_params = RawParams::default();
-    let params = from
-        .as_ref()
-        .map(|from| params::parse_params(values, from, raw.params.as_ref().unwrap_or(&no_params)));
+    // `refresh_mode: snapshot` never contacts the source: its connection
+    // parameters may be left out.
+    let connects = !raw.acceleration.as_ref().is_some_and(|a| {
+        matches!(&a.refresh_mode, Some(Scalar::Text(mode)) if mode.trim().eq_ignore_ascii_case("snapshot"))
+    });
+    let params = from.as_ref().map(|from| {
+        params::parse_params(
+            values,
+            from,
+            raw.params.as_ref().unwrap_or(&no_params),
+            connects,
+        )
+    });
     let (time_column, time_format) = parse_time_column(values, raw, "time_column", "time_format");
     let (partition, partition_format) = parse_time_column(
         values,

@@ -68,23 +68,29 @@ yaml_enum! {
     }
 }
 
-/// Checks `params` against the source kind and applies defaults.
+/// Checks `params` against the source kind and applies defaults. With
+/// `connects` false (`refresh_mode: snapshot`, which never contacts its
+/// source) no connection parameter is required.
 pub(crate) fn parse_params(
     values: &mut Values<'_, '_>,
     source: &SourceRef,
     params: &RawParams,
+    connects: bool,
 ) -> SourceParams {
     reject_foreign_params(values, source, params);
     let get = |key: &str| params.get(key).cloned();
     match source {
-        SourceRef::Postgres { .. } => SourceParams::Postgres(parse_postgres(values, &get)),
-        SourceRef::Mysql { .. } => SourceParams::Mysql(parse_mysql(values, &get)),
+        SourceRef::Postgres { .. } => {
+            SourceParams::Postgres(parse_postgres(values, &get, connects))
+        }
+        SourceRef::Mysql { .. } => SourceParams::Mysql(parse_mysql(values, &get, connects)),
         SourceRef::Duckdb { .. } => SourceParams::Duckdb {
             open: parse_required_path(
                 values,
                 "duckdb_open",
                 &get("duckdb_open"),
                 "the DuckDB database file to read",
+                connects,
             ),
         },
         SourceRef::Sqlite { .. } => SourceParams::Sqlite {
@@ -93,6 +99,7 @@ pub(crate) fn parse_params(
                 "sqlite_file",
                 &get("sqlite_file"),
                 "the SQLite database file to read",
+                connects,
             ),
         },
         SourceRef::File { path } => SourceParams::File {
@@ -203,22 +210,24 @@ fn sslmode_spelling(prefix: &str, value: Option<Scalar>) -> Option<Scalar> {
     }
 }
 
-/// Reports a required connection field that is absent when there is no connection string.
+/// Reports a required connection field that is absent when there is no
+/// connection string (and the dataset `connects` to its source).
 fn require(
     values: &mut Values<'_, '_>,
     conn: &Connection,
     field: &Option<String>,
     key: &str,
     what: &str,
+    connects: bool,
 ) {
-    if field.is_none() && conn.connection_string.is_none() {
+    if connects && field.is_none() && conn.connection_string.is_none() {
         let prefix = key.split('_').next().unwrap_or_default();
         let message = format!("missing {what}; set {key} or {prefix}_connection_string");
         values.error(&format!("params.{key}"), message);
     }
 }
 
-fn parse_postgres(values: &mut Values<'_, '_>, get: &Get<'_>) -> PostgresParams {
+fn parse_postgres(values: &mut Values<'_, '_>, get: &Get<'_>, connects: bool) -> PostgresParams {
     let conn = parse_connection(values, get, "pg", "pg_port", 5432);
     require(
         values,
@@ -226,6 +235,7 @@ fn parse_postgres(values: &mut Values<'_, '_>, get: &Get<'_>) -> PostgresParams 
         &conn.db,
         "pg_db",
         "the database to read from",
+        connects,
     );
     require(
         values,
@@ -233,6 +243,7 @@ fn parse_postgres(values: &mut Values<'_, '_>, get: &Get<'_>) -> PostgresParams 
         &conn.user,
         "pg_user",
         "the user to connect as",
+        connects,
     );
     PostgresParams {
         host: conn.host,
@@ -245,7 +256,7 @@ fn parse_postgres(values: &mut Values<'_, '_>, get: &Get<'_>) -> PostgresParams 
     }
 }
 
-fn parse_mysql(values: &mut Values<'_, '_>, get: &Get<'_>) -> MysqlParams {
+fn parse_mysql(values: &mut Values<'_, '_>, get: &Get<'_>, connects: bool) -> MysqlParams {
     let conn = parse_connection(values, get, "mysql", "mysql_tcp_port", 3306);
     require(
         values,
@@ -253,6 +264,7 @@ fn parse_mysql(values: &mut Values<'_, '_>, get: &Get<'_>) -> MysqlParams {
         &conn.user,
         "mysql_user",
         "the user to connect as",
+        connects,
     );
     MysqlParams {
         host: conn.host,
@@ -270,9 +282,10 @@ fn parse_required_path(
     name: &str,
     value: &Option<Scalar>,
     what: &str,
+    connects: bool,
 ) -> PathBuf {
     let key = format!("params.{name}");
-    if value.is_none() {
+    if value.is_none() && connects {
         values.error(&key, format!("missing {what}; set params.{name}"));
     }
     values
@@ -332,6 +345,7 @@ mod tests {
             &mut values,
             &crate::config::source::parse_from(source).unwrap(),
             &raw,
+            true,
         );
         (parsed, errors)
     }

@@ -5,7 +5,7 @@
 use std::fmt::Display;
 
 use super::Config;
-use super::acceleration::{RefreshMode, SnapshotMode};
+use super::acceleration::RefreshMode;
 use super::dataset::DatasetConfig;
 use super::error::ConfigError;
 use super::params::{FileFormat, SourceParams};
@@ -20,13 +20,11 @@ pub(crate) fn unsupported(config: &Config) -> Vec<ConfigError> {
     refuse(&mut out, None, rt.pg.tls.is_some(), "runtime.pg.tls", "TLS on the PostgreSQL listener");
     refuse(&mut out, None, rt.pg.auth.is_some(), "runtime.pg.auth", "password authentication");
     refuse(&mut out, None, rt.ready_state != RuntimeReadyState::OnLoad, "runtime.ready_state", format!("ready_state: {}", rt.ready_state.as_str()));
-    refuse(&mut out, None, config.snapshots.as_ref().is_some_and(|s| s.enabled), "snapshots.enabled", "publishing and restoring acceleration snapshots");
     for d in &config.datasets {
         let (a, n) = (&d.acceleration, Some(d));
         refuse(&mut out, n, !matches!(d.from, SourceRef::Postgres { .. } | SourceRef::Mysql { .. } | SourceRef::Sqlite { .. } | SourceRef::Duckdb { .. } | SourceRef::File { .. }), "from", format!("the {} source", d.from.kind()));
         refuse(&mut out, n, matches!(d.params, SourceParams::File { format: FileFormat::Json | FileFormat::Snapshot }), "params.file_format", describe_file_format(&d.params));
-        refuse(&mut out, n, !matches!(a.refresh_mode, RefreshMode::Full | RefreshMode::Append), "acceleration.refresh_mode", format!("refresh_mode: {}", a.refresh_mode.as_str()));
-        refuse(&mut out, n, a.snapshots != SnapshotMode::Disabled, "acceleration.snapshots", format!("snapshots: {}", a.snapshots.as_str()));
+        refuse(&mut out, n, !matches!(a.refresh_mode, RefreshMode::Full | RefreshMode::Append | RefreshMode::Snapshot), "acceleration.refresh_mode", format!("refresh_mode: {}", a.refresh_mode.as_str()));
     }
     out
 }

@@ -53,6 +53,20 @@ pub struct StatusReport {
     pub next_refresh: Option<DateTime<Utc>>,
     pub error_message: Option<String>,
     pub rows: Option<usize>,
+    /// The acceleration snapshot served or last published, if any.
+    pub snapshot: Option<SnapshotReport>,
+}
+
+/// A snapshot a dataset serves (restored or followed) or last published.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SnapshotReport {
+    /// `YYYYMMDDTHHMMSSZ`.
+    pub id: String,
+    /// When the writer took it.
+    pub created_at: DateTime<Utc>,
+    /// `restored` (at startup), `loaded` (followed by `refresh_mode:
+    /// snapshot`) or `published` (by this writer).
+    pub origin: &'static str,
 }
 
 #[derive(Debug)]
@@ -61,6 +75,7 @@ struct State {
     last_refresh: Option<DateTime<Utc>>,
     next_refresh: Option<DateTime<Utc>>,
     error_message: Option<String>,
+    snapshot: Option<SnapshotReport>,
 }
 
 /// One configured dataset: its configuration, its acceleration and its state.
@@ -94,6 +109,7 @@ impl Dataset {
                 last_refresh: None,
                 next_refresh: None,
                 error_message: None,
+                snapshot: None,
             }),
             refresh_requested: Notify::new(),
             refresh_sql: Mutex::new(config.acceleration.refresh_sql.clone()),
@@ -158,6 +174,7 @@ impl Dataset {
             next_refresh: state.next_refresh,
             error_message: state.error_message.clone(),
             rows: self.acceleration.current().map(|data| data.rows()),
+            snapshot: state.snapshot.clone(),
         }
     }
 
@@ -197,15 +214,54 @@ impl Dataset {
     }
 
     /// The acceleration was served from its file at startup: Ready (queries
-    /// answer from it), with the checkpoint's last refresh time.
-    pub fn restored(&self, last_refresh: DateTime<Utc>) {
+    /// answer from it), with the checkpoint's last refresh time where it is
+    /// reported.
+    pub fn restored(&self, last_refresh: Option<DateTime<Utc>>) {
         let mut state = self.state();
-        state.last_refresh = Some(last_refresh);
+        state.last_refresh = last_refresh;
         self.set_status(&mut state, DatasetStatus::Ready);
         // `on_schema_resolved` stays not ready until the source is reached.
         if self.config.ready_state != ReadyState::OnSchemaResolved {
             self.ever_ready.store(true, Ordering::Release);
         }
+    }
+
+    /// The acceleration restored from a snapshot at startup is served:
+    /// Ready, without a last refresh time (the seeds: a dataset restored
+    /// from a snapshot reports one once a refresh completes).
+    pub fn snapshot_restored(&self, snapshot: SnapshotReport) {
+        let mut state = self.state();
+        state.snapshot = Some(snapshot);
+        self.set_status(&mut state, DatasetStatus::Ready);
+        if self.config.ready_state != ReadyState::OnSchemaResolved {
+            self.ever_ready.store(true, Ordering::Release);
+        }
+    }
+
+    /// A `refresh_mode: snapshot` dataset serves a newly loaded snapshot:
+    /// that load is its refresh, completed at `at`.
+    pub fn snapshot_loaded(&self, snapshot: SnapshotReport, at: DateTime<Utc>) {
+        let mut state = self.state();
+        state.snapshot = Some(snapshot);
+        state.last_refresh = Some(at);
+        state.error_message = None;
+        self.set_status(&mut state, DatasetStatus::Ready);
+        self.ever_ready.store(true, Ordering::Release);
+    }
+
+    /// A `refresh_mode: snapshot` dataset checked its location and keeps
+    /// serving what it has: Ready again after an error.
+    pub fn snapshot_checked(&self) {
+        let mut state = self.state();
+        if state.status != DatasetStatus::Ready && self.acceleration.current().is_some() {
+            state.error_message = None;
+            self.set_status(&mut state, DatasetStatus::Ready);
+        }
+    }
+
+    /// This writer published `snapshot`.
+    pub fn snapshot_published(&self, snapshot: SnapshotReport) {
+        self.state().snapshot = Some(snapshot);
     }
 
     /// The source answers again: a dataset serving its acceleration while

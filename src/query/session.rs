@@ -553,11 +553,40 @@ impl Session {
 
     async fn run_command(&mut self, command: &Command) -> Result<Outcome, PgError> {
         if let Some(error) = command.refusal() {
-            return Err(error);
+            return Err(self.explain_refusal(command, error));
         }
         let outcome = self.command_outcome(command).await;
         self.publish_cursors();
         outcome
+    }
+
+    /// A write to a dataset that follows snapshots says so: its rows change
+    /// only when its writer publishes a newer snapshot.
+    fn explain_refusal(&self, command: &Command, error: PgError) -> PgError {
+        let Command::ReadOnly {
+            table: Some(table), ..
+        } = command
+        else {
+            return error;
+        };
+        let name = table.replace('"', "");
+        let dataset = self
+            .engine
+            .registry
+            .get(&name)
+            .or_else(|| self.engine.registry.get(&name.to_lowercase()));
+        match dataset {
+            Some(dataset)
+                if dataset.config.acceleration.refresh_mode
+                    == crate::config::RefreshMode::Snapshot =>
+            {
+                error.with_detail(format!(
+                    "Dataset '{}' is driven by snapshots (refresh_mode: snapshot): its rows change only when its writer publishes a newer snapshot.",
+                    dataset.name()
+                ))
+            }
+            _ => error,
+        }
     }
 
     /// Shows the open cursors in `pg_cursors`.

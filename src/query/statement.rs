@@ -60,9 +60,11 @@ pub enum Command {
     Deallocate(Option<String>),
     /// `UNLISTEN`: accepted, there is nothing to stop listening to.
     Unlisten,
-    /// A write or DDL, refused with 25006; the command name PostgreSQL uses.
+    /// A write or DDL, refused with 25006; the command name PostgreSQL
+    /// uses, and the table a write names.
     ReadOnly {
         command: String,
+        table: Option<String>,
     },
     /// A statement pgaccel does not run, refused with 0A000.
     Unsupported {
@@ -216,9 +218,35 @@ fn refusal(statement: &Statement) -> Command {
         || command.starts_with("DROP ")
         || command.starts_with("REFRESH ");
     if writes {
-        Command::ReadOnly { command }
+        Command::ReadOnly {
+            command,
+            table: written_table(statement),
+        }
     } else {
         Command::Unsupported { command }
+    }
+}
+
+/// The table an INSERT, UPDATE, DELETE or TRUNCATE writes, as written.
+fn written_table(statement: &Statement) -> Option<String> {
+    use datafusion::sql::sqlparser::ast::{FromTable, TableFactor, TableObject};
+    let relation = |factor: &TableFactor| match factor {
+        TableFactor::Table { name, .. } => Some(name.to_string()),
+        _ => None,
+    };
+    match statement {
+        Statement::Insert(insert) => match &insert.table {
+            TableObject::TableName(name) => Some(name.to_string()),
+            _ => None,
+        },
+        Statement::Update(update) => relation(&update.table.relation),
+        Statement::Delete(delete) => match &delete.from {
+            FromTable::WithFromKeyword(tables) | FromTable::WithoutKeyword(tables) => {
+                relation(&tables.first()?.relation)
+            }
+        },
+        Statement::Truncate(truncate) => Some(truncate.table_names.first()?.name.to_string()),
+        _ => None,
     }
 }
 
@@ -527,6 +555,10 @@ fn classify_copy(
     if !to {
         return Ok(Command::ReadOnly {
             command: "COPY FROM".to_owned(),
+            table: match source {
+                CopySource::Table { table_name, .. } => Some(table_name.to_string()),
+                CopySource::Query(_) => None,
+            },
         });
     }
     if !matches!(target, CopyTarget::Stdout) {
@@ -889,7 +921,7 @@ impl Command {
     /// The error for a statement pgaccel refuses, if this is one.
     pub fn refusal(&self) -> Option<PgError> {
         match self {
-            Command::ReadOnly { command } => Some(sqlstate::read_only(command)),
+            Command::ReadOnly { command, .. } => Some(sqlstate::read_only(command)),
             Command::Unsupported { command } => Some(PgError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 format!(
@@ -928,7 +960,7 @@ mod tests {
             ),
         ] {
             match classify_sql(sql) {
-                Command::ReadOnly { command } => assert_eq!(command, expected, "{sql}"),
+                Command::ReadOnly { command, .. } => assert_eq!(command, expected, "{sql}"),
                 other => panic!("{sql}: {other:?}"),
             }
         }

@@ -12,6 +12,7 @@ mod persisted;
 mod retention;
 pub mod retry;
 pub mod schedule;
+mod snapshot;
 
 use std::fmt::Display;
 use std::sync::Arc;
@@ -21,9 +22,10 @@ use chrono::Utc;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
-use crate::config::{RefreshMode, ZeroResults};
-use crate::dataset::Dataset;
+use crate::config::{RefreshMode, SnapshotMode, ZeroResults};
+use crate::dataset::{Dataset, SnapshotReport};
 use crate::metrics;
+use crate::snapshot::{self as snapshots, Publisher};
 use crate::source::{ReadFilter, Source, SourceError, TimeBound};
 
 pub use full::{Published, STALL_LIMIT, set_stall_limit_for_tests};
@@ -74,15 +76,64 @@ impl RefreshError {
     }
 }
 
-/// Runs the refresh loop of one dataset until `shutdown` fires.
-pub async fn run(dataset: Arc<Dataset>, partitions: usize, shutdown: CancellationToken) {
+/// Runs the refresh loop of one dataset until `shutdown` fires; with
+/// `snapshots`, the dataset restores, publishes or follows acceleration
+/// snapshots as its `acceleration.snapshots` says.
+pub async fn run(
+    dataset: Arc<Dataset>,
+    partitions: usize,
+    snapshots: Option<snapshots::Setup>,
+    shutdown: CancellationToken,
+) {
     let acceleration = &dataset.config.acceleration;
+    if acceleration.refresh_mode == RefreshMode::Snapshot {
+        match snapshots {
+            Some(setup) => snapshot::run(dataset, setup, partitions, shutdown).await,
+            None => {
+                error!(dataset = %dataset.name(), "refresh_mode: snapshot without a snapshot location")
+            }
+        }
+        return;
+    }
     let (scheduled, jitter) = (acceleration.schedule.clone(), acceleration.jitter);
     let append = match acceleration.refresh_mode {
         RefreshMode::Append => append::Plan::of(&dataset.config),
         _ => None,
     };
-    let startup = persisted::open(&dataset, partitions).await;
+    let mode = acceleration.snapshots;
+    let restored = match (&snapshots, acceleration.file_path(&dataset.name())) {
+        (Some(setup), Some(file))
+            if matches!(mode, SnapshotMode::Enabled | SnapshotMode::BootstrapOnly)
+                && !file.exists() =>
+        {
+            snapshots::restore::bootstrap(
+                &setup.location,
+                &dataset.name(),
+                &file,
+                setup.on_failure,
+                &shutdown,
+            )
+            .await
+        }
+        _ => None,
+    };
+    let publisher = snapshots
+        .filter(|_| matches!(mode, SnapshotMode::Enabled | SnapshotMode::CreateOnly))
+        .map(|setup| {
+            Publisher::start(
+                Arc::clone(&dataset),
+                acceleration.engine,
+                setup.location,
+                shutdown.clone(),
+            )
+        });
+    let from_snapshot = restored.map(|entry| SnapshotReport {
+        id: entry.id,
+        created_at: entry.created_at,
+        origin: "restored",
+    });
+    let keeps_time = publisher.is_none() && from_snapshot.is_none();
+    let startup = persisted::open(&dataset, partitions, keeps_time, from_snapshot).await;
     let retention = retention::policy(&dataset.config);
     // The first retention check runs at startup, or once data is loaded.
     let mut retention_wake = retention.as_ref().map(|_| tokio::time::Instant::now());
@@ -177,6 +228,11 @@ pub async fn run(dataset: Arc<Dataset>, partitions: usize, shutdown: Cancellatio
         {
             retention::run(&refresher.dataset, policy).await;
             retention_pending = false;
+        }
+        if outcome.is_ok()
+            && let Some(publisher) = &publisher
+        {
+            publisher.publish().await;
         }
         wake = refresher.schedule_next(outcome.is_ok());
         initial = false;

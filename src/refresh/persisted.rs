@@ -13,7 +13,7 @@ use tracing::{debug, error, info};
 
 use crate::accelerator::{Persisted, Store, TableData, TableDataBuilder};
 use crate::config::{DatasetConfig, Mode, RefreshMode, RefreshOnStartup, SourceRef};
-use crate::dataset::Dataset;
+use crate::dataset::{Dataset, SnapshotReport};
 use crate::metrics;
 
 use super::schedule;
@@ -59,8 +59,15 @@ fn waits_for_source(config: &DatasetConfig) -> Option<String> {
 }
 
 /// Opens the file of a file acceleration (a no-op for memory ones) and
-/// serves what it holds where allowed.
-pub async fn open(dataset: &Dataset, partitions: usize) -> Startup {
+/// serves what it holds where allowed. `keeps_time`: the checkpoint's last
+/// refresh time is reported (not for a dataset that creates snapshots or
+/// was restored from one, `from_snapshot`, until a refresh completes).
+pub async fn open(
+    dataset: &Dataset,
+    partitions: usize,
+    keeps_time: bool,
+    from_snapshot: Option<SnapshotReport>,
+) -> Startup {
     let name = dataset.name();
     let config = &dataset.config;
     let Some(path) = config.acceleration.file_path(&name) else {
@@ -119,7 +126,7 @@ pub async fn open(dataset: &Dataset, partitions: usize) -> Startup {
     };
     metrics::restored(
         &name,
-        checkpoint.last_refresh.timestamp_millis(),
+        keeps_time.then(|| checkpoint.last_refresh.timestamp_millis()),
         data.rows(),
         data.bytes(),
         data.index_bytes(),
@@ -131,7 +138,10 @@ pub async fn open(dataset: &Dataset, partitions: usize) -> Startup {
         "serving the acceleration file from the last run"
     );
     dataset.acceleration.publish(data);
-    dataset.restored(checkpoint.last_refresh);
+    match from_snapshot {
+        Some(snapshot) => dataset.snapshot_restored(snapshot),
+        None => dataset.restored(keeps_time.then_some(checkpoint.last_refresh)),
+    }
     let acceleration = &config.acceleration;
     let configured_sql = dataset.refresh_sql().map(|sql| sql.as_str().to_owned());
     if configured_sql != checkpoint.refresh_sql {
@@ -159,7 +169,8 @@ pub async fn open(dataset: &Dataset, partitions: usize) -> Startup {
     }
 }
 
-fn build(
+/// The in-memory acceleration of rows read from a file.
+pub(super) fn build(
     schema: &SchemaRef,
     batches: Vec<RecordBatch>,
     primary_key: &[String],

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every client that run.sh drives into a cache folder outside the
+# Installs every client that run.sh drives, and the S3/SQS server of the
+# snapshot tests, into a cache folder outside the
 # repository. Idempotent: each part records a hash of what it was installed
 # from, and a second run skips every part whose inputs did not change.
 #
@@ -58,6 +59,21 @@ setup_jdbc_driver() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpostgresql-jdbc-java >/dev/null
 }
 
+setup_moto() {
+    # moto_server: one loopback port speaking S3 (conditional GET and PUT)
+    # and SQS, for the snapshot tests.
+    local venv="$DIR/moto" stamp="$DIR/moto/.pgaccel-stamp" want
+    want="$(inputs_hash "$HERE/moto-requirements.txt")"
+    if stamp_matches "$stamp" "$want" && [[ -x "$venv/bin/moto_server" ]]; then
+        log "moto_server up to date ($venv)"
+        return
+    fi
+    log "installing moto_server into $venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$HERE/moto-requirements.txt"
+    echo "$want" > "$stamp"
+}
+
 setup_java_check() {
     local classes="$DIR/java" stamp="$DIR/java/.pgaccel-stamp" want
     # The jar is part of the inputs: an upgraded driver recompiles the check.
@@ -84,6 +100,7 @@ setup_go() {
 }
 
 setup_python
+setup_moto
 setup_node
 setup_jdbc_driver
 setup_java_check

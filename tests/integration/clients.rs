@@ -17,31 +17,10 @@ use std::time::Duration;
 
 use tokio::process::Command;
 
-use crate::support::{SOURCE_DSN, Server, SourceSchema};
-
-fn clients_dir() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients"))
-}
-
-/// Runs a script of `tests/clients` to the end, with a deadline; returns
-/// whether it succeeded and what it printed.
-async fn run(script: &str, env: &[(&str, String)]) -> (bool, String) {
-    let mut command = Command::new("bash");
-    command
-        .arg(clients_dir().join(script))
-        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .kill_on_drop(true);
-    let output = tokio::time::timeout(Duration::from_secs(600), command.output())
-        .await
-        .unwrap_or_else(|_| panic!("{script} did not finish within 10 minutes"))
-        .unwrap_or_else(|e| panic!("run {script}: {e}"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (output.status.success(), text)
-}
+use crate::support::{
+    SOURCE_DSN, Server, SourceSchema, clients_dir, installed_clients_dir, run_script,
+    set_up_clients,
+};
 
 fn checks_env(dsn: &str, schema: &str, target: &str) -> Vec<(&'static str, String)> {
     vec![
@@ -51,26 +30,8 @@ fn checks_env(dsn: &str, schema: &str, target: &str) -> Vec<(&'static str, Strin
     ]
 }
 
-/// Installs the clients once per test process (tests run in parallel).
-async fn set_up_clients() {
-    static INSTALLED: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
-    INSTALLED
-        .get_or_init(|| async {
-            let (installed, log) = run("setup.sh", &[]).await;
-            assert!(installed, "tests/clients/setup.sh failed:\n{log}");
-        })
-        .await;
-}
-
 fn python() -> PathBuf {
-    let dir = std::env::var_os("PGACCEL_CLIENTS_DIR").map_or_else(
-        || {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into()))
-                .join(".cache/pgaccel-clients")
-        },
-        PathBuf::from,
-    );
-    dir.join("venv/bin/python")
+    installed_clients_dir().join("venv/bin/python")
 }
 
 /// What one client printed for `SELECT pg_is_in_recovery()` on the server
@@ -171,7 +132,8 @@ async fn real_clients_pass_their_checks_against_postgres_and_pgaccel() {
     source.execute(&fixture).await;
 
     // The checks are right: PostgreSQL passes every one of them.
-    let (passed, log) = run("run.sh", &checks_env(SOURCE_DSN, &source.name, "postgres")).await;
+    let (passed, log) =
+        run_script("run.sh", &checks_env(SOURCE_DSN, &source.name, "postgres")).await;
     assert!(
         passed,
         "the client checks fail against PostgreSQL itself:\n{log}"
@@ -179,7 +141,7 @@ async fn real_clients_pass_their_checks_against_postgres_and_pgaccel() {
 
     let server = Server::start(&source.served_datasets(&["all_types", "orders"])).await;
     server.wait_ready().await;
-    let (passed, log) = run(
+    let (passed, log) = run_script(
         "run.sh",
         &checks_env(&server.dsn(), &source.name, "pgaccel"),
     )

@@ -22,6 +22,7 @@ mod refresh_sql;
 mod retention;
 mod schedules;
 mod sessions;
+mod snapshots;
 mod sqlite;
 mod stalls;
 mod support;

@@ -3,9 +3,9 @@
 //! a dataset with nothing loaded is an unknown table until its source
 //! answers; `ready_state` decides readiness and where queries go meanwhile.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::support::{MysqlDatabase, Relay, Server, SourceSchema, logs, sqlstate};
+use crate::support::{MysqlDatabase, Relay, Server, SourceSchema, eventually, logs, sqlstate};
 
 /// A dataset entry reading `{schema}.{table}` through `relay`.
 fn via(relay: &Relay, source: &SourceSchema, table: &str, name: &str, extra: &str) -> String {
@@ -18,19 +18,6 @@ fn via(relay: &Relay, source: &SourceSchema, table: &str, name: &str, extra: &st
 
 async fn count(client: &tokio_postgres::Client, sql: &str) -> Result<i64, tokio_postgres::Error> {
     client.query_one(sql, &[]).await.map(|row| row.get(0))
-}
-
-/// Polls `check` every 50 ms until it holds (at most 30 s).
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !check().await {
-        assert!(Instant::now() < deadline, "{what}: not within 30s");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[tokio::test]

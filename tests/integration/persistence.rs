@@ -3,13 +3,12 @@
 //! `kill -9` at any point of a refresh leaves the complete old or new data.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rand::Rng;
 
 use crate::support::{
-    MysqlDatabase, Relay, Server, SourceSchema, connect, logs, simple_rows, sqlstate,
+    MysqlDatabase, Process, Relay, Server, SourceSchema, logs, simple_rows, sqlstate,
 };
 
 const ENGINES: [&str; 2] = ["sqlite", "duckdb"];
@@ -319,81 +318,6 @@ async fn a_dataset_that_cannot_serve_its_file_says_why_and_waits_for_its_source(
     );
 }
 
-/// A free TCP port on 127.0.0.1 (free when this returns).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// pgaccel as a process of its own, so that it can be killed.
-struct Process {
-    child: Child,
-    pg: u16,
-    http: u16,
-}
-
-impl Process {
-    fn start(folder: &Path, datasets: &str) -> Process {
-        let (pg, http) = (free_port(), free_port());
-        let config = folder.join("pgaccel.yaml");
-        std::fs::write(
-            &config,
-            format!(
-                "runtime:\n  pg: {{ listen: 127.0.0.1:{pg} }}\n  http: {{ listen: 127.0.0.1:{http} }}\ndatasets:\n{datasets}"
-            ),
-        )
-        .unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_pgaccel"))
-            .args(["run", "--config"])
-            .arg(&config)
-            .current_dir(folder)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start pgaccel");
-        Process { child, pg, http }
-    }
-
-    async fn wait_ready(&self) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let url = format!("http://127.0.0.1:{}/v1/ready", self.http);
-        loop {
-            if let Ok(response) = reqwest::get(&url).await
-                && response.status() == 200
-            {
-                return;
-            }
-            assert!(Instant::now() < deadline, "pgaccel not ready within 60s");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    /// The `GET /v1/datasets?status=true` entry of `name`.
-    async fn status(&self, name: &str) -> serde_json::Value {
-        let url = format!("http://127.0.0.1:{}/v1/datasets?status=true", self.http);
-        let list: Vec<serde_json::Value> = reqwest::get(&url).await.unwrap().json().await.unwrap();
-        list.into_iter()
-            .find(|entry| entry["name"] == name)
-            .unwrap_or_else(|| panic!("dataset {name} missing"))
-    }
-
-    fn kill(mut self) {
-        // SIGKILL: no shutdown code runs.
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[tokio::test]
 async fn kill_9_during_a_refresh_leaves_the_complete_old_or_new_data() {
     const ROWS: i64 = 30_000;
@@ -421,13 +345,9 @@ async fn kill_9_during_a_refresh_leaves_the_complete_old_or_new_data() {
         let (mut old, mut new) = (0, 0);
         let mut rng = rand::rng();
         for round in 1..=ROUNDS {
-            let process = Process::start(folder.path(), &datasets);
+            let process = Process::start(folder.path(), "", &datasets);
             process.wait_ready().await;
-            let replica = connect(&format!(
-                "host=127.0.0.1 port={} user=tester dbname=test",
-                process.pg
-            ))
-            .await;
+            let replica = process.client().await;
             let rows = simple_rows(
                 &replica,
                 "SELECT count(*), min(version), max(version) FROM killed",
@@ -453,16 +373,10 @@ async fn kill_9_during_a_refresh_leaves_the_complete_old_or_new_data() {
             source
                 .execute(&format!("UPDATE {{schema}}.t SET version = {round}"))
                 .await;
-            let client = reqwest::Client::new();
-            let response = client
-                .post(format!(
-                    "http://127.0.0.1:{}/v1/datasets/killed/acceleration/refresh",
-                    process.http
-                ))
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(response.status(), 201);
+            let (status, body) = process
+                .post("/v1/datasets/killed/acceleration/refresh")
+                .await;
+            assert_eq!(status, 201, "{body}");
             let wait = rng.random_range(0..1000);
             tokio::time::sleep(Duration::from_millis(wait)).await;
             process.kill();
@@ -470,38 +384,16 @@ async fn kill_9_during_a_refresh_leaves_the_complete_old_or_new_data() {
         eprintln!("{engine}: after a kill, {old} restarts found the old data and {new} the new");
         // A refresh that completed before the kill is never lost: without
         // this, a refresh that never reached the file would pass as "old".
-        let process = Process::start(folder.path(), &datasets);
+        let process = Process::start(folder.path(), "", &datasets);
         process.wait_ready().await;
-        let before = process.status("killed").await["last_refresh"].clone();
         source
             .execute(&format!("UPDATE {{schema}}.t SET version = {}", ROUNDS + 1))
             .await;
-        let url = format!(
-            "http://127.0.0.1:{}/v1/datasets/killed/acceleration/refresh",
-            process.http
-        );
-        let response = reqwest::Client::new().post(url).send().await.unwrap();
-        assert_eq!(response.status(), 201);
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let status = process.status("killed").await;
-            if status["last_refresh"] != before && status["status"] == "Ready" {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{engine}: refresh did not complete: {status}"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        process.refresh("killed").await;
         process.kill();
-        let process = Process::start(folder.path(), &datasets);
+        let process = Process::start(folder.path(), "", &datasets);
         process.wait_ready().await;
-        let replica = connect(&format!(
-            "host=127.0.0.1 port={} user=tester dbname=test",
-            process.pg
-        ))
-        .await;
+        let replica = process.client().await;
         let rows = simple_rows(
             &replica,
             "SELECT count(*), min(version), max(version) FROM killed",

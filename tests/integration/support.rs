@@ -96,7 +96,7 @@ pub async fn connect(dsn: &str) -> Client {
 /// A pgaccel running in this process.
 pub struct Server {
     pub runtime: Runtime,
-    pub http: reqwest::Client,
+    endpoint: Endpoint,
 }
 
 impl Server {
@@ -113,8 +113,96 @@ impl Server {
         capture_logs();
         let config = pgaccel::config::from_yaml_str(yaml).unwrap_or_else(|e| panic!("{yaml}\n{e}"));
         let runtime = Runtime::start(config).await.expect("pgaccel starts");
-        Server {
-            runtime,
+        let endpoint = Endpoint::new(runtime.pg_addr(), runtime.http_addr());
+        Server { runtime, endpoint }
+    }
+}
+
+impl std::ops::Deref for Server {
+    type Target = Endpoint;
+
+    fn deref(&self) -> &Endpoint {
+        &self.endpoint
+    }
+}
+
+/// A free TCP port on 127.0.0.1 (free when this returns).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// pgaccel as a process of its own (the built binary), so that it can be
+/// killed, or run beside others as separate machines would.
+pub struct Process {
+    child: std::process::Child,
+    endpoint: Endpoint,
+}
+
+impl Process {
+    /// Starts `pgaccel run` in `folder` with `top` (top-level blocks other
+    /// than `runtime`) and `datasets` (YAML list entries) on free ports;
+    /// its log goes to `folder/pgaccel.log`.
+    pub fn start(folder: &std::path::Path, top: &str, datasets: &str) -> Process {
+        let (pg, http) = (free_port(), free_port());
+        let config = folder.join("pgaccel.yaml");
+        std::fs::write(
+            &config,
+            format!(
+                "runtime:\n  pg: {{ listen: 127.0.0.1:{pg} }}\n  http: {{ listen: 127.0.0.1:{http} }}\n{top}datasets:\n{datasets}"
+            ),
+        )
+        .unwrap();
+        let log = std::fs::File::create(folder.join("pgaccel.log")).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_pgaccel"))
+            .args(["run", "--config"])
+            .arg(&config)
+            .current_dir(folder)
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start pgaccel");
+        let endpoint = Endpoint::new(([127, 0, 0, 1], pg).into(), ([127, 0, 0, 1], http).into());
+        Process { child, endpoint }
+    }
+
+    /// Stops it with SIGKILL: no shutdown code runs.
+    pub fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl std::ops::Deref for Process {
+    type Target = Endpoint;
+
+    fn deref(&self) -> &Endpoint {
+        &self.endpoint
+    }
+}
+
+/// How a test reaches a pgaccel: its PostgreSQL port and its HTTP API.
+pub struct Endpoint {
+    pub pg: std::net::SocketAddr,
+    pub http_addr: std::net::SocketAddr,
+    pub http: reqwest::Client,
+}
+
+impl Endpoint {
+    fn new(pg: std::net::SocketAddr, http_addr: std::net::SocketAddr) -> Endpoint {
+        Endpoint {
+            pg,
+            http_addr,
             http: reqwest::Client::new(),
         }
     }
@@ -122,7 +210,7 @@ impl Server {
     pub fn dsn(&self) -> String {
         format!(
             "host=127.0.0.1 port={} user=tester dbname=test",
-            self.runtime.pg_addr().port()
+            self.pg.port()
         )
     }
 
@@ -131,11 +219,16 @@ impl Server {
     }
 
     pub fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.runtime.http_addr())
+        format!("http://{}{path}", self.http_addr)
     }
 
     pub async fn get(&self, path: &str) -> (u16, String) {
-        let response = self.http.get(self.url(path)).send().await.expect("GET");
+        let response = self
+            .http
+            .get(self.url(path))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"));
         (
             response.status().as_u16(),
             response.text().await.unwrap_or_default(),
@@ -174,7 +267,14 @@ impl Server {
     /// Waits until `/v1/ready` answers 200.
     pub async fn wait_ready(&self) {
         let deadline = Instant::now() + Duration::from_secs(60);
-        while self.get("/v1/ready").await.0 != 200 {
+        // A process may not be listening yet: no answer is "not ready".
+        while !self
+            .http
+            .get(self.url("/v1/ready"))
+            .send()
+            .await
+            .is_ok_and(|response| response.status() == 200)
+        {
             assert!(Instant::now() < deadline, "pgaccel not ready within 60s");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -523,5 +623,151 @@ impl<'a> tokio_postgres::types::FromSql<'a> for Raw {
 
     fn accepts(_: &tokio_postgres::types::Type) -> bool {
         true
+    }
+}
+
+/// Polls `check` every 50 ms until it holds; fails the test naming `what`
+/// after 60 s.
+pub async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !check().await {
+        assert!(Instant::now() < deadline, "{what}: not within 60s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+pub fn clients_dir() -> std::path::PathBuf {
+    std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients"))
+}
+
+/// Where `tests/clients/setup.sh` installs the clients.
+pub fn installed_clients_dir() -> std::path::PathBuf {
+    std::env::var_os("PGACCEL_CLIENTS_DIR").map_or_else(
+        || {
+            std::path::PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into()))
+                .join(".cache/pgaccel-clients")
+        },
+        std::path::PathBuf::from,
+    )
+}
+
+/// Runs a script of `tests/clients` to the end, with a deadline; returns
+/// whether it succeeded and what it printed.
+pub async fn run_script(script: &str, env: &[(&str, String)]) -> (bool, String) {
+    let mut command = tokio::process::Command::new("bash");
+    command
+        .arg(clients_dir().join(script))
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(Duration::from_secs(600), command.output())
+        .await
+        .unwrap_or_else(|_| panic!("{script} did not finish within 10 minutes"))
+        .unwrap_or_else(|e| panic!("run {script}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), text)
+}
+
+/// Installs the clients and moto_server once per test process (tests run
+/// in parallel).
+pub async fn set_up_clients() {
+    static INSTALLED: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+    INSTALLED
+        .get_or_init(|| async {
+            let (installed, log) = run_script("setup.sh", &[]).await;
+            assert!(installed, "tests/clients/setup.sh failed:\n{log}");
+        })
+        .await;
+}
+
+/// The S3- and SQS-compatible server of the tests: moto_server on
+/// `PGACCEL_TEST_S3_PORT` (default 45999). `.ci/run` starts it; when
+/// nothing answers there this starts it, detached, so that a plain `cargo
+/// test` works too. It keeps running after the tests, like the databases.
+pub async fn s3_endpoint() -> String {
+    static ENDPOINT: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
+    ENDPOINT
+        .get_or_init(|| async {
+            let port: u16 = std::env::var("PGACCEL_TEST_S3_PORT")
+                .ok()
+                .and_then(|port| port.parse().ok())
+                .unwrap_or(45999);
+            let endpoint = format!("http://127.0.0.1:{port}");
+            let answers = || async {
+                reqwest::get(format!("{endpoint}/moto-api/"))
+                    .await
+                    .is_ok_and(|response| response.status().is_success())
+            };
+            if !answers().await {
+                set_up_clients().await;
+                let server = installed_clients_dir().join("moto/bin/moto_server");
+                let log = std::fs::File::create(
+                    std::env::temp_dir().join(format!("pgaccel-moto-{port}.log")),
+                )
+                .expect("moto_server log");
+                // `setsid --fork` detaches it and returns at once: the server
+                // outlives this test process, and nothing is left to reap.
+                let started = std::process::Command::new("setsid")
+                    .arg("--fork")
+                    .arg(&server)
+                    .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+                    .stdin(std::process::Stdio::null())
+                    .stdout(log.try_clone().unwrap())
+                    .stderr(log)
+                    .status()
+                    .unwrap_or_else(|e| panic!("start {}: {e}", server.display()));
+                assert!(started.success(), "start {}: {started}", server.display());
+                eventually("moto_server answers", answers).await;
+            }
+            endpoint
+        })
+        .await
+        .clone()
+}
+
+/// A bucket of its own on the test S3 server, named uniquely (moto keeps
+/// buckets in memory until it stops).
+pub struct S3Bucket {
+    pub endpoint: String,
+    pub name: String,
+}
+
+static BUCKETS: AtomicUsize = AtomicUsize::new(0);
+
+impl S3Bucket {
+    pub async fn create(prefix: &str) -> S3Bucket {
+        let endpoint = s3_endpoint().await;
+        let name = format!(
+            "{}-{}-{}",
+            prefix.replace('_', "-"),
+            std::process::id(),
+            BUCKETS.fetch_add(1, Ordering::Relaxed)
+        );
+        // moto accepts unsigned requests: CreateBucket is a bare PUT.
+        let response = reqwest::Client::new()
+            .put(format!("{endpoint}/{name}"))
+            .send()
+            .await
+            .expect("create bucket");
+        assert!(
+            response.status().is_success(),
+            "create bucket {name}: {response:?}"
+        );
+        S3Bucket { endpoint, name }
+    }
+
+    /// The `params` keys that reach this bucket.
+    pub fn params(&self) -> String {
+        format!(
+            "{{ s3_auth: key, s3_key: test, s3_secret: test, s3_region: us-east-1, s3_endpoint: '{}', allow_http: true }}",
+            self.endpoint
+        )
     }
 }

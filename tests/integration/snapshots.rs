@@ -1,0 +1,666 @@
+//! Acceleration snapshots: a writer publishes its file acceleration after
+//! each refresh; replicas restore the current snapshot and follow newer
+//! ones without ever reaching their source (the replicas here are given no
+//! connection parameters at all).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use object_store::{ObjectStoreExt, PutPayload};
+use pgaccel::config::Secret;
+use pgaccel::snapshot::Location;
+use pgaccel::snapshot::metadata::{self, MetadataError, Read};
+use serde_json::Value;
+
+use crate::support::{
+    Endpoint, Process, S3Bucket, Server, SourceSchema, eventually, logs, simple_rows, sqlstate,
+};
+
+/// A dataset entry reading `{schema}.t` (from the real PostgreSQL with
+/// `connected`, otherwise with no connection parameters at all, as a
+/// replica that never contacts its source is configured), kept by `engine`
+/// in `file`, with `acceleration` keys added.
+fn entry(
+    source: &SourceSchema,
+    connected: bool,
+    name: &str,
+    engine: &str,
+    file: &Path,
+    acceleration: &str,
+) -> String {
+    let params = if connected {
+        "    params: { pg_host: 127.0.0.1, pg_port: 5432, pg_db: test, pg_user: postgres, pg_sslmode: disable }\n"
+    } else {
+        ""
+    };
+    format!(
+        "  - from: postgres:{schema}.t\n    name: {name}\n{params}    acceleration:\n      engine: {engine}\n      mode: file\n      params: {{ {engine}_file: '{file}' }}\n{acceleration}",
+        schema = source.name,
+        file = file.display(),
+    )
+}
+
+/// A whole configuration: listeners on free ports, `snapshots` (a
+/// top-level block or nothing) and the dataset entries.
+fn config(snapshots: &str, datasets: &str) -> String {
+    format!(
+        "runtime:\n  pg: {{ listen: 127.0.0.1:0 }}\n  http: {{ listen: 127.0.0.1:0 }}\n{snapshots}datasets:\n{datasets}"
+    )
+}
+
+/// Where a test's snapshots live, and the same location opened through
+/// pgaccel's own `Location`, so that the test reads and rewrites
+/// metadata.json as another writer would.
+struct Place {
+    /// The top-level `snapshots` block that names it.
+    block: String,
+    location: Location,
+}
+
+impl Place {
+    fn folder(path: &Path) -> Place {
+        let url = format!("file://{}", path.display());
+        Place {
+            block: format!("snapshots:\n  enabled: true\n  location: '{url}'\n"),
+            location: Location::open(&url, &BTreeMap::new()).unwrap(),
+        }
+    }
+
+    fn s3(bucket: &S3Bucket) -> Place {
+        let url = format!("s3://{}/replicas/", bucket.name);
+        let params = [
+            ("s3_auth", "key"),
+            ("s3_key", "test"),
+            ("s3_secret", "test"),
+            ("s3_region", "us-east-1"),
+            ("s3_endpoint", &bucket.endpoint),
+            ("allow_http", "true"),
+        ]
+        .into_iter()
+        .map(|(key, value)| (key.to_owned(), Secret::new(value)))
+        .collect();
+        Place {
+            block: format!(
+                "snapshots:\n  enabled: true\n  location: '{url}'\n  params: {}\n",
+                bucket.params()
+            ),
+            location: Location::open(&url, &params).unwrap(),
+        }
+    }
+
+    async fn metadata(&self) -> Value {
+        match self
+            .location
+            .store
+            .get(&self.location.path("metadata.json"))
+            .await
+        {
+            Ok(result) => serde_json::from_slice(&result.bytes().await.unwrap()).unwrap(),
+            Err(_) => Value::Null,
+        }
+    }
+
+    async fn current_id(&self, name: &str) -> Option<String> {
+        self.metadata().await["datasets"][name]["current"]
+            .as_str()
+            .map(str::to_owned)
+    }
+
+    /// Replaces metadata.json unconditionally.
+    async fn write_metadata(&self, metadata: &Value) {
+        self.location
+            .store
+            .put(
+                &self.location.path("metadata.json"),
+                PutPayload::from(serde_json::to_vec_pretty(metadata).unwrap()),
+            )
+            .await
+            .unwrap();
+    }
+
+    async fn delete_metadata(&self) {
+        self.location
+            .store
+            .delete(&self.location.path("metadata.json"))
+            .await
+            .unwrap();
+    }
+}
+
+async fn count(server: &Endpoint, name: &str) -> i64 {
+    let rows = simple_rows(
+        &server.client().await,
+        &format!("SELECT count(*) FROM {name}"),
+    )
+    .await;
+    rows[0][0].as_deref().unwrap().parse().unwrap()
+}
+
+/// Asserts that a failed poll left `name` serving: Ready, or Refreshing
+/// during the next poll's download, never Error.
+async fn still_serving(server: &Endpoint, name: &str) {
+    let status = server.dataset_status(name).await;
+    assert!(
+        status["status"] == "Ready" || status["status"] == "Refreshing",
+        "{status}"
+    );
+}
+
+/// The value of counter `metric` for dataset `name` with `label` = `value`.
+async fn counter(server: &Endpoint, metric: &str, name: &str, label: &str, value: &str) -> u64 {
+    let (_, text) = server.get("/metrics").await;
+    text.lines()
+        .filter(|line| line.starts_with(metric))
+        .filter(|line| {
+            line.contains(&format!("dataset=\"{name}\""))
+                && line.contains(&format!("{label}=\"{value}\""))
+        })
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .map(|value| value as u64)
+        .sum()
+}
+
+/// The count of `dataset_acceleration_refresh_errors` for `name` and `reason`.
+async fn refresh_errors(server: &Endpoint, name: &str, reason: &str) -> u64 {
+    counter(
+        server,
+        "dataset_acceleration_refresh_errors",
+        name,
+        "reason",
+        reason,
+    )
+    .await
+}
+
+async fn bootstraps(server: &Endpoint, name: &str, outcome: &str) -> u64 {
+    counter(
+        server,
+        "dataset_acceleration_snapshot_bootstraps",
+        name,
+        "outcome",
+        outcome,
+    )
+    .await
+}
+
+#[tokio::test]
+async fn replicas_follow_a_writer_through_a_folder() {
+    for engine in ["duckdb", "sqlite"] {
+        let folder = tempfile::tempdir().unwrap();
+        let place = Place::folder(&folder.path().join("snapshots"));
+        replicas_restore_and_follow_the_writer(&place, engine, folder.path(), false).await;
+    }
+}
+
+/// Through S3, the writer and the replicas are processes of their own (the
+/// built binary), as on separate machines.
+#[tokio::test]
+async fn replicas_follow_a_writer_through_s3() {
+    for engine in ["duckdb", "sqlite"] {
+        let bucket = S3Bucket::create("snapshots").await;
+        let folder = tempfile::tempdir().unwrap();
+        let place = Place::s3(&bucket);
+        replicas_restore_and_follow_the_writer(&place, engine, folder.path(), true).await;
+    }
+}
+
+/// A pgaccel of the tests: in this process, or the built binary as a
+/// process of its own.
+enum Node {
+    Here(Server),
+    Spawned(Process, PathBuf),
+}
+
+impl Node {
+    /// Starts one with `block` and `datasets`; `spawned` in `folder`.
+    async fn start(spawned: bool, folder: &Path, block: &str, datasets: &str) -> Node {
+        if spawned {
+            std::fs::create_dir_all(folder).unwrap();
+            Node::Spawned(
+                Process::start(folder, block, datasets),
+                folder.join("pgaccel.log"),
+            )
+        } else {
+            Node::Here(Server::start_with_config(&config(block, datasets)).await)
+        }
+    }
+
+    /// Its log lines.
+    fn log(&self) -> Vec<String> {
+        match self {
+            Node::Here(_) => logs(),
+            Node::Spawned(_, log) => std::fs::read_to_string(log)
+                .unwrap_or_default()
+                .lines()
+                .map(str::to_owned)
+                .collect(),
+        }
+    }
+}
+
+impl std::ops::Deref for Node {
+    type Target = Endpoint;
+
+    fn deref(&self) -> &Endpoint {
+        match self {
+            Node::Here(server) => server,
+            Node::Spawned(process, _) => process,
+        }
+    }
+}
+
+/// One writer and two replicas sharing `place` (`spawned`: as processes of
+/// their own); `files` holds their acceleration files.
+async fn replicas_restore_and_follow_the_writer(
+    place: &Place,
+    engine: &str,
+    files: &Path,
+    spawned: bool,
+) {
+    {
+        let source = SourceSchema::create("snapshots").await;
+        source
+            .execute("CREATE TABLE {schema}.t (id int PRIMARY KEY, v text); INSERT INTO {schema}.t SELECT g, 'v' || g FROM generate_series(1, 100) g")
+            .await;
+        let name = format!("snap_{engine}");
+        let writer = Node::start(
+            spawned,
+            &files.join("writer"),
+            &place.block,
+            &entry(
+                &source,
+                true,
+                &name,
+                engine,
+                &files.join("writer.db"),
+                "      snapshots: enabled\n",
+            ),
+        )
+        .await;
+        writer.wait_ready().await;
+        eventually("the first snapshot", || async {
+            place.current_id(&name).await.is_some()
+        })
+        .await;
+        let first = place.current_id(&name).await.unwrap();
+        // Two replicas, each with its own file and no reachable source.
+        let replica = |node: &str| {
+            let datasets = entry(
+                &source,
+                false,
+                &name,
+                engine,
+                &files.join(format!("{node}.db")),
+                "      refresh_mode: snapshot\n      refresh_check_interval: 1s\n      snapshots: bootstrap_only\n",
+            );
+            let folder = files.join(node);
+            async move { Node::start(spawned, &folder, &place.block, &datasets).await }
+        };
+        let one = replica("one").await;
+        let two = replica("two").await;
+        for server in [&one, &two] {
+            server.wait_ready().await;
+            assert_eq!(count(server, &name).await, 100);
+            let status = server.dataset_status(&name).await;
+            assert_eq!(status["snapshot"]["id"], first.as_str(), "{status}");
+        }
+        // The writer refreshes; both replicas load the newer snapshot, and
+        // queries running all along see the old rows or the new, never an
+        // error or a mix.
+        let watcher = one.client().await;
+        let watched = format!("SELECT count(*), max(id) FROM {name}");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let load = tokio::spawn({
+            let stop = std::sync::Arc::clone(&stop);
+            async move {
+                let mut seen = Vec::new();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let row = watcher
+                        .query_one(&watched, &[])
+                        .await
+                        .expect("a query during the swap");
+                    seen.push((row.get::<_, i64>(0), row.get::<_, Option<i32>>(1)));
+                }
+                seen
+            }
+        });
+        source
+            .execute("INSERT INTO {schema}.t SELECT g, 'v' || g FROM generate_series(101, 150) g")
+            .await;
+        writer.refresh(&name).await;
+        eventually("a second snapshot", || async {
+            place.current_id(&name).await.is_some_and(|id| id > first)
+        })
+        .await;
+        for server in [&one, &two] {
+            eventually("the replica follows", || async {
+                count(server, &name).await == 150
+            })
+            .await;
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let seen = load.await.unwrap();
+        assert!(
+            seen.iter()
+                .all(|row| *row == (100, Some(100)) || *row == (150, Some(150))),
+            "torn reads: {seen:?}"
+        );
+        assert!(seen.contains(&(150, Some(150))), "{seen:?}");
+        // Writes are refused, saying why.
+        let error = one
+            .client()
+            .await
+            .execute(&format!("DELETE FROM {name}"), &[])
+            .await
+            .unwrap_err();
+        assert_eq!(sqlstate(&error), "25006", "{error}");
+        let detail = error
+            .as_db_error()
+            .and_then(|e| e.detail())
+            .unwrap_or_default();
+        assert!(detail.contains("driven by snapshots"), "{error:?}");
+        let loaded = place.current_id(&name).await.unwrap();
+        let mut published = place.metadata().await;
+        let snapshots = published["datasets"][&name].clone();
+        let entry = snapshots["snapshots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|entry| entry["id"] == loaded.as_str())
+            .unwrap()
+            .clone();
+        // A newer snapshot whose file does not match its checksum: the
+        // replicas keep serving what they have.
+        let mut corrupt = entry.clone();
+        corrupt["id"] = "20991231T000000Z".into();
+        corrupt["sha256"] = "0".repeat(64).into();
+        published["datasets"][&name]["snapshots"]
+            .as_array_mut()
+            .unwrap()
+            .push(corrupt);
+        published["datasets"][&name]["current"] = "20991231T000000Z".into();
+        place.write_metadata(&published).await;
+        eventually("the corrupt snapshot is reported", || async {
+            refresh_errors(&one, &name, "snapshot_download_failed").await > 0
+        })
+        .await;
+        for server in [&one, &two] {
+            assert_eq!(count(server, &name).await, 150);
+            still_serving(server, &name).await;
+        }
+        let warning = format!(
+            "Dataset '{name}' cannot refresh from its snapshot location, so it keeps serving snapshot {loaded}"
+        );
+        let log = one.log();
+        assert!(
+            log.iter().any(|line| line.contains(&warning)),
+            "the seed's warning is logged: {log:#?}"
+        );
+        // A current id older than the loaded one.
+        published["datasets"][&name]["current"] = first.as_str().into();
+        place.write_metadata(&published).await;
+        eventually("the older snapshot is reported", || async {
+            refresh_errors(&one, &name, "snapshot_older_than_loaded").await > 0
+        })
+        .await;
+        assert_eq!(count(&one, &name).await, 150);
+        // No metadata at all.
+        place.delete_metadata().await;
+        eventually("the missing metadata is reported", || async {
+            refresh_errors(&one, &name, "snapshot_not_found").await > 0
+        })
+        .await;
+        assert_eq!(count(&one, &name).await, 150);
+        still_serving(&one, &name).await;
+        drop((one, two, writer));
+    }
+}
+
+/// metadata.json is written only over the version its writer read: a
+/// writer holding a stale ETag gets a conflict instead of overwriting
+/// another's update, and a conditional read of an unchanged file is "not
+/// modified", on a folder and on S3 alike.
+#[tokio::test]
+async fn metadata_writes_are_conditional() {
+    let folder = tempfile::tempdir().unwrap();
+    let bucket = S3Bucket::create("conditional").await;
+    for place in [Place::folder(folder.path()), Place::s3(&bucket)] {
+        let location = &place.location;
+        assert!(matches!(
+            metadata::read(location, None).await.unwrap(),
+            Read::Missing
+        ));
+        let mut first = metadata::Metadata::default();
+        first.datasets.insert("a".into(), Default::default());
+        metadata::write(location, &first, None).await.unwrap();
+        // Creating it again, as a writer that saw none, conflicts.
+        let error = metadata::write(location, &first, None).await.unwrap_err();
+        assert!(matches!(error, MetadataError::Conflict { .. }), "{error}");
+        let Read::Found { version: stale, .. } = metadata::read(location, None).await.unwrap()
+        else {
+            panic!("metadata.json was written");
+        };
+        let tag = stale.e_tag.clone().expect("an ETag");
+        assert!(matches!(
+            metadata::read(location, Some(&tag)).await.unwrap(),
+            Read::NotModified
+        ));
+        // One writer updates over what it read...
+        let mut second = first.clone();
+        second.datasets.insert("b".into(), Default::default());
+        metadata::write(location, &second, Some(&stale))
+            .await
+            .unwrap();
+        // ...and another, holding the same now stale ETag, is refused.
+        let mut third = first.clone();
+        third.datasets.insert("c".into(), Default::default());
+        let error = metadata::write(location, &third, Some(&stale))
+            .await
+            .unwrap_err();
+        assert!(matches!(error, MetadataError::Conflict { .. }), "{error}");
+        let Read::Found { metadata, .. } = metadata::read(location, Some(&tag)).await.unwrap()
+        else {
+            panic!("the update changed the ETag");
+        };
+        assert_eq!(
+            metadata.datasets.keys().collect::<Vec<_>>(),
+            ["a", "b"],
+            "{}",
+            location.url
+        );
+    }
+}
+
+/// A writer of `name` (`snapshots: create_only`) in this process, Ready.
+async fn start_writer(
+    place: &Place,
+    source: &SourceSchema,
+    name: &str,
+    engine: &str,
+    files: &Path,
+) -> Server {
+    let writer = Server::start_with_config(&config(
+        &place.block,
+        &entry(
+            source,
+            true,
+            name,
+            engine,
+            &files.join("writer.db"),
+            "      snapshots: create_only\n",
+        ),
+    ))
+    .await;
+    writer.wait_ready().await;
+    writer
+}
+
+/// A dataset entry whose source cannot be reached (nothing listens on
+/// port 1), so that what it serves can only come from a snapshot.
+fn unreachable(source: &SourceSchema, name: &str, file: &Path, acceleration: &str) -> String {
+    entry(source, false, name, "duckdb", file, acceleration).replace(
+        "    acceleration:",
+        "    params: { pg_host: 127.0.0.1, pg_port: 1, pg_db: test, pg_user: postgres, pg_sslmode: disable }\n    acceleration:",
+    )
+}
+
+/// A restore that fails (the current snapshot does not match its checksum)
+/// does what `bootstrap_on_failure_behavior` says: `warn` loads from the
+/// source, `fallback` restores the newest older snapshot that verifies,
+/// `retry` tries the whole restore again until it succeeds.
+#[tokio::test]
+async fn a_failed_restore_does_what_bootstrap_on_failure_behavior_says() {
+    let source = SourceSchema::create("bootstrap").await;
+    source
+        .execute("CREATE TABLE {schema}.t (id int PRIMARY KEY, v text); INSERT INTO {schema}.t SELECT g, 'v' || g FROM generate_series(1, 100) g")
+        .await;
+    let folder = tempfile::tempdir().unwrap();
+    let files = folder.path();
+    let place = Place::folder(&files.join("snapshots"));
+    let name = "boot";
+    // A writer publishes 100 rows, then 150.
+    let writer = start_writer(&place, &source, name, "duckdb", files).await;
+    eventually("the first snapshot", || async {
+        place.current_id(name).await.is_some()
+    })
+    .await;
+    let first = place.current_id(name).await.unwrap();
+    source
+        .execute("INSERT INTO {schema}.t SELECT g, 'v' || g FROM generate_series(101, 150) g")
+        .await;
+    writer.refresh(name).await;
+    eventually("the second snapshot", || async {
+        place.current_id(name).await.is_some_and(|id| id > first)
+    })
+    .await;
+    drop(writer);
+    let second = place.current_id(name).await.unwrap();
+    source
+        .execute("INSERT INTO {schema}.t SELECT g, 'v' || g FROM generate_series(151, 175) g")
+        .await;
+    // The current snapshot's file no longer matches metadata.json.
+    let good = place.metadata().await;
+    let mut corrupt = good.clone();
+    for snapshot in corrupt["datasets"][name]["snapshots"]
+        .as_array_mut()
+        .unwrap()
+    {
+        if snapshot["id"] == second.as_str() {
+            snapshot["sha256"] = "0".repeat(64).into();
+        }
+    }
+    place.write_metadata(&corrupt).await;
+    let with = |behavior: &str| {
+        place.block.clone() + &format!("  bootstrap_on_failure_behavior: {behavior}\n")
+    };
+
+    // warn: the source, as without snapshots.
+    let warned = Server::start_with_config(&config(
+        &with("warn"),
+        &entry(
+            &source,
+            true,
+            name,
+            "duckdb",
+            &files.join("warn.db"),
+            "      snapshots: bootstrap_only\n",
+        ),
+    ))
+    .await;
+    warned.wait_ready().await;
+    assert_eq!(count(&warned, name).await, 175);
+    assert_eq!(bootstraps(&warned, name, "failed").await, 1);
+    assert!(
+        logs().iter().any(|line| line.contains(
+            "restoring dataset 'boot' from its snapshot failed, loading from the source instead"
+        )),
+        "warn says so"
+    );
+    drop(warned);
+
+    // fallback: the older snapshot, with the source out of reach.
+    let fell_back = Server::start_with_config(&config(
+        &with("fallback"),
+        &unreachable(
+            &source,
+            name,
+            &files.join("fallback.db"),
+            "      snapshots: bootstrap_only\n",
+        ),
+    ))
+    .await;
+    fell_back.wait_ready().await;
+    assert_eq!(count(&fell_back, name).await, 100);
+    assert_eq!(bootstraps(&fell_back, name, "fallback").await, 1);
+    let status = fell_back.dataset_status(name).await;
+    assert_eq!(status["snapshot"]["id"], first.as_str(), "{status}");
+    drop(fell_back);
+
+    // retry: fails until the metadata is repaired, then restores it.
+    let retried = Server::start_with_config(&config(
+        &with("retry"),
+        &unreachable(
+            &source,
+            name,
+            &files.join("retry.db"),
+            "      snapshots: bootstrap_only\n",
+        ),
+    ))
+    .await;
+    eventually("a failed attempt", || async {
+        bootstraps(&retried, name, "failed").await >= 1
+    })
+    .await;
+    assert_ne!(retried.dataset_status(name).await["status"], "Ready");
+    place.write_metadata(&good).await;
+    retried.wait_ready().await;
+    assert_eq!(count(&retried, name).await, 150);
+    assert_eq!(bootstraps(&retried, name, "restored").await, 1);
+    let status = retried.dataset_status(name).await;
+    assert_eq!(status["snapshot"]["id"], second.as_str(), "{status}");
+}
+
+/// A `refresh_mode: snapshot` replica started before any snapshot exists
+/// waits for the first one (whatever `bootstrap_on_failure_behavior`
+/// says), saying so, then serves it.
+#[tokio::test]
+async fn a_replica_waits_for_the_first_snapshot() {
+    let source = SourceSchema::create("first_wait").await;
+    source
+        .execute("CREATE TABLE {schema}.t (id int PRIMARY KEY, v text); INSERT INTO {schema}.t SELECT g, 'v' || g FROM generate_series(1, 40) g")
+        .await;
+    let folder = tempfile::tempdir().unwrap();
+    let files = folder.path();
+    let place = Place::folder(&files.join("snapshots"));
+    let name = "first_wait";
+    let replica = Server::start_with_config(&config(
+        &(place.block.clone() + "  bootstrap_on_failure_behavior: fallback\n"),
+        &entry(
+            &source,
+            false,
+            name,
+            "sqlite",
+            &files.join("replica.db"),
+            "      refresh_mode: snapshot\n      refresh_check_interval: 1s\n      snapshots: bootstrap_only\n",
+        ),
+    ))
+    .await;
+    eventually("the waiting line", || async {
+        logs().iter().any(|line| {
+            line.contains(
+                "Snapshot acceleration for dataset 'first_wait' is waiting for its first snapshot",
+            )
+        })
+    })
+    .await;
+    assert_ne!(replica.dataset_status(name).await["status"], "Ready");
+    let _writer = start_writer(&place, &source, name, "sqlite", files).await;
+    replica.wait_ready().await;
+    assert_eq!(count(&replica, name).await, 40);
+    let status = replica.dataset_status(name).await;
+    assert_eq!(
+        status["snapshot"]["id"].as_str(),
+        place.current_id(name).await.as_deref(),
+        "{status}"
+    );
+}
