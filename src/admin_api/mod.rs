@@ -16,7 +16,7 @@ use serde_json::json;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{RefreshSql, Secret};
+use crate::config::{RefreshMode, RefreshSql, Secret};
 use crate::dataset::{Dataset, DatasetStatus, Registry};
 use crate::metrics;
 
@@ -189,6 +189,14 @@ async fn refresh(State(state): State<ApiState>, Path(name): Path<String>) -> Res
         return error(
             StatusCode::BAD_REQUEST,
             format!("dataset '{name}' is not accelerated, so it has nothing to refresh"),
+        );
+    }
+    if dataset.config.acceleration.refresh_mode == RefreshMode::Disabled {
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "dataset '{name}' has refresh_mode: disabled: it is loaded once and never refreshed"
+            ),
         );
     }
     dataset.request_refresh();

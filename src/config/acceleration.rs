@@ -75,6 +75,8 @@ yaml_enum! {
         Changes => "changes",
         Caching => "caching",
         Snapshot => "snapshot",
+        /// Load once; never refresh (on demand neither).
+        Disabled => "disabled",
     }
 }
 
@@ -141,9 +143,7 @@ pub(crate) fn parse(
     raw: &RawAcceleration,
     ctx: &Context,
 ) -> Acceleration {
-    let engine = values
-        .choice(&key("engine"), &raw.engine)
-        .unwrap_or(Engine::Arrow);
+    let engine = parse_engine(values, raw);
     let mode = values
         .choice(&key("mode"), &raw.mode)
         .unwrap_or(Mode::Memory);
@@ -196,6 +196,25 @@ fn check_append(values: &mut Values<'_, '_>, refresh_mode: RefreshMode, ctx: &Co
         let message = "refresh_mode: append needs time_column (or time_partition_column) on the dataset to find new rows";
         values.error(&key("refresh_mode"), message);
     }
+}
+
+/// `engine`, defaulting to arrow. The seeds' other file engines are refused
+/// by name, pointing at the ones pgaccel has.
+fn parse_engine(values: &mut Values<'_, '_>, raw: &RawAcceleration) -> Engine {
+    let written = raw.engine.as_ref().map(|engine| engine.written());
+    if let Some(other @ ("cayenne" | "turso")) = written.as_deref().map(str::trim) {
+        values.error(
+            &key("engine"),
+            format!(
+                "pgaccel has no {other} engine; its file engines are duckdb and sqlite (with mode: file), and arrow keeps the data in memory"
+            ),
+        );
+        // Checked on as a file engine, so that the mode is not reported too.
+        return Engine::Duckdb;
+    }
+    values
+        .choice(&key("engine"), &raw.engine)
+        .unwrap_or(Engine::Arrow)
 }
 
 fn check_engine_mode(values: &mut Values<'_, '_>, engine: Engine, mode: Mode) {
@@ -298,6 +317,20 @@ fn parse_schedule(
     if raw.refresh_check_interval.is_some() && raw.refresh_cron.is_some() {
         let message = "refresh_cron and refresh_check_interval are exclusive; keep one of them";
         values.error(&key("refresh_cron"), message);
+        return None;
+    }
+    if refresh_mode == RefreshMode::Disabled {
+        for (given, name) in [
+            (&raw.refresh_check_interval, "refresh_check_interval"),
+            (&raw.refresh_cron, "refresh_cron"),
+        ] {
+            if given.is_some() {
+                let message = format!(
+                    "refresh_mode: disabled loads the dataset once and never refreshes it; remove {name} or choose another refresh_mode"
+                );
+                values.error(&key(name), message);
+            }
+        }
         return None;
     }
     if let Some(text) = cron {
@@ -459,6 +492,47 @@ mod tests {
         let (_, errors) = parse_block(raw, false);
         assert_eq!(errors[0].key, "acceleration.refresh_cron");
         assert!(errors[0].message.contains("exclusive"));
+    }
+
+    #[test]
+    fn refresh_mode_disabled_has_no_schedule() {
+        let raw = RawAcceleration {
+            refresh_mode: text("disabled"),
+            ..Default::default()
+        };
+        let (a, errors) = parse_block(raw, false);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(
+            (a.refresh_mode, a.schedule.is_none()),
+            (RefreshMode::Disabled, true)
+        );
+        let raw = RawAcceleration {
+            refresh_mode: text("disabled"),
+            refresh_check_interval: text("10m"),
+            ..Default::default()
+        };
+        let (_, errors) = parse_block(raw, false);
+        assert_eq!(errors[0].key, "acceleration.refresh_check_interval");
+        assert!(errors[0].message.contains("never refreshes"), "{errors:?}");
+    }
+
+    #[test]
+    fn the_seeds_other_file_engines_are_refused_by_name() {
+        for engine in ["cayenne", "turso"] {
+            let raw = RawAcceleration {
+                engine: text(engine),
+                mode: text("file"),
+                ..Default::default()
+            };
+            let (_, errors) = parse_block(raw, false);
+            assert_eq!(errors.len(), 1, "{errors:?}");
+            assert_eq!(errors[0].key, "acceleration.engine");
+            assert!(
+                errors[0].message.contains(&format!("no {engine} engine"))
+                    && errors[0].message.contains("duckdb and sqlite"),
+                "{errors:?}"
+            );
+        }
     }
 
     #[test]

@@ -115,6 +115,14 @@ yaml_enum! {
     }
 }
 
+yaml_enum! {
+    /// What clients may do with the dataset.
+    pub enum Access {
+        Read => "read",
+        ReadWrite => "read_write",
+    }
+}
+
 /// Validates one entry; `snapshot_store` says whether the top-level `snapshots:` block is
 /// enabled. Returns `None` only when `name` or `from` could not be read.
 pub(crate) fn parse(
@@ -151,6 +159,12 @@ pub(crate) fn parse(
         snapshot_store,
     };
     let ready_state = values.choice("ready_state", &raw.ready_state);
+    if values.choice("access", &raw.access) == Some(Access::ReadWrite) {
+        values.error(
+            "access",
+            "access: read_write is not available: pgaccel is a read replica, and writes go to the source itself; use access: read (the default) or leave it out",
+        );
+    }
     let no_acceleration = RawAcceleration::default();
     let raw_acceleration = raw.acceleration.as_ref().unwrap_or(&no_acceleration);
     let acceleration = acceleration::parse(values, raw_acceleration, &context);
@@ -265,6 +279,23 @@ fn parse_time_column(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn access_is_read_only() {
+        let entry = |access: &str| {
+            format!(
+                "datasets:\n  - from: postgres:public.a\n    name: a\n    params: {{ pg_db: test, pg_user: postgres }}\n    access: {access}\n"
+            )
+        };
+        assert!(crate::config::from_yaml_str(&entry("read")).is_ok());
+        let errors = crate::config::from_yaml_str(&entry("read_write"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            errors.contains("dataset 'a': access:") && errors.contains("pgaccel is a read replica"),
+            "{errors}"
+        );
+    }
 
     #[test]
     fn names_default_to_public() {

@@ -2,6 +2,7 @@
 //! defaults (PostgreSQL 127.0.0.1:5432, MySQL 127.0.0.1:3306, sslmode prefer) and their
 //! secrets. Parameters of another source kind are errors, never ignored.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::raw::{RawParams, Scalar};
@@ -132,6 +133,20 @@ fn reject_foreign_params(values: &mut Values<'_, '_>, source: &SourceRef, params
 
 type Get<'a> = dyn Fn(&str) -> Option<Scalar> + 'a;
 
+/// The environment variable each connection key falls back to: libpq's
+/// and the mysql client's own.
+const STANDARD_ENV: [(&str, &str); 9] = [
+    ("pg_host", "PGHOST"),
+    ("pg_port", "PGPORT"),
+    ("pg_db", "PGDATABASE"),
+    ("pg_user", "PGUSER"),
+    ("pg_pass", "PGPASSWORD"),
+    ("pg_sslmode", "PGSSLMODE"),
+    ("mysql_host", "MYSQL_HOST"),
+    ("mysql_tcp_port", "MYSQL_TCP_PORT"),
+    ("mysql_pass", "MYSQL_PWD"),
+];
+
 /// Connection fields shared by PostgreSQL and MySQL, keyed by the kind's prefix.
 struct Connection {
     host: String,
@@ -153,6 +168,22 @@ fn parse_connection(
     let key = |name: &str| format!("params.{prefix}_{name}");
     let string_key = format!("{prefix}_connection_string");
     let connection_string = values.secret(&format!("params.{string_key}"), &get(&string_key));
+    // Without a connection string, a key left out takes the client
+    // libraries' standard variable (PGHOST, MYSQL_TCP_PORT, ...), as psql
+    // and mysql do.
+    let standard: BTreeMap<&str, Scalar> = if connection_string.is_none() {
+        STANDARD_ENV
+            .iter()
+            .filter(|(param, _)| param.starts_with(prefix))
+            .filter_map(|(param, var)| {
+                let value = values.env(var).filter(|value| !value.is_empty())?;
+                Some((*param, Scalar::Text(value)))
+            })
+            .collect()
+    } else {
+        BTreeMap::new()
+    };
+    let get = |name: &str| get(name).or_else(|| standard.get(name).cloned());
     if connection_string.is_some() {
         for name in ["host", "db", "user", "pass", "sslmode"]
             .iter()
@@ -222,7 +253,12 @@ fn require(
 ) {
     if connects && field.is_none() && conn.connection_string.is_none() {
         let prefix = key.split('_').next().unwrap_or_default();
-        let message = format!("missing {what}; set {key} or {prefix}_connection_string");
+        let message = match STANDARD_ENV.iter().find(|(param, _)| *param == key) {
+            Some((_, var)) => format!(
+                "missing {what}; set {key} or {prefix}_connection_string (or {var} in the environment)"
+            ),
+            None => format!("missing {what}; set {key} or {prefix}_connection_string"),
+        };
         values.error(&format!("params.{key}"), message);
     }
 }
@@ -367,6 +403,74 @@ mod tests {
         assert_eq!(
             (pg.host.as_str(), pg.port, pg.sslmode),
             ("127.0.0.1", 5432, SslMode::Prefer)
+        );
+    }
+
+    #[test]
+    fn connection_keys_left_out_take_the_standard_environment() {
+        let env = |name: &str| {
+            [
+                ("PGHOST", "db.internal"),
+                ("PGPORT", "6432"),
+                ("PGDATABASE", "shop"),
+                ("PGUSER", "app"),
+                ("PGPASSWORD", "secret"),
+                ("MYSQL_TCP_PORT", "3307"),
+                ("MYSQL_PWD", "my"),
+            ]
+            .iter()
+            .find(|(var, _)| *var == name)
+            .map(|(_, value)| value.to_string())
+        };
+        let parse = |source: &str, pairs: &[(&str, Scalar)]| {
+            let raw: RawParams = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect();
+            let mut errors = Vec::new();
+            let mut report = Report::new(Some("d".into()), &mut errors);
+            let mut values = Values::new(&mut report, &env);
+            let parsed = parse_params(
+                &mut values,
+                &crate::config::source::parse_from(source).unwrap(),
+                &raw,
+                true,
+            );
+            (parsed, errors)
+        };
+        let (parsed, errors) = parse("postgres:t", &[("pg_db", text("given"))]);
+        assert!(errors.is_empty(), "{errors:?}");
+        let SourceParams::Postgres(pg) = parsed else {
+            panic!("postgres")
+        };
+        // What the configuration gives wins over the environment.
+        assert_eq!(
+            (pg.host.as_str(), pg.port, pg.db.as_str(), pg.user.as_str()),
+            ("db.internal", 6432, "given", "app")
+        );
+        assert_eq!(pg.pass.as_ref().map(Secret::expose), Some("secret"));
+        // A connection string takes nothing from the environment.
+        let (parsed, errors) = parse(
+            "postgres:t",
+            &[("pg_connection_string", text("host=h dbname=d user=u"))],
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        let SourceParams::Postgres(pg) = parsed else {
+            panic!("postgres")
+        };
+        assert_eq!((pg.host.as_str(), pg.port), ("127.0.0.1", 5432));
+        let (parsed, errors) = parse("mysql:t", &[("mysql_user", text("root"))]);
+        assert!(errors.is_empty(), "{errors:?}");
+        let SourceParams::Mysql(my) = parsed else {
+            panic!("mysql")
+        };
+        assert_eq!(my.port, 3307);
+        assert_eq!(my.pass.as_ref().map(Secret::expose), Some("my"));
+        // Without the variable, the error says it may come from there.
+        let (_, errors) = params("postgres:t", &[("pg_user", text("u"))]);
+        assert!(
+            errors[0].message.contains("PGDATABASE in the environment"),
+            "{errors:?}"
         );
     }
 

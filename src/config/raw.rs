@@ -193,6 +193,7 @@ pub(crate) struct RawDataset {
     pub time_partition_column: Option<Scalar>,
     pub time_partition_format: Option<Scalar>,
     pub ready_state: Option<Scalar>,
+    pub access: Option<Scalar>,
     pub acceleration: Option<RawAcceleration>,
 }
 

@@ -24,7 +24,7 @@ pub(crate) fn unsupported(config: &Config) -> Vec<ConfigError> {
         let (a, n) = (&d.acceleration, Some(d));
         refuse(&mut out, n, !matches!(d.from, SourceRef::Postgres { .. } | SourceRef::Mysql { .. } | SourceRef::Sqlite { .. } | SourceRef::Duckdb { .. } | SourceRef::File { .. }), "from", format!("the {} source", d.from.kind()));
         refuse(&mut out, n, matches!(d.params, SourceParams::File { format: FileFormat::Json | FileFormat::Snapshot }), "params.file_format", describe_file_format(&d.params));
-        refuse(&mut out, n, !matches!(a.refresh_mode, RefreshMode::Full | RefreshMode::Append | RefreshMode::Snapshot), "acceleration.refresh_mode", format!("refresh_mode: {}", a.refresh_mode.as_str()));
+        refuse(&mut out, n, !matches!(a.refresh_mode, RefreshMode::Full | RefreshMode::Append | RefreshMode::Snapshot | RefreshMode::Disabled), "acceleration.refresh_mode", format!("refresh_mode: {}", a.refresh_mode.as_str()));
     }
     out
 }

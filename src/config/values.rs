@@ -56,6 +56,11 @@ impl<'r, 'e> Values<'r, 'e> {
         self.report.error(key, message);
     }
 
+    /// A variable of the environment pgaccel runs in (tests inject theirs).
+    pub fn env(&self, name: &str) -> Option<String> {
+        (self.lookup)(name)
+    }
+
     /// Text after `${secrets:..}`/`${env:..}` substitution; numbers and booleans as text.
     pub fn text(&mut self, key: &str, value: &Option<Scalar>) -> Option<String> {
         match value.as_ref()? {

@@ -39,8 +39,7 @@ pub enum Startup {
 /// answers, as the seeds word it (`uses ...`); `None` when it serves them.
 fn waits_for_source(config: &DatasetConfig) -> Option<String> {
     let acceleration = &config.acceleration;
-    if acceleration.mode == Mode::FileUpdate {
-        // Only with `refresh_mode: disabled`, which pgaccel does not have.
+    if acceleration.mode == Mode::FileUpdate && acceleration.refresh_mode != RefreshMode::Disabled {
         return Some("`mode: file_update`".to_owned());
     }
     if matches!(
@@ -154,6 +153,8 @@ pub async fn open(
     }
     match (acceleration.refresh_mode, acceleration.refresh_on_startup) {
         // Append adds what is new since the file's rows once the source answers.
+        // Loaded once already: never again.
+        (RefreshMode::Disabled, _) => Startup::At(None),
         (RefreshMode::Append, _) | (_, RefreshOnStartup::Always) => Startup::RefreshNow,
         _ => {
             // `auto`: keep the schedule across the restart; an overdue

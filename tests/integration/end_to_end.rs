@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::support::{Server, SourceSchema, psql};
+use crate::support::{Process, Server, SourceSchema, psql, simple_rows};
 
 const ORDERS: &str = "CREATE TABLE {schema}.orders (id int PRIMARY KEY, customer text NOT NULL, total numeric(10,2), placed date);
     INSERT INTO {schema}.orders VALUES (1, 'ada', 10.50, '2026-01-02'), (2, 'grace', 20.00, '2026-01-03'), (3, 'ada', 5.25, '2026-01-04');";
@@ -244,4 +244,38 @@ async fn an_on_demand_refresh_cancels_the_one_in_flight() {
     // The first on-demand refresh was cancelled, not completed after it.
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(completed_refreshes(&server, "slow").await, 2);
+}
+
+/// A dataset that names no connection parameters reads them from libpq's
+/// standard environment (PGHOST, PGPORT, PGDATABASE, PGUSER, PGSSLMODE),
+/// as the seeds' examples expect; pgaccel runs as a process of its own so
+/// that the environment is its alone.
+#[tokio::test]
+async fn connection_parameters_come_from_the_standard_environment() {
+    let source = SourceSchema::create("pg_env").await;
+    source.execute(ORDERS).await;
+    let folder = tempfile::tempdir().unwrap();
+    let datasets = format!(
+        "  - from: postgres:{}.orders\n    name: env_orders\n",
+        source.name
+    );
+    let process = Process::start_with_env(
+        folder.path(),
+        "",
+        &datasets,
+        &[
+            ("PGHOST", "127.0.0.1"),
+            ("PGPORT", "5432"),
+            ("PGDATABASE", "test"),
+            ("PGUSER", "postgres"),
+            ("PGSSLMODE", "disable"),
+        ],
+    );
+    process.wait_ready().await;
+    let rows = simple_rows(
+        &process.client().await,
+        "SELECT count(*), sum(total) FROM env_orders",
+    )
+    .await;
+    assert_eq!(rows, [[Some("3".to_owned()), Some("35.75".to_owned())]]);
 }

@@ -507,3 +507,56 @@ async fn a_mariadb_dataset_is_served_from_its_file_while_mariadb_is_down() {
         mariadb.execute("DELETE FROM {db}.t WHERE id = 3").await;
     }
 }
+
+/// `refresh_mode: disabled` loads once and never refreshes: an on-demand
+/// refresh is refused saying so, and a restart serves the file as it is,
+/// also with `mode: file_update` and a source that is down.
+#[tokio::test]
+async fn refresh_mode_disabled_loads_once_and_never_again() {
+    let source = SourceSchema::create("disabled").await;
+    source
+        .execute("CREATE TABLE {schema}.t (id int PRIMARY KEY); INSERT INTO {schema}.t SELECT generate_series(1, 10)")
+        .await;
+    let folder = tempfile::tempdir().unwrap();
+    for engine in ENGINES {
+        let file = folder.path().join(format!("disabled.{engine}"));
+        let datasets = |port: u16, mode: &str| {
+            entry(
+                port,
+                &source,
+                "frozen",
+                engine,
+                mode,
+                &file,
+                "      refresh_mode: disabled\n",
+            )
+        };
+        let server = Server::start(&datasets(5432, "file")).await;
+        server.wait_ready().await;
+        source
+            .execute("INSERT INTO {schema}.t SELECT generate_series(11, 15)")
+            .await;
+        let (status, body) = server
+            .post("/v1/datasets/frozen/acceleration/refresh")
+            .await;
+        assert_eq!(status, 400, "{body}");
+        assert!(
+            body["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("refresh_mode: disabled")),
+            "{body}"
+        );
+        server.runtime.shutdown().await;
+        // Nothing listens on port 1: only the file can answer.
+        let restarted = Server::start(&datasets(1, "file_update")).await;
+        restarted.wait_ready().await;
+        let rows = simple_rows(&restarted.client().await, "SELECT count(*) FROM frozen").await;
+        assert_eq!(rows, [[Some("10".to_owned())]], "{engine}");
+        assert_eq!(
+            restarted.dataset_status("frozen").await["next_refresh"],
+            serde_json::Value::Null
+        );
+        restarted.runtime.shutdown().await;
+        source.execute("DELETE FROM {schema}.t WHERE id > 10").await;
+    }
+}

@@ -147,6 +147,16 @@ impl Process {
     /// than `runtime`) and `datasets` (YAML list entries) on free ports;
     /// its log goes to `folder/pgaccel.log`.
     pub fn start(folder: &std::path::Path, top: &str, datasets: &str) -> Process {
+        Process::start_with_env(folder, top, datasets, &[])
+    }
+
+    /// [`Process::start`] with `env` added to its environment.
+    pub fn start_with_env(
+        folder: &std::path::Path,
+        top: &str,
+        datasets: &str,
+        env: &[(&str, &str)],
+    ) -> Process {
         let (pg, http) = (free_port(), free_port());
         let config = folder.join("pgaccel.yaml");
         std::fs::write(
@@ -160,6 +170,7 @@ impl Process {
         let child = Command::new(env!("CARGO_BIN_EXE_pgaccel"))
             .args(["run", "--config"])
             .arg(&config)
+            .envs(env.iter().copied())
             .current_dir(folder)
             .stdout(log.try_clone().unwrap())
             .stderr(log)
