@@ -240,6 +240,9 @@ pub async fn run(
     refresher.dataset.shutting_down();
 }
 
+/// The README section that the "waits for its source" message points to.
+const OUTAGES_SECTION: &str = "Serving through source outages";
+
 async fn sleep_until(wake: Option<tokio::time::Instant>) {
     match wake {
         Some(at) => tokio::time::sleep_until(at).await,
@@ -362,17 +365,36 @@ impl Refresher {
             match self.attempt().await {
                 Ok(published) => return Ok(published),
                 Err(error) => {
-                    // A source that cannot be reached is tried again without
-                    // limit (the seeds' outage rule): the acceleration is
-                    // served meanwhile, or loaded as soon as it answers.
+                    // A dataset with nothing to serve tries a source that
+                    // cannot be reached again without limit (the seeds'
+                    // outage rule), to load as soon as it answers. Every
+                    // other retry follows refresh_retry_enabled and
+                    // refresh_retry_max_attempts.
                     let unreachable =
                         matches!(error, RefreshError::Source(SourceError::Connect { .. }));
-                    let may_retry = unreachable
+                    let serving = self.dataset.acceleration.current().is_some();
+                    let may_retry = (unreachable && !serving)
                         || (error.is_transient()
                             && policy.enabled
                             && policy.max_attempts.is_none_or(|max| retries < max));
                     self.report_failure(&error, may_retry);
                     if !may_retry {
+                        if unreachable && serving {
+                            let why = if policy.enabled {
+                                format!(
+                                    "refresh_retry_max_attempts: {} reached",
+                                    policy.max_attempts.unwrap_or_default()
+                                )
+                            } else {
+                                "refresh_retry_enabled: false".to_owned()
+                            };
+                            let name = self.dataset.name();
+                            warn!(
+                                dataset = %name,
+                                attempts = retries + 1,
+                                "Failed to connect to the source for dataset {name}. Serving data from the existing acceleration for {name}; not retrying ({why}): the next refresh is the next scheduled or requested one. {error}"
+                            );
+                        }
                         return Err(error);
                     }
                     retries += 1;
@@ -410,12 +432,12 @@ impl Refresher {
             self.waits_reported = true;
             info!(
                 dataset = %name,
-                "Dataset '{name}' waits for its source before serving because it uses {reason}. See: the README's \"Serving through source outages\""
+                "Dataset '{name}' waits for its source before serving because it uses {reason}. See: the README's \"{OUTAGES_SECTION}\""
             );
         }
         match error {
             RefreshError::Source(SourceError::Connect { message, .. }) if serving => {
-                if self.unreachable_warning_due() {
+                if retrying && self.unreachable_warning_due() {
                     warn!(
                         dataset = %name,
                         "Failed to connect to the source for dataset {name}. Serving data from the existing acceleration for {name} while retrying the connection. {message}"
@@ -551,5 +573,14 @@ impl Refresher {
             self.next_due()
         };
         due.map(schedule::instant_of)
+    }
+}
+
+#[cfg(test)]
+mod readme {
+    #[test]
+    fn the_outage_message_points_at_a_readme_section_that_exists() {
+        let heading = format!("### {}\n", super::OUTAGES_SECTION);
+        assert!(include_str!("../../README.md").contains(&heading));
     }
 }

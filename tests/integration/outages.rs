@@ -291,3 +291,74 @@ async fn credentials_rejected_after_a_load_are_an_error_that_is_not_retried() {
     }
     db.execute(&cleanup).await;
 }
+
+/// A dataset with data to serve retries a source that cannot be reached
+/// only as `refresh_retry_enabled` and `refresh_retry_max_attempts` allow
+/// (the unlimited retry is for a dataset with nothing to serve).
+#[tokio::test]
+async fn retries_of_a_served_dataset_follow_its_retry_settings() {
+    let source = SourceSchema::create("outage_retries").await;
+    source
+        .execute(
+            "CREATE TABLE {schema}.t (id int PRIMARY KEY); INSERT INTO {schema}.t VALUES (1), (2)",
+        )
+        .await;
+    let relay = Relay::start(None).await;
+    let datasets = via(
+        &relay,
+        &source,
+        "t",
+        "no_retries",
+        "    acceleration:\n      refresh_retry_enabled: false\n",
+    ) + &via(
+        &relay,
+        &source,
+        "t",
+        "two_retries",
+        "    acceleration:\n      refresh_retry_max_attempts: 2\n",
+    );
+    let server = Server::start(&datasets).await;
+    server.wait_ready().await;
+    relay.cut();
+    for (name, attempts, why) in [
+        ("no_retries", 1, "refresh_retry_enabled: false"),
+        ("two_retries", 3, "refresh_retry_max_attempts: 2 reached"),
+    ] {
+        let (status, body) = server
+            .post(&format!("/v1/datasets/{name}/acceleration/refresh"))
+            .await;
+        assert_eq!(status, 201, "{body}");
+        let gave_up = format!(
+            "Failed to connect to the source for dataset {name}. Serving data from the existing acceleration for {name}; not retrying ({why})"
+        );
+        eventually("the refresh gives up", || async {
+            logs().iter().any(|line| line.contains(&gave_up))
+        })
+        .await;
+        // Given up after exactly that many attempts.
+        assert_eq!(refresh_errors(&server, name).await, attempts, "{name}");
+        assert_eq!(
+            count(
+                &server.client().await,
+                &format!("SELECT count(*) FROM {name}")
+            )
+            .await
+            .unwrap(),
+            2
+        );
+    }
+}
+
+/// The count of `dataset_acceleration_refresh_errors` of `name`, all
+/// reasons.
+async fn refresh_errors(server: &Server, name: &str) -> u64 {
+    let (_, text) = server.get("/metrics").await;
+    text.lines()
+        .filter(|line| {
+            line.starts_with("dataset_acceleration_refresh_errors")
+                && line.contains(&format!("dataset=\"{name}\""))
+        })
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .map(|value| value as u64)
+        .sum()
+}
