@@ -123,13 +123,22 @@ yaml_enum! {
     }
 }
 
-/// Validates one entry; `snapshot_store` says whether the top-level `snapshots:` block is
-/// enabled. Returns `None` only when `name` or `from` could not be read.
+/// What a dataset entry takes from the rest of the configuration.
+pub(crate) struct Defaults {
+    /// The top-level `snapshots:` block is present and enabled.
+    pub snapshot_store: bool,
+    /// `runtime.ready_state`, the default of every dataset's `ready_state`.
+    pub ready_state: ReadyState,
+}
+
+/// Validates one entry. Returns `None` only when `name` or `from` could not
+/// be read.
 pub(crate) fn parse(
     values: &mut Values<'_, '_>,
     raw: &RawDataset,
-    snapshot_store: bool,
+    defaults: &Defaults,
 ) -> Option<DatasetConfig> {
+    let snapshot_store = defaults.snapshot_store;
     let name = parse_name(values, raw);
     let (from_raw, from) = parse_source(values, raw);
     let no_params = RawParams::default();
@@ -209,7 +218,7 @@ pub(crate) fn parse(
         time_format,
         time_partition_column: partition,
         time_partition_format: partition_format,
-        ready_state: ready_state.unwrap_or(ReadyState::OnLoad),
+        ready_state: ready_state.unwrap_or(defaults.ready_state),
         acceleration,
         description: values.text("description", &raw.description),
     })
@@ -279,6 +288,21 @@ fn parse_time_column(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runtime_ready_state_is_every_datasets_default() {
+        let config = crate::config::from_yaml_str(
+            "runtime:\n  ready_state: on_registration\ndatasets:\n  - from: postgres:public.a\n    name: a\n    params: { pg_db: test, pg_user: postgres }\n  - from: postgres:public.b\n    name: b\n    params: { pg_db: test, pg_user: postgres }\n    ready_state: on_load\n",
+        )
+        .unwrap();
+        assert!(
+            config.unsupported().is_empty(),
+            "{:?}",
+            config.unsupported()
+        );
+        let states: Vec<_> = config.datasets.iter().map(|d| d.ready_state).collect();
+        assert_eq!(states, [ReadyState::OnRegistration, ReadyState::OnLoad]);
+    }
 
     #[test]
     fn access_is_read_only() {

@@ -9,7 +9,6 @@ use super::acceleration::RefreshMode;
 use super::dataset::DatasetConfig;
 use super::error::ConfigError;
 use super::params::{FileFormat, SourceParams};
-use super::runtime::RuntimeReadyState;
 use super::source::SourceRef;
 
 /// Every key whose behaviour is not implemented yet, naming dataset and key.
@@ -19,7 +18,6 @@ pub(crate) fn unsupported(config: &Config) -> Vec<ConfigError> {
     let rt = &config.runtime;
     refuse(&mut out, None, rt.pg.tls.is_some(), "runtime.pg.tls", "TLS on the PostgreSQL listener");
     refuse(&mut out, None, rt.pg.auth.is_some(), "runtime.pg.auth", "password authentication");
-    refuse(&mut out, None, rt.ready_state != RuntimeReadyState::OnLoad, "runtime.ready_state", format!("ready_state: {}", rt.ready_state.as_str()));
     for d in &config.datasets {
         let (a, n) = (&d.acceleration, Some(d));
         refuse(&mut out, n, !matches!(d.from, SourceRef::Postgres { .. } | SourceRef::Mysql { .. } | SourceRef::Sqlite { .. } | SourceRef::Duckdb { .. } | SourceRef::File { .. }), "from", format!("the {} source", d.from.kind()));

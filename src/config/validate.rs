@@ -5,10 +5,10 @@
 use serde_json::Value;
 
 use super::Config;
-use super::dataset::{self, DatasetConfig};
+use super::dataset::{self, DatasetConfig, ReadyState};
 use super::error::{ConfigError, ConfigErrors, Report};
 use super::raw::{self, RawDataset, RawRoot, RawRuntime, RawSnapshots};
-use super::runtime::{self, SnapshotStore};
+use super::runtime::{self, RuntimeReadyState, SnapshotStore};
 use super::secret::Lookup;
 use super::values::Values;
 
@@ -46,7 +46,14 @@ pub(crate) fn validate(document: Value, lookup: Lookup<'_>) -> Result<Config, Co
     let store_enabled = snapshots
         .as_ref()
         .is_some_and(|store: &SnapshotStore| store.enabled);
-    let datasets = datasets(present(root.datasets), store_enabled, lookup, &mut errors);
+    let defaults = dataset::Defaults {
+        snapshot_store: store_enabled,
+        ready_state: match runtime.ready_state {
+            RuntimeReadyState::OnLoad => ReadyState::OnLoad,
+            RuntimeReadyState::OnRegistration => ReadyState::OnRegistration,
+        },
+    };
+    let datasets = datasets(present(root.datasets), &defaults, lookup, &mut errors);
 
     if errors.is_empty() {
         Ok(Config {
@@ -66,7 +73,7 @@ fn present(value: Option<Value>) -> Option<Value> {
 
 fn datasets(
     value: Option<Value>,
-    store_enabled: bool,
+    defaults: &dataset::Defaults,
     lookup: Lookup<'_>,
     errors: &mut Vec<ConfigError>,
 ) -> Vec<DatasetConfig> {
@@ -99,7 +106,7 @@ fn datasets(
             continue;
         };
         let mut values = Values::new(&mut report, lookup);
-        let Some(dataset) = dataset::parse(&mut values, &raw, store_enabled) else {
+        let Some(dataset) = dataset::parse(&mut values, &raw, defaults) else {
             continue;
         };
         if let Some((other, _)) = datasets
