@@ -14,7 +14,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
-use crate::config::{BootstrapOnFailure, Config, ConfigError, ConfigErrors, SnapshotMode};
+use crate::config::{
+    BootstrapOnFailure, Config, ConfigError, ConfigErrors, SnapshotMode, SourceParams,
+};
 use crate::dataset::{Dataset, Registry};
 use crate::{admin_api, metrics, query, refresh, snapshot, wire};
 
@@ -214,7 +216,13 @@ fn snapshot_setups(config: &Config) -> Result<HashMap<String, snapshot::Setup>, 
             (None, Some(store)) => (store.location.clone(), "snapshots.location"),
             (None, None) => continue,
         };
-        match snapshot::Location::open(&url, &params) {
+        // A `file_format: snapshot` dataset reaches its location with its
+        // own params.
+        let params = match &dataset.params {
+            SourceParams::Snapshot { params, .. } => params,
+            _ => &params,
+        };
+        match snapshot::Location::open(&url, params) {
             Ok(location) => {
                 setups.insert(
                     dataset.name.to_string(),

@@ -167,6 +167,10 @@ pub(crate) fn parse(
         time_partition_column: partition.is_some(),
         snapshot_store,
     };
+    let reader = match &params {
+        Some(SourceParams::Snapshot { location, .. }) => Some(location.clone()),
+        _ => None,
+    };
     let ready_state = values.choice("ready_state", &raw.ready_state);
     if values.choice("access", &raw.access) == Some(Access::ReadWrite) {
         values.error(
@@ -176,7 +180,13 @@ pub(crate) fn parse(
     }
     let no_acceleration = RawAcceleration::default();
     let raw_acceleration = raw.acceleration.as_ref().unwrap_or(&no_acceleration);
-    let acceleration = acceleration::parse(values, raw_acceleration, &context);
+    let acceleration = match reader {
+        Some(location) => {
+            let raw = snapshot_reader(values, raw_acceleration, location);
+            acceleration::parse(values, &raw, &context)
+        }
+        None => acceleration::parse(values, raw_acceleration, &context),
+    };
     if let (Some(name), Some(sql)) = (&name, &acceleration.refresh_sql)
         && !sql.reads(name)
     {
@@ -262,6 +272,58 @@ fn parse_name(values: &mut Values<'_, '_>, raw: &RawDataset) -> Option<DatasetNa
         .ok()
 }
 
+/// The acceleration of a `file_format: snapshot` dataset: it serves the
+/// snapshots published at `location` with `refresh_mode: snapshot`, so it
+/// names no engine, mode or snapshot settings (the file is kept in the
+/// engine each snapshot was written by). Only the poll interval and the
+/// keys that do not change that may be given.
+fn snapshot_reader(
+    values: &mut Values<'_, '_>,
+    given: &RawAcceleration,
+    location: String,
+) -> RawAcceleration {
+    let fixed = [
+        ("engine", given.engine.is_some()),
+        ("mode", given.mode.is_some()),
+        ("snapshots", given.snapshots.is_some()),
+        ("snapshots_location", given.snapshots_location.is_some()),
+        (
+            "refresh_mode",
+            given
+                .refresh_mode
+                .as_ref()
+                .is_some_and(|mode| mode.written().trim() != "snapshot"),
+        ),
+        (
+            "enabled",
+            given
+                .enabled
+                .as_ref()
+                .is_some_and(|enabled| enabled.written().trim() != "true"),
+        ),
+    ];
+    for (key, set) in fixed {
+        if set {
+            values.error(
+                &format!("acceleration.{key}"),
+                format!(
+                    "a dataset with params.file_format: snapshot serves the snapshots published at its 'from' location; leave acceleration.{key} out"
+                ),
+            );
+        }
+    }
+    let text = |value: &str| Some(Scalar::Text(value.to_owned()));
+    RawAcceleration {
+        enabled: text("true"),
+        engine: text("duckdb"),
+        mode: text("file"),
+        refresh_mode: text("snapshot"),
+        snapshots: text("bootstrap_only"),
+        snapshots_location: Some(Scalar::Text(location)),
+        ..given.clone()
+    }
+}
+
 /// A time column and its format; the format alone is an error.
 fn parse_time_column(
     values: &mut Values<'_, '_>,
@@ -302,6 +364,53 @@ mod tests {
         );
         let states: Vec<_> = config.datasets.iter().map(|d| d.ready_state).collect();
         assert_eq!(states, [ReadyState::OnRegistration, ReadyState::OnLoad]);
+    }
+
+    #[test]
+    fn a_snapshot_location_dataset_names_no_engine_or_refresh_mode() {
+        let entry = |extra: &str| {
+            format!(
+                "datasets:\n  - from: s3://bucket/snapshots/\n    name: a\n    params: {{ file_format: snapshot, s3_region: eu-west-1 }}\n{extra}"
+            )
+        };
+        let config = crate::config::from_yaml_str(&entry("")).unwrap();
+        assert!(
+            config.unsupported().is_empty(),
+            "{:?}",
+            config.unsupported()
+        );
+        let dataset = &config.datasets[0];
+        assert_eq!(
+            dataset.acceleration.refresh_mode,
+            acceleration::RefreshMode::Snapshot
+        );
+        assert_eq!(
+            dataset.acceleration.snapshots_location.as_deref(),
+            Some("s3://bucket/snapshots/")
+        );
+        let SourceParams::Snapshot { params, .. } = &dataset.params else {
+            panic!("{:?}", dataset.params);
+        };
+        assert_eq!(params["s3_region"].expose(), "eu-west-1");
+        let errors = crate::config::from_yaml_str(&entry(
+            "    acceleration:\n      engine: sqlite\n      refresh_mode: full\n",
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            errors.contains("acceleration.engine") && errors.contains("acceleration.refresh_mode"),
+            "{errors}"
+        );
+        // Other formats from s3:// are not read yet, and say so.
+        let config = crate::config::from_yaml_str(
+            "datasets:\n  - from: s3://bucket/data/\n    name: a\n    params: { file_format: parquet }\n",
+        )
+        .unwrap();
+        let refused = config.unsupported();
+        assert!(
+            refused.len() == 1 && refused[0].message.contains("only file_format: snapshot"),
+            "{refused:?}"
+        );
     }
 
     #[test]

@@ -15,10 +15,23 @@ use super::values::{Values, yaml_enum};
 pub enum SourceParams {
     Postgres(PostgresParams),
     Mysql(MysqlParams),
-    Duckdb { open: PathBuf },
-    Sqlite { file: PathBuf },
-    File { format: FileFormat },
+    Duckdb {
+        open: PathBuf,
+    },
+    Sqlite {
+        file: PathBuf,
+    },
+    File {
+        format: FileFormat,
+    },
     Http,
+    /// `file_format: snapshot`: the dataset serves the snapshots published
+    /// at `location` (the `from` folder or S3 prefix), reached with the
+    /// object-store keys of `params`.
+    Snapshot {
+        location: String,
+        params: BTreeMap<String, Secret>,
+    },
 }
 
 /// `pg_*` parameters. With `pg_connection_string` the other keys are rejected (the string
@@ -103,9 +116,32 @@ pub(crate) fn parse_params(
                 connects,
             ),
         },
-        SourceRef::File { path } => SourceParams::File {
-            format: parse_file_format(values, path, &get("file_format")),
+        SourceRef::File { path } => match parse_file_format(values, path, &get("file_format")) {
+            FileFormat::Snapshot => SourceParams::Snapshot {
+                location: path.display().to_string(),
+                params: BTreeMap::new(),
+            },
+            format => SourceParams::File { format },
         },
+        SourceRef::S3 { url } => {
+            match parse_file_format(values, Path::new(url), &get("file_format")) {
+                FileFormat::Snapshot => {
+                    let params = params
+                        .keys()
+                        .filter(|key| key.starts_with("s3_") || *key == "allow_http")
+                        .filter_map(|key| {
+                            let value = values.secret(&format!("params.{key}"), &get(key))?;
+                            Some((key.clone(), value))
+                        })
+                        .collect();
+                    SourceParams::Snapshot {
+                        location: url.clone(),
+                        params,
+                    }
+                }
+                format => SourceParams::File { format },
+            }
+        }
         SourceRef::Http { .. } => SourceParams::Http,
     }
 }

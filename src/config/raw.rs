@@ -197,7 +197,7 @@ pub(crate) struct RawDataset {
     pub acceleration: Option<RawAcceleration>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawAcceleration {
     pub enabled: Option<Scalar>,

@@ -28,6 +28,11 @@ pub enum SourceRef {
     Http {
         url: String,
     },
+    /// An S3 prefix (`s3://bucket/prefix/`): today a location of published
+    /// snapshots (`file_format: snapshot`).
+    S3 {
+        url: String,
+    },
 }
 
 impl SourceRef {
@@ -40,6 +45,7 @@ impl SourceRef {
             SourceRef::Sqlite { .. } => "sqlite",
             SourceRef::File { .. } => "file",
             SourceRef::Http { .. } => "http",
+            SourceRef::S3 { .. } => "s3",
         }
     }
 
@@ -68,17 +74,36 @@ impl SourceRef {
             SourceRef::Sqlite { .. } => &["sqlite_file"],
             SourceRef::File { .. } => &["file_format"],
             SourceRef::Http { .. } => &[],
+            SourceRef::S3 { .. } => &[
+                "file_format",
+                "s3_auth",
+                "s3_key",
+                "s3_secret",
+                "s3_region",
+                "s3_endpoint",
+                "allow_http",
+            ],
         }
     }
 }
 
-const FROM_PREFIXES: &str = "postgres:, mysql:, duckdb:, sqlite:, file:, http://, https://";
+const FROM_PREFIXES: &str = "postgres:, mysql:, duckdb:, sqlite:, file:, s3://, http://, https://";
 
 /// Parses `from`; the error lists the valid prefixes or the expected shape.
 pub(crate) fn parse_from(text: &str) -> Result<SourceRef, String> {
     let text = text.trim();
     if text.starts_with("http://") || text.starts_with("https://") {
         return Ok(SourceRef::Http {
+            url: text.to_string(),
+        });
+    }
+    if let Some(rest) = text.strip_prefix("s3://") {
+        if rest.split('/').next().is_none_or(str::is_empty) {
+            return Err(format!(
+                "invalid source '{text}'; expected s3://bucket/prefix/"
+            ));
+        }
+        return Ok(SourceRef::S3 {
             url: text.to_string(),
         });
     }

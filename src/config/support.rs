@@ -20,8 +20,9 @@ pub(crate) fn unsupported(config: &Config) -> Vec<ConfigError> {
     refuse(&mut out, None, rt.pg.auth.is_some(), "runtime.pg.auth", "password authentication");
     for d in &config.datasets {
         let (a, n) = (&d.acceleration, Some(d));
-        refuse(&mut out, n, !matches!(d.from, SourceRef::Postgres { .. } | SourceRef::Mysql { .. } | SourceRef::Sqlite { .. } | SourceRef::Duckdb { .. } | SourceRef::File { .. }), "from", format!("the {} source", d.from.kind()));
-        refuse(&mut out, n, matches!(d.params, SourceParams::File { format: FileFormat::Json | FileFormat::Snapshot }), "params.file_format", describe_file_format(&d.params));
+        refuse(&mut out, n, !matches!(d.from, SourceRef::Postgres { .. } | SourceRef::Mysql { .. } | SourceRef::Sqlite { .. } | SourceRef::Duckdb { .. } | SourceRef::File { .. } | SourceRef::S3 { .. }), "from", format!("the {} source", d.from.kind()));
+        refuse(&mut out, n, matches!(d.params, SourceParams::File { format: FileFormat::Json }), "params.file_format", describe_file_format(&d.params));
+        refuse(&mut out, n, matches!((&d.from, &d.params), (SourceRef::S3 { .. }, SourceParams::File { .. })), "from", "reading Parquet, CSV or JSON objects from s3:// (only file_format: snapshot is)");
         refuse(&mut out, n, !matches!(a.refresh_mode, RefreshMode::Full | RefreshMode::Append | RefreshMode::Snapshot | RefreshMode::Disabled), "acceleration.refresh_mode", format!("refresh_mode: {}", a.refresh_mode.as_str()));
     }
     out

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use crate::accelerator::{Store, TableData};
-use crate::config::{BootstrapOnFailure, Schedule};
+use crate::config::{BootstrapOnFailure, Engine, Schedule};
 use crate::dataset::{Dataset, SnapshotReport};
 use crate::metrics;
 use crate::refresh::retry;
@@ -223,7 +223,19 @@ impl Follower {
         restore::fetch(&self.location, &name, entry, &incoming)
             .await
             .map_err(|e: DownloadError| e.to_string())?;
-        let (engine, partitions) = (self.dataset.config.acceleration.engine, self.partitions);
+        // The engine the writer kept it in (a `file_format: snapshot`
+        // dataset names none of its own).
+        let engine = match entry.engine.as_str() {
+            "duckdb" => Engine::Duckdb,
+            "sqlite" => Engine::Sqlite,
+            other => {
+                return Err(format!(
+                    "snapshot {} was written by the {other} engine, which pgaccel cannot read",
+                    entry.id
+                ));
+            }
+        };
+        let partitions = self.partitions;
         let (file, table) = (incoming.clone(), name.clone());
         let data =
             tokio::task::spawn_blocking(move || read_file(&table, engine, &file, partitions))

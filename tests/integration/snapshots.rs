@@ -54,6 +54,10 @@ fn config(snapshots: &str, datasets: &str) -> String {
 struct Place {
     /// The top-level `snapshots` block that names it.
     block: String,
+    /// How a `file_format: snapshot` dataset names it: `from` and the
+    /// `params` keys besides `file_format`.
+    from: String,
+    params: String,
     location: Location,
 }
 
@@ -62,6 +66,8 @@ impl Place {
         let url = format!("file://{}", path.display());
         Place {
             block: format!("snapshots:\n  enabled: true\n  location: '{url}'\n"),
+            from: format!("file:{}", path.display()),
+            params: String::new(),
             location: Location::open(&url, &BTreeMap::new()).unwrap(),
         }
     }
@@ -83,6 +89,11 @@ impl Place {
             block: format!(
                 "snapshots:\n  enabled: true\n  location: '{url}'\n  params: {}\n",
                 bucket.params()
+            ),
+            from: url.clone(),
+            params: format!(
+                ", s3_auth: key, s3_key: test, s3_secret: test, s3_region: us-east-1, s3_endpoint: '{}', allow_http: true",
+                bucket.endpoint
             ),
             location: Location::open(&url, &params).unwrap(),
         }
@@ -663,4 +674,69 @@ async fn a_replica_waits_for_the_first_snapshot() {
         place.current_id(name).await.as_deref(),
         "{status}"
     );
+}
+
+/// A dataset whose `from` is a snapshot location with `file_format:
+/// snapshot` names no source, engine or top-level snapshots block: it is not
+/// ready (and its queries fail) until a snapshot is published, then serves
+/// and follows the writer's snapshots, read-only; in a folder and on S3.
+#[tokio::test]
+async fn a_file_format_snapshot_dataset_serves_a_location_alone() {
+    let folder = tempfile::tempdir().unwrap();
+    let bucket = S3Bucket::create("reader").await;
+    let places = [
+        Place::folder(&folder.path().join("snapshots")),
+        Place::s3(&bucket),
+    ];
+    for (index, place) in places.iter().enumerate() {
+        let source = SourceSchema::create("snapshot_reader").await;
+        source
+            .execute("CREATE TABLE {schema}.t (id int PRIMARY KEY, v text); INSERT INTO {schema}.t SELECT g, 'v' || g FROM generate_series(1, 40) g")
+            .await;
+        let files = folder.path().join(format!("files{index}"));
+        std::fs::create_dir_all(&files).unwrap();
+        let name = format!("reader{index}");
+        let reader = Server::start_with_config(&config(
+            "",
+            &format!(
+                "  - from: '{}'\n    name: {name}\n    params: {{ file_format: snapshot{} }}\n    acceleration:\n      refresh_check_interval: 1s\n      params: {{ duckdb_file: '{}' }}\n",
+                place.from,
+                place.params,
+                files.join("reader.db").display()
+            ),
+        ))
+        .await;
+        let waiting =
+            format!("Snapshot acceleration for dataset '{name}' is waiting for its first snapshot");
+        eventually("the waiting line", || async {
+            logs().iter().any(|line| line.contains(&waiting))
+        })
+        .await;
+        assert_eq!(reader.get("/v1/ready").await.0, 503);
+        let error = reader
+            .client()
+            .await
+            .simple_query(&format!("SELECT count(*) FROM {name}"))
+            .await
+            .unwrap_err();
+        assert_eq!(sqlstate(&error), "55000", "{error}");
+        let writer = start_writer(place, &source, &name, "sqlite", &files).await;
+        reader.wait_ready().await;
+        assert_eq!(count(&reader, &name).await, 40);
+        source
+            .execute("INSERT INTO {schema}.t SELECT g, 'v' || g FROM generate_series(41, 60) g")
+            .await;
+        writer.refresh(&name).await;
+        eventually("the reader follows", || async {
+            count(&reader, &name).await == 60
+        })
+        .await;
+        let error = reader
+            .client()
+            .await
+            .execute(&format!("DELETE FROM {name}"), &[])
+            .await
+            .unwrap_err();
+        assert_eq!(sqlstate(&error), "25006", "{error}");
+    }
 }
