@@ -121,16 +121,19 @@ impl Runtime {
         mut snapshots: HashMap<String, snapshot::Setup>,
     ) {
         for dataset in self.registry.iter() {
-            if !dataset.config.acceleration.enabled {
+            let accelerated = dataset.config.acceleration.enabled;
+            if !accelerated {
                 dataset.mark_ready();
-                continue;
             }
-            let task = refresh::run(
-                Arc::clone(dataset),
-                partitions,
-                snapshots.remove(&dataset.name()),
-                self.shutdown.clone(),
-            );
+            let (dataset, setup) = (Arc::clone(dataset), snapshots.remove(&dataset.name()));
+            let shutdown = self.shutdown.clone();
+            let task = async move {
+                if accelerated {
+                    refresh::run(dataset, partitions, setup, shutdown).await;
+                } else {
+                    refresh::federate(dataset, shutdown).await;
+                }
+            };
             match &self.refresh_runtime {
                 Some(refresh_runtime) => {
                     // Tracked from the query runtime so shutdown can await it.

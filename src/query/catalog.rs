@@ -45,7 +45,10 @@ impl DatasetSchema {
 impl SchemaProvider for DatasetSchema {
     fn table_names(&self) -> Vec<String> {
         self.datasets()
-            .filter(|dataset| dataset.acceleration.current().is_some())
+            .filter(|dataset| {
+                dataset.acceleration.current().is_some()
+                    || (!dataset.config.acceleration.enabled && dataset.federated().is_some())
+            })
             .map(|dataset| dataset.config.name.table.clone())
             .collect()
     }
@@ -64,10 +67,16 @@ impl SchemaProvider for DatasetSchema {
             }
             return Ok(Some(Arc::new(table)));
         }
-        if dataset.config.ready_state != ReadyState::OnLoad
+        // A dataset without acceleration is always answered by its source;
+        // another only until its acceleration is loaded, if its
+        // `ready_state` allows.
+        let accelerated = dataset.config.acceleration.enabled;
+        if (!accelerated || dataset.config.ready_state != ReadyState::OnLoad)
             && let Some(source) = dataset.federated()
         {
-            metrics::federated_fallback(&dataset.name());
+            if accelerated {
+                metrics::federated_fallback(&dataset.name());
+            }
             let table = FederatedTable::new(Arc::clone(&dataset.acceleration), source);
             return Ok(Some(Arc::new(table)));
         }

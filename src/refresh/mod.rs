@@ -243,6 +243,27 @@ pub async fn run(
 /// The README section that the "waits for its source" message points to.
 const OUTAGES_SECTION: &str = "Serving through source outages";
 
+/// A dataset without an acceleration (`acceleration.enabled: false`): its
+/// queries go to the source, with filters, projections and limits pushed
+/// down. This connects to the source (again and again while it cannot be
+/// reached, as for a dataset with nothing loaded) and keeps the status.
+pub async fn federate(dataset: Arc<Dataset>, shutdown: CancellationToken) {
+    let mut refresher = Refresher {
+        dataset,
+        partitions: 1,
+        source: None,
+        append: None,
+        watermark: append::Watermark::default(),
+        warned_unreachable: None,
+        waits: None,
+        waits_reported: false,
+    };
+    tokio::select! {
+        _ = shutdown.cancelled() => {}
+        _ = refresher.connect_with_retries() => {}
+    }
+}
+
 async fn sleep_until(wake: Option<tokio::time::Instant>) {
     match wake {
         Some(at) => tokio::time::sleep_until(at).await,

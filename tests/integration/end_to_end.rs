@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::support::{Process, Server, SourceSchema, psql, simple_rows};
+use crate::support::{Process, Server, SourceSchema, eventually, psql, simple_rows};
 
 const ORDERS: &str = "CREATE TABLE {schema}.orders (id int PRIMARY KEY, customer text NOT NULL, total numeric(10,2), placed date);
     INSERT INTO {schema}.orders VALUES (1, 'ada', 10.50, '2026-01-02'), (2, 'grace', 20.00, '2026-01-03'), (3, 'ada', 5.25, '2026-01-04');";
@@ -278,4 +278,51 @@ async fn connection_parameters_come_from_the_standard_environment() {
     )
     .await;
     assert_eq!(rows, [[Some("3".to_owned()), Some("35.75".to_owned())]]);
+}
+
+/// `acceleration.enabled: false` makes a federated dataset: every query is
+/// answered by the source itself, so a change at the source shows at once,
+/// with no refresh; it is listed like any table.
+#[tokio::test]
+async fn a_dataset_without_acceleration_is_answered_by_its_source() {
+    let source = SourceSchema::create("federated").await;
+    source.execute(ORDERS).await;
+    let server = Server::start(&source.dataset(
+        "orders",
+        "live_orders",
+        "    acceleration:\n      enabled: false\n",
+    ))
+    .await;
+    server.wait_ready().await;
+    let client = server.client().await;
+    let sql = "SELECT customer, count(*), sum(total) FROM live_orders WHERE placed >= '2026-01-03' GROUP BY customer ORDER BY customer";
+    eventually("the source is reached", || async {
+        client
+            .simple_query("SELECT 1 FROM live_orders LIMIT 1")
+            .await
+            .is_ok()
+    })
+    .await;
+    let answer = simple_rows(&client, sql).await;
+    let expected = simple_rows(
+        &source.client,
+        &sql.replace("live_orders", &format!("{}.orders", source.name)),
+    )
+    .await;
+    assert_eq!(answer, expected);
+    source
+        .execute("INSERT INTO {schema}.orders VALUES (4, 'ada', 1.00, '2026-02-01')")
+        .await;
+    let rows = simple_rows(&client, "SELECT count(*) FROM live_orders").await;
+    assert_eq!(rows, [[Some("4".to_owned())]]);
+    let tables = simple_rows(
+        &client,
+        "SELECT table_name FROM information_schema.tables WHERE table_name = 'live_orders'",
+    )
+    .await;
+    assert_eq!(tables.len(), 1);
+    assert_eq!(
+        server.dataset_status("live_orders").await["status"],
+        "Ready"
+    );
 }

@@ -79,16 +79,27 @@ impl Datasets {
         let relations = registry
             .iter()
             .filter_map(|dataset| {
-                let data = dataset.acceleration.current()?;
+                // What is loaded; for a dataset without acceleration, the
+                // source's table (no key, size unknown).
+                let (schema, key_names, rows, bytes) = match dataset.acceleration.current() {
+                    Some(data) => (
+                        Arc::clone(data.schema()),
+                        data.key_names(),
+                        data.rows(),
+                        data.bytes() + data.index_bytes(),
+                    ),
+                    None if !dataset.config.acceleration.enabled => {
+                        (dataset.federated()?.schema(), Vec::new(), 0, 0)
+                    }
+                    None => return None,
+                };
                 let name = &dataset.config.name;
-                let schema = data.schema();
                 let columns: Vec<(String, ColumnType)> = schema
                     .fields()
                     .iter()
                     .map(|field| (field.name().clone(), types.column(field)))
                     .collect();
-                let key = data
-                    .key_names()
+                let key = key_names
                     .iter()
                     .filter_map(|key| columns.iter().position(|(name, _)| name == key))
                     .map(|index| index as i16 + 1)
@@ -99,8 +110,8 @@ impl Datasets {
                     oid: oids::relation(&name.schema, &name.table),
                     columns,
                     key,
-                    rows: data.rows(),
-                    bytes: data.bytes() + data.index_bytes(),
+                    rows,
+                    bytes,
                     description: dataset
                         .config
                         .description
