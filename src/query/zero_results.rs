@@ -33,7 +33,7 @@ use datafusion::prelude::SessionContext;
 use futures::{StreamExt, TryStreamExt};
 
 use super::table::{AcceleratedTable, without_columns};
-use crate::config::{DatasetConfig, Engine};
+use crate::config::DatasetConfig;
 use crate::metrics;
 use crate::source::TimeBound;
 
@@ -71,12 +71,11 @@ pub fn inverse_retention(
             Ok::<_, String>(recent.or(col(Column::new_unqualified(column)).is_null()))
         };
         let mut rule = kept(column, config.time_format)?;
-        // A scheduled check on a file engine evicts a row only when its
-        // partition column is older too.
+        // A scheduled check evicts a row only when its partition column is
+        // older too.
         let scheduled = retention.check_enabled && retention.check_interval.is_some();
         if let Some(partition) = &config.time_partition_column
             && scheduled
-            && config.acceleration.engine != Engine::Arrow
         {
             rule = rule.or(kept(partition, config.time_partition_format)?);
         }

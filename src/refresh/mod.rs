@@ -159,7 +159,7 @@ pub async fn run(
         persisted::Startup::RefreshNow | persisted::Startup::At(_)
     ) && let Some(policy) = &retention
     {
-        retention::run(&refresher.dataset, policy).await;
+        retention::run(&refresher.dataset).await;
         retention_pending = false;
         retention_wake = Some(tokio::time::Instant::now() + policy.interval);
     }
@@ -199,7 +199,7 @@ pub async fn run(
             _ = sleep_until(retention_wake) => {
                 let policy = retention.as_ref().expect("scheduled only with a policy");
                 if refresher.dataset.acceleration.current().is_some() {
-                    retention::run(&refresher.dataset, policy).await;
+                    retention::run(&refresher.dataset).await;
                     retention_pending = false;
                 }
                 retention_wake = Some(tokio::time::Instant::now() + policy.interval);
@@ -222,11 +222,8 @@ pub async fn run(
         let Some(outcome) = refresher.refresh_until_done(&shutdown).await else {
             break;
         };
-        if retention_pending
-            && outcome.is_ok()
-            && let Some(policy) = &retention
-        {
-            retention::run(&refresher.dataset, policy).await;
+        if retention_pending && outcome.is_ok() && retention.is_some() {
+            retention::run(&refresher.dataset).await;
             retention_pending = false;
         }
         if outcome.is_ok()

@@ -13,8 +13,9 @@ use std::time::Duration;
 
 use chrono::Utc;
 use datafusion::arrow::array::{Array, AsArray};
-use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::DFSchema;
+use datafusion::logical_expr::Expr;
 use datafusion::logical_expr::simplify::SimplifyContext;
 use datafusion::optimizer::simplify_expressions::ExprSimplifier;
 use datafusion::physical_expr::PhysicalExpr;
@@ -23,28 +24,17 @@ use tracing::{error, info};
 
 use super::{append, full};
 use crate::accelerator::Change;
-use crate::config::{DatasetConfig, Engine, RetentionSql, TimeFormat};
+use crate::config::DatasetConfig;
 use crate::dataset::Dataset;
 use crate::metrics;
-use crate::source::instants;
 
-const MICROS_PER_DAY: i64 = 86_400_000_000;
-
-/// A complete retention policy: what a check evicts, and how often.
+/// A complete retention policy. What a check evicts is the complement of
+/// [`crate::query::inverse_retention`], the predicate of the rows retention
+/// keeps, which the `on_zero_results: use_source` fallback also sends to the
+/// source: the two cannot disagree.
 #[derive(Debug, Clone)]
 pub struct Policy {
     pub interval: Duration,
-    period: Option<Period>,
-    sql: Option<RetentionSql>,
-}
-
-#[derive(Debug, Clone)]
-struct Period {
-    period: Duration,
-    column: (String, Option<TimeFormat>),
-    /// With a file engine, a row is evicted only when this column is older
-    /// than the cutoff too.
-    partition: Option<(String, Option<TimeFormat>)>,
 }
 
 /// The dataset's retention policy; `None` when retention is off, or when
@@ -68,95 +58,32 @@ pub fn policy(config: &DatasetConfig) -> Option<Policy> {
         error!(dataset = %name, "[retention] Dataset '{name}' sets retention_check_enabled but no retention_check_interval (it has no default): no retention check is scheduled");
         return None;
     };
-    let period = retention
-        .period
-        .zip(config.time_column.clone())
-        .map(|(period, column)| Period {
-            period,
-            column: (column, config.time_format),
-            partition: config
-                .time_partition_column
-                .clone()
-                .filter(|_| config.acceleration.engine != Engine::Arrow)
-                .map(|column| (column, config.time_partition_format)),
-        });
-    Some(Policy {
-        interval,
-        period,
-        sql: retention.sql.clone(),
-    })
+    Some(Policy { interval })
 }
 
 /// Runs one check: evicts the rows the policy selects and says how many.
-pub async fn check(dataset: &Dataset, policy: &Policy) -> Result<usize, String> {
+pub async fn check(dataset: &Dataset) -> Result<usize, String> {
     let Some(held) = dataset.acceleration.current() else {
         return Ok(0);
     };
     let schema = Arc::clone(held.schema());
-    let predicate = match &policy.sql {
-        Some(sql) => Some(plan(sql.predicate(), &schema)?),
-        None => None,
-    };
-    let now = Utc::now();
-    let cutoff = |period: Duration| {
-        (now - chrono::Duration::from_std(period).unwrap_or(chrono::Duration::MAX))
-            .timestamp_micros()
-    };
-    let column = |name: &str| {
-        schema.index_of(name).map_err(|_| {
-            format!("the retention column '{name}' is not a column of the acceleration")
-        })
-    };
+    let keep = crate::query::inverse_retention(&dataset.config, &schema)?
+        .ok_or("the retention policy selects no rows")?;
+    let keep = plan(keep, &schema)?;
     let mut removed: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
     for number in 0..held.batch_count() as u32 {
         let batch = held.batch(number);
-        let mut evict = vec![false; batch.num_rows()];
-        if let Some(period) = &policy.period {
-            let older = |(name, format): &(String, Option<TimeFormat>)| {
-                let values = batch.column(column(name)?);
-                // A date holds its whole day: one is evicted only when the
-                // cutoff's day is later, as the zero-results fallback's
-                // inverse (`date >= the cutoff's day`) keeps it.
-                let date = *format == Some(TimeFormat::Date)
-                    || matches!(values.data_type(), DataType::Date32 | DataType::Date64);
-                let mut cutoff = cutoff(period.period);
-                if date {
-                    cutoff = cutoff.div_euclid(MICROS_PER_DAY) * MICROS_PER_DAY;
-                }
-                let times = instants(values, *format).map_err(|e| e.to_string())?;
-                Ok::<_, String>(
-                    (0..times.len())
-                        .map(|row| times.is_valid(row) && times.value(row) < cutoff)
-                        .collect::<Vec<_>>(),
-                )
-            };
-            let mut old = older(&period.column)?;
-            if let Some(partition) = &period.partition {
-                for (row, partition_old) in older(partition)?.into_iter().enumerate() {
-                    old[row] &= partition_old;
-                }
-            }
-            for (row, old) in old.into_iter().enumerate() {
-                evict[row] |= old;
-            }
-        }
-        if let Some(predicate) = &predicate {
-            let matched = predicate
-                .evaluate(batch)
-                .and_then(|value| value.into_array(batch.num_rows()))
-                .map_err(|e| format!("retention_sql cannot be evaluated: {e}"))?;
-            let matched = matched
-                .as_boolean_opt()
-                .ok_or("retention_sql is not a predicate")?;
-            for (row, evict) in evict.iter_mut().enumerate() {
-                *evict |= matched.is_valid(row) && matched.value(row);
-            }
-        }
-        let rows: BTreeSet<u32> = evict
-            .iter()
-            .enumerate()
-            .filter(|(_, evict)| **evict)
-            .map(|(row, _)| row as u32)
+        let kept = keep
+            .evaluate(batch)
+            .and_then(|value| value.into_array(batch.num_rows()))
+            .map_err(|e| format!("the retention policy cannot be evaluated: {e}"))?;
+        let kept = kept
+            .as_boolean_opt()
+            .ok_or("the retention policy is not a condition")?;
+        // Evicted: the rows the policy does not keep (false, not NULL).
+        let rows: BTreeSet<u32> = (0..batch.num_rows())
+            .filter(|row| kept.is_valid(*row) && !kept.value(*row))
+            .map(|row| row as u32)
             .collect();
         if !rows.is_empty() {
             removed.insert(number, rows);
@@ -193,9 +120,9 @@ pub async fn check(dataset: &Dataset, policy: &Policy) -> Result<usize, String> 
 }
 
 /// Runs a check and reports it: a log line and the eviction counter.
-pub async fn run(dataset: &Dataset, policy: &Policy) {
+pub async fn run(dataset: &Dataset) {
     let name = dataset.name();
-    match check(dataset, policy).await {
+    match check(dataset).await {
         Ok(evicted) => {
             metrics::retention_evicted(&name, evicted);
             info!(dataset = %name, evicted, "[retention] Dataset '{name}': the retention check evicted {evicted} rows");
@@ -206,17 +133,13 @@ pub async fn run(dataset: &Dataset, policy: &Policy) {
     }
 }
 
-/// `predicate` as an expression over `schema`, simplified (so `now()` is
-/// the time of this check).
-fn plan(predicate: &str, schema: &SchemaRef) -> Result<Arc<dyn PhysicalExpr>, String> {
+/// `expr` over `schema`, coerced and simplified (so `now()` is the time of
+/// this check).
+fn plan(expr: Expr, schema: &SchemaRef) -> Result<Arc<dyn PhysicalExpr>, String> {
     let invalid = |e: datafusion::error::DataFusionError| {
-        format!(
-            "retention_sql's predicate `{predicate}` does not fit the acceleration's columns: {e}"
-        )
+        format!("the retention policy does not fit the acceleration's columns: {e}")
     };
-    let ctx = SessionContext::new();
     let df_schema = Arc::new(DFSchema::try_from(schema.as_ref().clone()).map_err(invalid)?);
-    let expr = ctx.parse_sql_expr(predicate, &df_schema).map_err(invalid)?;
     let simplifier = ExprSimplifier::new(
         SimplifyContext::builder()
             .with_schema(Arc::clone(&df_schema))
@@ -225,5 +148,7 @@ fn plan(predicate: &str, schema: &SchemaRef) -> Result<Arc<dyn PhysicalExpr>, St
     );
     let expr = simplifier.coerce(expr, &df_schema).map_err(invalid)?;
     let expr = simplifier.simplify(expr).map_err(invalid)?;
-    ctx.create_physical_expr(expr, &df_schema).map_err(invalid)
+    SessionContext::new()
+        .create_physical_expr(expr, &df_schema)
+        .map_err(invalid)
 }
