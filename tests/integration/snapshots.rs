@@ -740,3 +740,141 @@ async fn a_file_format_snapshot_dataset_serves_a_location_alone() {
         assert_eq!(sqlstate(&error), "25006", "{error}");
     }
 }
+
+/// A newer snapshot whose columns differ from the loaded one is refused from
+/// metadata.json alone, before anything is downloaded: the replica keeps
+/// serving, counts `snapshot_schema_mismatch` and logs the seed's warning.
+#[tokio::test]
+async fn a_snapshot_with_other_columns_is_refused_before_download() {
+    let source = SourceSchema::create("schema_change").await;
+    source
+        .execute("CREATE TABLE {schema}.t (id int PRIMARY KEY, v text); INSERT INTO {schema}.t SELECT g, 'v' || g FROM generate_series(1, 30) g")
+        .await;
+    let folder = tempfile::tempdir().unwrap();
+    let files = folder.path();
+    let place = Place::folder(&files.join("snapshots"));
+    let name = "reshaped";
+    let writer = start_writer(&place, &source, name, "duckdb", files).await;
+    eventually("the first snapshot", || async {
+        place.current_id(name).await.is_some()
+    })
+    .await;
+    let first = place.current_id(name).await.unwrap();
+    let replica = Server::start_with_config(&config(
+        &place.block,
+        &entry(
+            &source,
+            false,
+            name,
+            "duckdb",
+            &files.join("replica.db"),
+            "      refresh_mode: snapshot\n      refresh_check_interval: 1s\n      snapshots: bootstrap_only\n",
+        ),
+    ))
+    .await;
+    replica.wait_ready().await;
+    assert_eq!(count(&replica, name).await, 30);
+    let downloaded = || {
+        counter(
+            &replica,
+            "dataset_acceleration_snapshot_bytes",
+            name,
+            "direction",
+            "download",
+        )
+    };
+    let before = downloaded().await;
+    assert!(before > 0);
+    // The writer's source gains a column; its next snapshot has it.
+    source
+        .execute("ALTER TABLE {schema}.t ADD COLUMN extra int; INSERT INTO {schema}.t VALUES (31, 'v31', 1)")
+        .await;
+    writer.refresh(name).await;
+    eventually("a second snapshot", || async {
+        place.current_id(name).await.is_some_and(|id| id > first)
+    })
+    .await;
+    eventually("the mismatch is reported", || async {
+        refresh_errors(&replica, name, "snapshot_schema_mismatch").await > 0
+    })
+    .await;
+    assert_eq!(downloaded().await, before, "nothing was downloaded");
+    assert_eq!(count(&replica, name).await, 30);
+    still_serving(&replica, name).await;
+    let status = replica.dataset_status(name).await;
+    assert_eq!(status["snapshot"]["id"], first.as_str(), "{status}");
+}
+
+/// metadata.json may arrive before the snapshot file it names: the replica
+/// looks for the file again (every 10 s, for up to 90 s) and loads it once
+/// it is there.
+#[tokio::test]
+async fn a_snapshot_file_that_arrives_after_its_metadata_is_waited_for() {
+    let source = SourceSchema::create("late_file").await;
+    source
+        .execute("CREATE TABLE {schema}.t (id int PRIMARY KEY, v text); INSERT INTO {schema}.t SELECT g, 'v' || g FROM generate_series(1, 20) g")
+        .await;
+    let folder = tempfile::tempdir().unwrap();
+    let files = folder.path();
+    let location = files.join("snapshots");
+    let place = Place::folder(&location);
+    let name = "late";
+    let writer = start_writer(&place, &source, name, "sqlite", files).await;
+    eventually("the first snapshot", || async {
+        place.current_id(name).await.is_some()
+    })
+    .await;
+    drop(writer);
+    let replica = Server::start_with_config(&config(
+        &place.block,
+        &entry(
+            &source,
+            false,
+            name,
+            "sqlite",
+            &files.join("replica.db"),
+            "      refresh_mode: snapshot\n      refresh_check_interval: 1s\n      snapshots: bootstrap_only\n",
+        ),
+    ))
+    .await;
+    replica.wait_ready().await;
+    // A newer snapshot whose file is still on its way.
+    let mut published = place.metadata().await;
+    let current = place.current_id(name).await.unwrap();
+    let mut late = published["datasets"][name]["snapshots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|entry| entry["id"] == current.as_str())
+        .unwrap()
+        .clone();
+    let existing = location.join(late["path"].as_str().unwrap());
+    late["id"] = "20991231T000000Z".into();
+    late["path"] = "late/late_20991231T000000Z.sqlite".into();
+    published["datasets"][name]["snapshots"]
+        .as_array_mut()
+        .unwrap()
+        .push(late);
+    published["datasets"][name]["current"] = "20991231T000000Z".into();
+    place.write_metadata(&published).await;
+    eventually("the replica waits for the file", || async {
+        logs().iter().any(|line| {
+            line.contains(
+                "snapshot 20991231T000000Z of dataset 'late' is listed in metadata.json but not at",
+            )
+        })
+    })
+    .await;
+    std::fs::create_dir_all(location.join("late")).unwrap();
+    std::fs::copy(
+        &existing,
+        location.join("late/late_20991231T000000Z.sqlite"),
+    )
+    .unwrap();
+    replica
+        .wait_for_status(name, |status| {
+            status["snapshot"]["id"] == "20991231T000000Z"
+        })
+        .await;
+    assert_eq!(count(&replica, name).await, 20);
+}
