@@ -130,8 +130,9 @@ pub(crate) fn parse_params(
                         .keys()
                         .filter(|key| key.starts_with("s3_") || *key == "allow_http")
                         .filter_map(|key| {
-                            let value = values.secret(&format!("params.{key}"), &get(key))?;
-                            Some((key.clone(), value))
+                            let (name, value) = (format!("params.{key}"), get(key));
+                            super::runtime::check_s3_param(values, &name, key, &value);
+                            Some((key.clone(), values.secret(&name, &value)?))
                         })
                         .collect();
                     SourceParams::Snapshot {

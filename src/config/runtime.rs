@@ -253,6 +253,45 @@ fn parse_auth(values: &mut Values<'_, '_>, raw: &RawAuth) -> AuthConfig {
     AuthConfig { method, users }
 }
 
+/// The keys of `snapshots.params`.
+const SNAPSHOT_PARAMS: [&str; 7] = [
+    "s3_auth",
+    "s3_key",
+    "s3_secret",
+    "s3_region",
+    "s3_endpoint",
+    "allow_http",
+    "s3_queue_url",
+];
+
+yaml_enum! {
+    /// How S3 credentials are found.
+    pub enum S3Auth {
+        /// `s3_key` and `s3_secret`.
+        Key => "key",
+        /// The default chain: environment, web identity, instance metadata.
+        IamRole => "iam_role",
+    }
+}
+
+/// Checks the values of the S3 keys that have a closed set of them.
+pub(crate) fn check_s3_param(
+    values: &mut Values<'_, '_>,
+    key: &str,
+    name: &str,
+    value: &Option<Scalar>,
+) {
+    match name {
+        "allow_http" => {
+            values.flag(key, value, false);
+        }
+        "s3_auth" => {
+            values.choice::<S3Auth>(key, value);
+        }
+        _ => {}
+    }
+}
+
 /// Validates the top-level `snapshots:` block.
 pub(crate) fn parse_snapshots(values: &mut Values<'_, '_>, raw: &RawSnapshots) -> SnapshotStore {
     if raw.location.is_none() {
@@ -260,9 +299,20 @@ pub(crate) fn parse_snapshots(values: &mut Values<'_, '_>, raw: &RawSnapshots) -
     }
     let mut params = BTreeMap::new();
     for (name, value) in raw.params.iter().flatten() {
-        if let Some(secret) =
-            values.secret(&format!("snapshots.params.{name}"), &Some(value.clone()))
-        {
+        let key = format!("snapshots.params.{name}");
+        if !SNAPSHOT_PARAMS.contains(&name.as_str()) {
+            values.error(
+                &key,
+                format!(
+                    "unknown key '{name}'; valid keys here are {}",
+                    SNAPSHOT_PARAMS.join(", ")
+                ),
+            );
+            continue;
+        }
+        let value = Some(value.clone());
+        check_s3_param(values, &key, name, &value);
+        if let Some(secret) = values.secret(&key, &value) {
             params.insert(name.clone(), secret);
         }
     }
@@ -278,5 +328,35 @@ pub(crate) fn parse_snapshots(values: &mut Values<'_, '_>, raw: &RawSnapshots) -
             )
             .unwrap_or(BootstrapOnFailure::Warn),
         params,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn snapshot_params_are_checked_by_name_and_value() {
+        let with = |params: &str| {
+            crate::config::from_yaml_str(&format!(
+                "snapshots:\n  enabled: true\n  location: s3://b/snapshots/\n  params: {{ {params} }}\ndatasets: []\n"
+            ))
+        };
+        let config = with("s3_auth: key, s3_key: k, s3_secret: s, allow_http: true").unwrap();
+        assert!(config.unsupported().is_empty());
+        let errors = with("s3_regionn: eu-west-1, s3_auth: password, allow_http: maybe")
+            .unwrap_err()
+            .to_string();
+        for expected in [
+            "snapshots.params.s3_regionn: unknown key 's3_regionn'; valid keys here are s3_auth",
+            "snapshots.params.s3_auth: invalid value 'password'; valid values are key, iam_role",
+            "snapshots.params.allow_http",
+        ] {
+            assert!(errors.contains(expected), "{expected} in {errors}");
+        }
+        // Reloading on S3 event notifications is not implemented: refused
+        // by name rather than ignored.
+        let config = with("s3_queue_url: 'https://sqs.us-east-1.amazonaws.com/1/q'").unwrap();
+        let refused = config.unsupported();
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert_eq!(refused[0].key, "snapshots.params.s3_queue_url");
     }
 }

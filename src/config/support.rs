@@ -18,6 +18,8 @@ pub(crate) fn unsupported(config: &Config) -> Vec<ConfigError> {
     let rt = &config.runtime;
     refuse(&mut out, None, rt.pg.tls.is_some(), "runtime.pg.tls", "TLS on the PostgreSQL listener");
     refuse(&mut out, None, rt.pg.auth.is_some(), "runtime.pg.auth", "password authentication");
+    let queue = config.snapshots.as_ref().is_some_and(|store| store.params.contains_key("s3_queue_url"));
+    refuse(&mut out, None, queue, "snapshots.params.s3_queue_url", "reloading on S3 event notifications (SQS)");
     for d in &config.datasets {
         let (a, n) = (&d.acceleration, Some(d));
         refuse(&mut out, n, !matches!(d.from, SourceRef::Postgres { .. } | SourceRef::Mysql { .. } | SourceRef::Sqlite { .. } | SourceRef::Duckdb { .. } | SourceRef::File { .. } | SourceRef::S3 { .. }), "from", format!("the {} source", d.from.kind()));
