@@ -400,6 +400,12 @@ fn parse_snapshots_location(
         &raw.snapshots_location,
         "a snapshot location such as s3://bucket/snapshots/",
     );
+    if let Some(message) = location
+        .as_deref()
+        .and_then(super::runtime::snapshot_location_error)
+    {
+        values.error(&key("snapshots_location"), message);
+    }
     if snapshots == SnapshotMode::Disabled && raw.snapshots_location.is_some() {
         values.error(&key("snapshots_location"), "has no effect while acceleration.snapshots is disabled; set snapshots: enabled, bootstrap_only or create_only");
     }

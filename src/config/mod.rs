@@ -46,7 +46,7 @@ pub(crate) use refresh_sql::normalized as normalized_identifier;
 pub use retention_sql::RetentionSql;
 pub use runtime::{
     AuthConfig, AuthMethod, BootstrapOnFailure, HttpConfig, PgConfig, RuntimeConfig,
-    RuntimeReadyState, SnapshotStore, TlsConfig, Unsupported, UserConfig,
+    RuntimeReadyState, SnapshotStore, TlsConfig, Unsupported, UserConfig, snapshot_location_error,
 };
 pub use schedule::{CronSchedule, Schedule};
 pub use secret::Secret;

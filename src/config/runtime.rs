@@ -292,6 +292,20 @@ pub(crate) fn check_s3_param(
     }
 }
 
+/// What is wrong with a snapshot location, if anything: it must be an S3
+/// prefix naming its bucket (`s3://bucket/prefix/`) or a folder (a path or
+/// `file://`).
+pub fn snapshot_location_error(url: &str) -> Option<String> {
+    if let Some(rest) = url.strip_prefix("s3://") {
+        return rest.split('/').next().is_none_or(str::is_empty).then(|| {
+            format!("snapshot location '{url}' names no bucket; expected s3://bucket/prefix/")
+        });
+    }
+    (url.contains("://") && !url.starts_with("file://")).then(|| {
+        format!("snapshot location '{url}' is neither s3:// nor a folder (a path or file://)")
+    })
+}
+
 /// Validates the top-level `snapshots:` block.
 pub(crate) fn parse_snapshots(values: &mut Values<'_, '_>, raw: &RawSnapshots) -> SnapshotStore {
     if raw.location.is_none() {
@@ -320,6 +334,11 @@ pub(crate) fn parse_snapshots(values: &mut Values<'_, '_>, raw: &RawSnapshots) -
         enabled: values.flag("snapshots.enabled", &raw.enabled, true),
         location: values
             .non_empty("snapshots.location", &raw.location, "a snapshot location")
+            .inspect(|url| {
+                if let Some(message) = snapshot_location_error(url) {
+                    values.error("snapshots.location", message);
+                }
+            })
             .unwrap_or_default(),
         bootstrap_on_failure_behavior: values
             .choice(
@@ -352,6 +371,16 @@ mod tests {
         ] {
             assert!(errors.contains(expected), "{expected} in {errors}");
         }
+        let errors = crate::config::from_yaml_str(
+            "snapshots:\n  location: ftp://b/snapshots/\ndatasets:\n  - from: postgres:public.a\n    name: a\n    params: { pg_db: test, pg_user: postgres }\n    acceleration:\n      engine: duckdb\n      mode: file\n      snapshots: enabled\n      snapshots_location: 's3:///x'\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            errors.contains("snapshots.location: snapshot location 'ftp://b/snapshots/' is neither")
+                && errors.contains("dataset 'a': acceleration.snapshots_location: snapshot location 's3:///x' names no bucket"),
+            "{errors}"
+        );
         // Reloading on S3 event notifications is not implemented: refused
         // by name rather than ignored.
         let config = with("s3_queue_url: 'https://sqs.us-east-1.amazonaws.com/1/q'").unwrap();

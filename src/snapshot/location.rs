@@ -29,12 +29,12 @@ impl Location {
     /// Opens `url` with the object-store settings of `params` (the keys of
     /// the top-level `snapshots.params`).
     pub fn open(url: &str, params: &BTreeMap<String, Secret>) -> Result<Location, String> {
+        if let Some(message) = crate::config::snapshot_location_error(url) {
+            return Err(message);
+        }
         let param = |name: &str| params.get(name).map(|s| s.expose().to_owned());
         if let Some(rest) = url.strip_prefix("s3://") {
             let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-            if bucket.is_empty() {
-                return Err(format!("snapshot location '{url}' names no bucket"));
-            }
             let mut builder = match param("s3_auth").as_deref() {
                 // Keys given in the configuration, and nothing from the
                 // environment that could override them.
@@ -68,15 +68,7 @@ impl Location {
                 lock_writes: false,
             });
         }
-        let folder = match url.strip_prefix("file://") {
-            Some(path) => path,
-            None if url.contains("://") => {
-                return Err(format!(
-                    "snapshot location '{url}' is neither s3:// nor a folder (a path or file://)"
-                ));
-            }
-            None => url,
-        };
+        let folder = url.strip_prefix("file://").unwrap_or(url);
         std::fs::create_dir_all(folder)
             .map_err(|e| format!("cannot create the snapshot folder '{folder}': {e}"))?;
         let store = LocalFileSystem::new_with_prefix(folder)
