@@ -878,3 +878,65 @@ async fn a_snapshot_file_that_arrives_after_its_metadata_is_waited_for() {
         .await;
     assert_eq!(count(&replica, name).await, 20);
 }
+
+/// An append dataset restored from a snapshot catches up from the newest
+/// `time_column` value it holds, as the seed says: it appends what is newer
+/// and does not reload (a row deleted at the source meanwhile stays).
+#[tokio::test]
+async fn an_append_dataset_restored_from_a_snapshot_catches_up() {
+    let source = SourceSchema::create("append_restore").await;
+    source
+        .execute("CREATE TABLE {schema}.t (id int PRIMARY KEY, v text, at timestamptz NOT NULL); INSERT INTO {schema}.t SELECT g, 'v' || g, now() - interval '1 day' + g * interval '1 second' FROM generate_series(1, 100) g")
+        .await;
+    let folder = tempfile::tempdir().unwrap();
+    let files = folder.path();
+    let place = Place::folder(&files.join("snapshots"));
+    let name = "appended";
+    let append = |file: &str, mode: &str| {
+        entry(
+            &source,
+            true,
+            name,
+            "duckdb",
+            &files.join(file),
+            &format!("      refresh_mode: append\n      snapshots: {mode}\n"),
+        )
+        .replace(
+            "    acceleration:",
+            "    time_column: at\n    acceleration:",
+        )
+    };
+    let writer =
+        Server::start_with_config(&config(&place.block, &append("writer.db", "create_only"))).await;
+    writer.wait_ready().await;
+    eventually("the first snapshot", || async {
+        place.current_id(name).await.is_some()
+    })
+    .await;
+    drop(writer);
+    source
+        .execute("DELETE FROM {schema}.t WHERE id = 1; INSERT INTO {schema}.t SELECT g, 'v' || g, now() + g * interval '1 second' FROM generate_series(101, 150) g")
+        .await;
+    let restored = Server::start_with_config(&config(
+        &place.block,
+        &append("restored.db", "bootstrap_only"),
+    ))
+    .await;
+    restored.wait_ready().await;
+    eventually("the append catches up", || async {
+        count(&restored, name).await == 150
+    })
+    .await;
+    let status = restored.dataset_status(name).await;
+    assert_eq!(
+        status["snapshot"]["id"].as_str(),
+        place.current_id(name).await.as_deref(),
+        "{status}"
+    );
+    let rows = simple_rows(
+        &restored.client().await,
+        &format!("SELECT count(*) FROM {name} WHERE id = 1"),
+    )
+    .await;
+    assert_eq!(rows, [[Some("1".to_owned())]], "restored, not reloaded");
+}
