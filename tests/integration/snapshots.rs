@@ -605,7 +605,28 @@ async fn a_failed_restore_does_what_bootstrap_on_failure_behavior_says() {
     assert_eq!(bootstraps(&fell_back, name, "fallback").await, 1);
     let status = fell_back.dataset_status(name).await;
     assert_eq!(status["snapshot"]["id"], first.as_str(), "{status}");
+    // Restored from a snapshot: no last_refresh until a refresh completes
+    // in this process (and its source is out of reach).
+    assert_eq!(status["last_refresh"], Value::Null, "{status}");
     drop(fell_back);
+
+    // The same for the writer, restarted on its own file without its
+    // source: it serves the file but does not report the checkpoint's time.
+    let restarted = Server::start_with_config(&config(
+        &place.block,
+        &unreachable(
+            &source,
+            name,
+            &files.join("writer.db"),
+            "      snapshots: create_only\n",
+        ),
+    ))
+    .await;
+    restarted.wait_ready().await;
+    assert_eq!(count(&restarted, name).await, 150);
+    let status = restarted.dataset_status(name).await;
+    assert_eq!(status["last_refresh"], Value::Null, "{status}");
+    drop(restarted);
 
     // retry: fails until the metadata is repaired, then restores it.
     let retried = Server::start_with_config(&config(
