@@ -314,6 +314,20 @@ async fn replicas_restore_and_follow_the_writer(
             assert_eq!(count(server, &name).await, 100);
             let status = server.dataset_status(&name).await;
             assert_eq!(status["snapshot"]["id"], first.as_str(), "{status}");
+            // Later polls send the ETag they loaded with and stop at "not
+            // modified".
+            eventually("a poll that stops at not modified", || async {
+                counter(
+                    server,
+                    "dataset_acceleration_snapshot_polls",
+                    &name,
+                    "outcome",
+                    "not_modified",
+                )
+                .await
+                    > 0
+            })
+            .await;
         }
         // The writer refreshes; both replicas load the newer snapshot, and
         // queries running all along see the old rows or the new, never an
