@@ -407,13 +407,22 @@ mod tests {
     }
 
     fn params(source: &str, pairs: &[(&str, Scalar)]) -> (SourceParams, Vec<ConfigError>) {
+        params_in(&no_env, source, pairs)
+    }
+
+    /// [`params`] in the environment `env`.
+    fn params_in(
+        env: crate::config::secret::Lookup<'_>,
+        source: &str,
+        pairs: &[(&str, Scalar)],
+    ) -> (SourceParams, Vec<ConfigError>) {
         let raw: RawParams = pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.clone()))
             .collect();
         let mut errors = Vec::new();
         let mut report = Report::new(Some("d".into()), &mut errors);
-        let mut values = Values::new(&mut report, &no_env);
+        let mut values = Values::new(&mut report, env);
         let parsed = parse_params(
             &mut values,
             &crate::config::source::parse_from(source).unwrap(),
@@ -459,22 +468,7 @@ mod tests {
             .find(|(var, _)| *var == name)
             .map(|(_, value)| value.to_string())
         };
-        let parse = |source: &str, pairs: &[(&str, Scalar)]| {
-            let raw: RawParams = pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect();
-            let mut errors = Vec::new();
-            let mut report = Report::new(Some("d".into()), &mut errors);
-            let mut values = Values::new(&mut report, &env);
-            let parsed = parse_params(
-                &mut values,
-                &crate::config::source::parse_from(source).unwrap(),
-                &raw,
-                true,
-            );
-            (parsed, errors)
-        };
+        let parse = |source: &str, pairs: &[(&str, Scalar)]| params_in(&env, source, pairs);
         let (parsed, errors) = parse("postgres:t", &[("pg_db", text("given"))]);
         assert!(errors.is_empty(), "{errors:?}");
         let SourceParams::Postgres(pg) = parsed else {

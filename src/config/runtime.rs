@@ -253,15 +253,14 @@ fn parse_auth(values: &mut Values<'_, '_>, raw: &RawAuth) -> AuthConfig {
     AuthConfig { method, users }
 }
 
-/// The keys of `snapshots.params`.
-const SNAPSHOT_PARAMS: [&str; 7] = [
+/// The keys that reach an S3 location.
+pub(super) const S3_KEYS: [&str; 6] = [
     "s3_auth",
     "s3_key",
     "s3_secret",
     "s3_region",
     "s3_endpoint",
     "allow_http",
-    "s3_queue_url",
 ];
 
 yaml_enum! {
@@ -314,12 +313,13 @@ pub(crate) fn parse_snapshots(values: &mut Values<'_, '_>, raw: &RawSnapshots) -
     let mut params = BTreeMap::new();
     for (name, value) in raw.params.iter().flatten() {
         let key = format!("snapshots.params.{name}");
-        if !SNAPSHOT_PARAMS.contains(&name.as_str()) {
+        // The location's keys, and the queue of its event notifications.
+        if !S3_KEYS.contains(&name.as_str()) && name != "s3_queue_url" {
             values.error(
                 &key,
                 format!(
-                    "unknown key '{name}'; valid keys here are {}",
-                    SNAPSHOT_PARAMS.join(", ")
+                    "unknown key '{name}'; valid keys here are {}, s3_queue_url",
+                    S3_KEYS.join(", ")
                 ),
             );
             continue;

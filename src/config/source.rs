@@ -1,9 +1,11 @@
 //! Where a dataset's rows come from: the `from` reference (`postgres:[schema.]table`,
-//! `mysql:[db.]table`, `duckdb:table`, `sqlite:table`, `file:path`, `http(s)://url`) and
-//! which `params` keys each source kind owns. The parameters themselves are in
-//! `params.rs`.
+//! `mysql:[db.]table`, `duckdb:table`, `sqlite:table`, `file:path`,
+//! `s3://bucket/prefix/`, `http(s)://url`) and which `params` keys each source kind
+//! owns. The parameters themselves are in `params.rs`.
 
 use std::path::PathBuf;
+
+use super::runtime::S3_KEYS;
 
 /// The table a dataset reads, by source kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,18 +76,21 @@ impl SourceRef {
             SourceRef::Sqlite { .. } => &["sqlite_file"],
             SourceRef::File { .. } => &["file_format"],
             SourceRef::Http { .. } => &[],
-            SourceRef::S3 { .. } => &[
-                "file_format",
-                "s3_auth",
-                "s3_key",
-                "s3_secret",
-                "s3_region",
-                "s3_endpoint",
-                "allow_http",
-            ],
+            SourceRef::S3 { .. } => &S3_PARAMS,
         }
     }
 }
+
+/// The `params` of an `s3://` source: its format and how to reach it.
+const S3_PARAMS: [&str; 7] = [
+    "file_format",
+    S3_KEYS[0],
+    S3_KEYS[1],
+    S3_KEYS[2],
+    S3_KEYS[3],
+    S3_KEYS[4],
+    S3_KEYS[5],
+];
 
 const FROM_PREFIXES: &str = "postgres:, mysql:, duckdb:, sqlite:, file:, s3://, http://, https://";
 

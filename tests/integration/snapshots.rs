@@ -496,6 +496,63 @@ async fn metadata_writes_are_conditional() {
     }
 }
 
+/// A `refresh_mode: snapshot` replica of `name` polling every second, in
+/// this process, Ready.
+async fn start_replica(
+    place: &Place,
+    source: &SourceSchema,
+    name: &str,
+    engine: &str,
+    files: &Path,
+) -> Server {
+    let replica = Server::start_with_config(&config(
+        &place.block,
+        &entry(
+            source,
+            false,
+            name,
+            engine,
+            &files.join("replica.db"),
+            "      refresh_mode: snapshot\n      refresh_check_interval: 1s\n      snapshots: bootstrap_only\n",
+        ),
+    ))
+    .await;
+    replica.wait_ready().await;
+    replica
+}
+
+/// A source table `{schema}.t` of `rows` rows, and a writer of dataset
+/// `name` that has published its `first` snapshot to a folder.
+struct Published {
+    source: SourceSchema,
+    folder: tempfile::TempDir,
+    place: Place,
+    writer: Server,
+    first: String,
+}
+
+async fn published(prefix: &str, rows: u32, name: &str, engine: &str) -> Published {
+    let source = SourceSchema::create(prefix).await;
+    source
+        .execute(&format!("CREATE TABLE {{schema}}.t (id int PRIMARY KEY, v text); INSERT INTO {{schema}}.t SELECT g, 'v' || g FROM generate_series(1, {rows}) g"))
+        .await;
+    let folder = tempfile::tempdir().unwrap();
+    let place = Place::folder(&folder.path().join("snapshots"));
+    let writer = start_writer(&place, &source, name, engine, folder.path()).await;
+    eventually("the first snapshot", || async {
+        place.current_id(name).await.is_some()
+    })
+    .await;
+    let first = place.current_id(name).await.unwrap();
+    Published {
+        source,
+        folder,
+        place,
+        writer,
+        first,
+    }
+}
+
 /// A writer of `name` (`snapshots: create_only`) in this process, Ready.
 async fn start_writer(
     place: &Place,
@@ -535,21 +592,16 @@ fn unreachable(source: &SourceSchema, name: &str, file: &Path, acceleration: &st
 /// `retry` tries the whole restore again until it succeeds.
 #[tokio::test]
 async fn a_failed_restore_does_what_bootstrap_on_failure_behavior_says() {
-    let source = SourceSchema::create("bootstrap").await;
-    source
-        .execute("CREATE TABLE {schema}.t (id int PRIMARY KEY, v text); INSERT INTO {schema}.t SELECT g, 'v' || g FROM generate_series(1, 100) g")
-        .await;
-    let folder = tempfile::tempdir().unwrap();
-    let files = folder.path();
-    let place = Place::folder(&files.join("snapshots"));
     let name = "boot";
     // A writer publishes 100 rows, then 150.
-    let writer = start_writer(&place, &source, name, "duckdb", files).await;
-    eventually("the first snapshot", || async {
-        place.current_id(name).await.is_some()
-    })
-    .await;
-    let first = place.current_id(name).await.unwrap();
+    let Published {
+        source,
+        folder,
+        place,
+        writer,
+        first,
+    } = published("bootstrap", 100, name, "duckdb").await;
+    let files = folder.path();
     source
         .execute("INSERT INTO {schema}.t SELECT g, 'v' || g FROM generate_series(101, 150) g")
         .await;
@@ -781,33 +833,16 @@ async fn a_file_format_snapshot_dataset_serves_a_location_alone() {
 /// serving, counts `snapshot_schema_mismatch` and logs the seed's warning.
 #[tokio::test]
 async fn a_snapshot_with_other_columns_is_refused_before_download() {
-    let source = SourceSchema::create("schema_change").await;
-    source
-        .execute("CREATE TABLE {schema}.t (id int PRIMARY KEY, v text); INSERT INTO {schema}.t SELECT g, 'v' || g FROM generate_series(1, 30) g")
-        .await;
-    let folder = tempfile::tempdir().unwrap();
-    let files = folder.path();
-    let place = Place::folder(&files.join("snapshots"));
     let name = "reshaped";
-    let writer = start_writer(&place, &source, name, "duckdb", files).await;
-    eventually("the first snapshot", || async {
-        place.current_id(name).await.is_some()
-    })
-    .await;
-    let first = place.current_id(name).await.unwrap();
-    let replica = Server::start_with_config(&config(
-        &place.block,
-        &entry(
-            &source,
-            false,
-            name,
-            "duckdb",
-            &files.join("replica.db"),
-            "      refresh_mode: snapshot\n      refresh_check_interval: 1s\n      snapshots: bootstrap_only\n",
-        ),
-    ))
-    .await;
-    replica.wait_ready().await;
+    let Published {
+        source,
+        folder,
+        place,
+        writer,
+        first,
+    } = published("schema_change", 30, name, "duckdb").await;
+    let files = folder.path();
+    let replica = start_replica(&place, &source, name, "duckdb", files).await;
     assert_eq!(count(&replica, name).await, 30);
     let downloaded = || {
         counter(
@@ -845,34 +880,18 @@ async fn a_snapshot_with_other_columns_is_refused_before_download() {
 /// it is there.
 #[tokio::test]
 async fn a_snapshot_file_that_arrives_after_its_metadata_is_waited_for() {
-    let source = SourceSchema::create("late_file").await;
-    source
-        .execute("CREATE TABLE {schema}.t (id int PRIMARY KEY, v text); INSERT INTO {schema}.t SELECT g, 'v' || g FROM generate_series(1, 20) g")
-        .await;
-    let folder = tempfile::tempdir().unwrap();
+    let name = "late";
+    let Published {
+        source,
+        folder,
+        place,
+        writer,
+        ..
+    } = published("late_file", 20, name, "sqlite").await;
+    drop(writer);
     let files = folder.path();
     let location = files.join("snapshots");
-    let place = Place::folder(&location);
-    let name = "late";
-    let writer = start_writer(&place, &source, name, "sqlite", files).await;
-    eventually("the first snapshot", || async {
-        place.current_id(name).await.is_some()
-    })
-    .await;
-    drop(writer);
-    let replica = Server::start_with_config(&config(
-        &place.block,
-        &entry(
-            &source,
-            false,
-            name,
-            "sqlite",
-            &files.join("replica.db"),
-            "      refresh_mode: snapshot\n      refresh_check_interval: 1s\n      snapshots: bootstrap_only\n",
-        ),
-    ))
-    .await;
-    replica.wait_ready().await;
+    let replica = start_replica(&place, &source, name, "sqlite", files).await;
     // A newer snapshot whose file is still on its way.
     let mut published = place.metadata().await;
     let current = place.current_id(name).await.unwrap();
