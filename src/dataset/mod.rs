@@ -230,12 +230,8 @@ impl Dataset {
     /// Ready, without a last refresh time (the seeds: a dataset restored
     /// from a snapshot reports one once a refresh completes).
     pub fn snapshot_restored(&self, snapshot: SnapshotReport) {
-        let mut state = self.state();
-        state.snapshot = Some(snapshot);
-        self.set_status(&mut state, DatasetStatus::Ready);
-        if self.config.ready_state != ReadyState::OnSchemaResolved {
-            self.ever_ready.store(true, Ordering::Release);
-        }
+        self.state().snapshot = Some(snapshot);
+        self.restored(None);
     }
 
     /// A `refresh_mode: snapshot` dataset serves a newly loaded snapshot:

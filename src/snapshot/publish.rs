@@ -175,11 +175,15 @@ async fn publish_once(
     copy: &Copy,
 ) -> Result<SnapshotEntry, String> {
     // The id follows the newest one published, even within one second.
-    let known = match metadata::read(location, None)
-        .await
-        .map_err(|e| e.to_string())?
-    {
-        Read::Found { metadata, .. } => metadata
+    // This read is also the base of the first metadata update below: the
+    // conditional write refuses it if another writer got in meanwhile.
+    let mut read = Some(
+        metadata::read(location, None)
+            .await
+            .map_err(|e| e.to_string())?,
+    );
+    let known = match &read {
+        Some(Read::Found { metadata, .. }) => metadata
             .datasets
             .get(dataset)
             .and_then(|d| d.snapshots.iter().map(|s| s.id.clone()).max()),
@@ -205,10 +209,13 @@ async fn publish_once(
         schema: SnapshotSchema::of(&copy.schema),
     };
     for _ in 0..CONFLICT_ATTEMPTS {
-        let (mut metadata, version) = match metadata::read(location, None)
-            .await
-            .map_err(|e| e.to_string())?
-        {
+        let current = match read.take() {
+            Some(read) => read,
+            None => metadata::read(location, None)
+                .await
+                .map_err(|e| e.to_string())?,
+        };
+        let (mut metadata, version) = match current {
             Read::Found { metadata, version } => (metadata, Some(version)),
             Read::Missing | Read::NotModified => (metadata::Metadata::default(), None),
         };
