@@ -31,6 +31,7 @@ pub const SNAPSHOT_PUBLISH_ERRORS: &str = "dataset_acceleration_snapshot_publish
 pub const SNAPSHOT_BYTES: &str = "dataset_acceleration_snapshot_bytes";
 pub const SNAPSHOT_BOOTSTRAPS: &str = "dataset_acceleration_snapshot_bootstraps";
 pub const SNAPSHOT_POLLS: &str = "dataset_acceleration_snapshot_polls";
+pub const SNAPSHOT_NOTIFICATIONS: &str = "snapshot_notifications";
 
 /// The process-wide Prometheus recorder. The `metrics` facade has one global
 /// recorder, so every runtime in the process (tests start several) shares it.
@@ -118,6 +119,10 @@ fn describe() {
     describe_counter!(
         SNAPSHOT_POLLS,
         "Checks of the snapshot location by refresh_mode: snapshot datasets, by outcome (not_modified, unchanged, loaded, not_found, older, failed)"
+    );
+    describe_counter!(
+        SNAPSHOT_NOTIFICATIONS,
+        "Messages of the snapshots.params.s3_queue_url queue, by outcome (reload, ignored, outside: left on the queue)"
     );
     describe_histogram!(
         QUERY_DURATION,
@@ -211,6 +216,12 @@ pub fn snapshot_bootstrap(dataset: &str, outcome: &'static str) {
 
 pub fn snapshot_poll(dataset: &str, outcome: &'static str) {
     counter!(SNAPSHOT_POLLS, "dataset" => dataset.to_owned(), "outcome" => outcome).increment(1);
+}
+
+/// A message of the snapshot notification queue was handled: `reload`,
+/// `ignored` (deleted without a reload) or `outside` (left on the queue).
+pub fn snapshot_notification(outcome: &'static str) {
+    counter!(SNAPSHOT_NOTIFICATIONS, "outcome" => outcome).increment(1);
 }
 
 /// A query on `dataset` went to its source (nothing loaded yet).

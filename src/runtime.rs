@@ -60,15 +60,22 @@ impl Runtime {
             return Err(ConfigErrors(refused).into());
         }
         metrics::handle();
-        let snapshots = snapshot_setups(&config)?;
-        let registry = Arc::new(Registry::new(
-            config
-                .datasets
-                .iter()
-                .cloned()
-                .map(|dataset| Arc::new(Dataset::new(dataset)))
-                .collect(),
-        ));
+        let mut snapshots = snapshot_setups(&config)?;
+        let datasets: Vec<Arc<Dataset>> = config
+            .datasets
+            .iter()
+            .cloned()
+            .map(|dataset| Arc::new(Dataset::new(dataset)))
+            .collect();
+        let queue = snapshot::queue::plan(config.snapshots.as_ref(), &datasets, &mut snapshots)
+            .map_err(|message| {
+                ConfigErrors(vec![ConfigError {
+                    dataset: None,
+                    key: "snapshots.params.s3_queue_url".to_owned(),
+                    message,
+                }])
+            })?;
+        let registry = Arc::new(Registry::new(datasets));
         let pg_listener = bind(config.runtime.pg.listen).await?;
         let pg_addr = pg_listener
             .local_addr()
@@ -97,6 +104,10 @@ impl Runtime {
             refresh_runtime: refresh_runtime(config.runtime.dedicated_thread_pool)?,
         };
         runtime.start_refresh_loops(partitions, snapshots);
+        if let Some((sqs, watches)) = queue {
+            let listener = snapshot::queue::listen(sqs, watches, runtime.shutdown.clone());
+            runtime.tracker.spawn(listener);
+        }
         runtime.tracker.spawn(wire::serve(
             pg_listener,
             Arc::clone(&runtime.engine),
@@ -232,6 +243,7 @@ fn snapshot_setups(config: &Config) -> Result<HashMap<String, snapshot::Setup>, 
                     snapshot::Setup {
                         location,
                         on_failure,
+                        notified: None,
                     },
                 );
             }

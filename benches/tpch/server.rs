@@ -77,12 +77,18 @@ impl Pgaccel {
     /// Starts `binary` with `datasets` (YAML list entries; empty for none)
     /// and waits until `GET /v1/ready` answers 200.
     pub async fn start_with(binary: &Path, datasets: &str) -> Result<Pgaccel> {
+        Pgaccel::start_with_config(binary, "", datasets).await
+    }
+
+    /// Starts `binary` with `top` (top-level YAML such as a `snapshots:`
+    /// block, or nothing) and `datasets`, and waits until it is ready.
+    pub async fn start_with_config(binary: &Path, top: &str, datasets: &str) -> Result<Pgaccel> {
         let dir = tempfile::Builder::new()
             .prefix("pgaccel-bench-")
             .tempdir()?;
         let (pg_port, http_port) = (free_port()?, free_port()?);
         let config = dir.path().join("pgaccel.yaml");
-        std::fs::write(&config, config_yaml(pg_port, http_port, datasets))?;
+        std::fs::write(&config, config_yaml(pg_port, http_port, top, datasets))?;
         let log = File::create(dir.path().join("pgaccel.log"))?;
         let child = Command::new(binary)
             .args(["run", "-c"])
@@ -171,17 +177,7 @@ impl Pgaccel {
     /// is refreshing; fails if the dataset reports an error, so that a failed refresh
     /// is not mistaken for a slow one.
     async fn last_refresh(&self, dataset: &str) -> Result<Option<String>> {
-        let list: Value = self
-            .client
-            .get(self.url("/v1/datasets?status=true"))
-            .send()
-            .await?
-            .json()
-            .await?;
-        let entry = list
-            .as_array()
-            .and_then(|all| all.iter().find(|d| d["name"] == dataset))
-            .ok_or_else(|| format!("/v1/datasets does not list {dataset}: {list}"))?;
+        let entry = self.dataset_status(dataset).await?;
         if entry["status"]
             .as_str()
             .is_some_and(|s| s.eq_ignore_ascii_case("error"))
@@ -195,6 +191,21 @@ impl Pgaccel {
             return Ok(None);
         }
         Ok(entry["last_refresh"].as_str().map(str::to_owned))
+    }
+
+    /// The entry of `dataset` in `GET /v1/datasets?status=true`.
+    pub async fn dataset_status(&self, dataset: &str) -> Result<Value> {
+        let list: Value = self
+            .client
+            .get(self.url("/v1/datasets?status=true"))
+            .send()
+            .await?
+            .json()
+            .await?;
+        list.as_array()
+            .and_then(|all| all.iter().find(|d| d["name"] == dataset))
+            .cloned()
+            .ok_or_else(|| format!("/v1/datasets does not list {dataset}: {list}").into())
     }
 
     /// Sum of `dataset_acceleration_bytes` over `datasets` from `GET /metrics`, or
@@ -249,9 +260,9 @@ fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
-fn config_yaml(pg_port: u16, http_port: u16, datasets: &str) -> String {
+fn config_yaml(pg_port: u16, http_port: u16, top: &str, datasets: &str) -> String {
     let mut yaml = format!(
-        "runtime:\n  pg: {{ listen: 127.0.0.1:{pg_port} }}\n  http: {{ listen: 127.0.0.1:{http_port} }}\n"
+        "runtime:\n  pg: {{ listen: 127.0.0.1:{pg_port} }}\n  http: {{ listen: 127.0.0.1:{http_port} }}\n{top}"
     );
     if datasets.is_empty() {
         yaml.push_str("datasets: []\n");

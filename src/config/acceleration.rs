@@ -41,6 +41,7 @@ pub struct Acceleration {
     /// `None` when jitter is disabled.
     pub jitter: Option<Duration>,
     pub on_zero_results: ZeroResults,
+    pub on_schema_change: OnSchemaChange,
     pub retention: Retention,
     pub snapshots: SnapshotMode,
     /// Overrides the top-level snapshot location for this dataset (a writer's folder).
@@ -98,6 +99,18 @@ yaml_enum! {
 }
 
 yaml_enum! {
+    /// What a refresh does when the source's columns differ from the
+    /// acceleration's.
+    pub enum OnSchemaChange {
+        /// The refresh fails with an error naming the columns, and the last
+        /// good data keeps being served (the default).
+        Block => "block",
+        /// The acceleration is loaded again with the source's columns.
+        Rebuild => "rebuild",
+    }
+}
+
+yaml_enum! {
     /// Whether this dataset restores from and/or publishes acceleration snapshots.
     pub enum SnapshotMode {
         Disabled => "disabled",
@@ -130,6 +143,8 @@ pub(crate) struct Context {
     pub time_partition_column: bool,
     /// The top-level `snapshots:` block is present and enabled.
     pub snapshot_store: bool,
+    /// ... and names an `s3_queue_url`.
+    pub snapshot_queue: bool,
 }
 
 /// Dotted key of an acceleration field.
@@ -157,6 +172,16 @@ pub(crate) fn parse(
         .unwrap_or(SnapshotMode::Disabled);
     let snapshots_location = parse_snapshots_location(values, raw, snapshots, ctx);
     check_snapshot_mode(values, refresh_mode, engine, snapshots);
+    if ctx.snapshot_queue
+        && refresh_mode == RefreshMode::Snapshot
+        && let Some(location) = snapshots_location.as_deref()
+        && !location.starts_with("s3://")
+    {
+        let message = format!(
+            "snapshots.params.s3_queue_url carries S3 event notifications, which this location ('{location}') does not send; use an s3:// location or leave s3_queue_url out"
+        );
+        values.error(&key("snapshots_location"), message);
+    }
     check_append(values, refresh_mode, ctx);
     Acceleration {
         enabled: values.flag(&key("enabled"), &raw.enabled, true),
@@ -176,6 +201,9 @@ pub(crate) fn parse(
         on_zero_results: values
             .choice(&key("on_zero_results"), &raw.on_zero_results)
             .unwrap_or(ZeroResults::ReturnEmpty),
+        on_schema_change: values
+            .choice(&key("on_schema_change"), &raw.on_schema_change)
+            .unwrap_or(OnSchemaChange::Block),
         retention: policy::parse_retention(values, raw, ctx),
         schedule,
         snapshots,
@@ -464,6 +492,7 @@ mod tests {
             time_column,
             time_partition_column: false,
             snapshot_store: false,
+            snapshot_queue: false,
         };
         let acceleration = parse(&mut values, &raw, &ctx);
         (acceleration, errors)

@@ -127,6 +127,8 @@ yaml_enum! {
 pub(crate) struct Defaults {
     /// The top-level `snapshots:` block is present and enabled.
     pub snapshot_store: bool,
+    /// ... and names an `s3_queue_url`.
+    pub snapshot_queue: bool,
     /// `runtime.ready_state`, the default of every dataset's `ready_state`.
     pub ready_state: ReadyState,
 }
@@ -166,6 +168,7 @@ pub(crate) fn parse(
         time_column: time_column.is_some(),
         time_partition_column: partition.is_some(),
         snapshot_store,
+        snapshot_queue: defaults.snapshot_queue,
     };
     let reader = match &params {
         Some(SourceParams::Snapshot { location, .. }) => Some(location.clone()),
@@ -401,16 +404,22 @@ mod tests {
             errors.contains("acceleration.engine") && errors.contains("acceleration.refresh_mode"),
             "{errors}"
         );
-        // Other formats from s3:// are not read yet, and say so.
+        // Data files from s3:// keep the keys that reach them.
         let config = crate::config::from_yaml_str(
-            "datasets:\n  - from: s3://bucket/data/\n    name: a\n    params: { file_format: parquet }\n",
+            "datasets:\n  - from: s3://bucket/data/\n    name: a\n    params: { file_format: json, s3_region: eu-west-1, allow_http: true }\n",
         )
         .unwrap();
-        let refused = config.unsupported();
         assert!(
-            refused.len() == 1 && refused[0].message.contains("only file_format: snapshot"),
-            "{refused:?}"
+            config.unsupported().is_empty(),
+            "{:?}",
+            config.unsupported()
         );
+        let SourceParams::File { format, store } = &config.datasets[0].params else {
+            panic!("{:?}", config.datasets[0].params);
+        };
+        assert_eq!(*format, super::super::FileFormat::Json);
+        assert_eq!(store["s3_region"].expose(), "eu-west-1");
+        assert_eq!(store["allow_http"].expose(), "true");
     }
 
     #[test]

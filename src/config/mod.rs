@@ -35,7 +35,8 @@ mod fixtures;
 use std::path::Path;
 
 pub use acceleration::{
-    Acceleration, Engine, Mode, RefreshMode, RefreshOnStartup, SnapshotMode, ZeroResults,
+    Acceleration, Engine, Mode, OnSchemaChange, RefreshMode, RefreshOnStartup, SnapshotMode,
+    ZeroResults,
 };
 pub use dataset::{DatasetConfig, DatasetName, ReadyState, TimeFormat};
 pub use error::{ConfigError, ConfigErrors};
@@ -45,8 +46,9 @@ pub use refresh_sql::RefreshSql;
 pub(crate) use refresh_sql::normalized as normalized_identifier;
 pub use retention_sql::RetentionSql;
 pub use runtime::{
-    AuthConfig, AuthMethod, BootstrapOnFailure, HttpConfig, PgConfig, RuntimeConfig,
-    RuntimeReadyState, SnapshotStore, TlsConfig, Unsupported, UserConfig, snapshot_location_error,
+    AuthConfig, AuthMethod, BootstrapOnFailure, HttpConfig, PgConfig, QueueUrl, RuntimeConfig,
+    RuntimeReadyState, SnapshotStore, TlsConfig, Unsupported, UserConfig, parse_queue_url,
+    snapshot_location_error,
 };
 pub use schedule::{CronSchedule, Schedule};
 pub use secret::Secret;

@@ -21,8 +21,11 @@ pub enum SourceParams {
     Sqlite {
         file: PathBuf,
     },
+    /// Parquet, CSV or JSON files; for an `s3://` source, the
+    /// object-store keys (`s3_*`, `allow_http`) that reach them.
     File {
         format: FileFormat,
+        store: BTreeMap<String, Secret>,
     },
     Http,
     /// `file_format: snapshot`: the dataset serves the snapshots published
@@ -121,26 +124,28 @@ pub(crate) fn parse_params(
                 location: path.display().to_string(),
                 params: BTreeMap::new(),
             },
-            format => SourceParams::File { format },
+            format => SourceParams::File {
+                format,
+                store: BTreeMap::new(),
+            },
         },
         SourceRef::S3 { url } => {
-            match parse_file_format(values, Path::new(url), &get("file_format")) {
-                FileFormat::Snapshot => {
-                    let params = params
-                        .keys()
-                        .filter(|key| key.starts_with("s3_") || *key == "allow_http")
-                        .filter_map(|key| {
-                            let (name, value) = (format!("params.{key}"), get(key));
-                            super::runtime::check_s3_param(values, &name, key, &value);
-                            Some((key.clone(), values.secret(&name, &value)?))
-                        })
-                        .collect();
-                    SourceParams::Snapshot {
-                        location: url.clone(),
-                        params,
-                    }
-                }
-                format => SourceParams::File { format },
+            let format = parse_file_format(values, Path::new(url), &get("file_format"));
+            let store = params
+                .keys()
+                .filter(|key| key.starts_with("s3_") || *key == "allow_http")
+                .filter_map(|key| {
+                    let (name, value) = (format!("params.{key}"), get(key));
+                    super::runtime::check_s3_param(values, &name, key, &value);
+                    Some((key.clone(), values.secret(&name, &value)?))
+                })
+                .collect();
+            match format {
+                FileFormat::Snapshot => SourceParams::Snapshot {
+                    location: url.clone(),
+                    params: store,
+                },
+                format => SourceParams::File { format, store },
             }
         }
         SourceRef::Http { .. } => SourceParams::Http,
@@ -155,10 +160,13 @@ fn reject_foreign_params(values: &mut Values<'_, '_>, source: &SourceRef, params
         } else {
             allowed.join(", ")
         };
-        let hint = if matches!(key.as_str(), "duckdb_file" | "sqlite_file") {
-            " (acceleration files go in acceleration.params)"
-        } else {
-            ""
+        let hint = match key.as_str() {
+            "duckdb_file" | "sqlite_file" => " (acceleration files go in acceleration.params)",
+            // The seed: such a dataset checks every refresh_check_interval.
+            "s3_queue_url" => {
+                " (a dataset that reads snapshots with file_format: snapshot checks for new ones every refresh_check_interval; reloading on notifications is for refresh_mode: snapshot datasets, through the top-level snapshots.params)"
+            }
+            _ => "",
         };
         let message = format!(
             "'{key}' is not a parameter of {} sources{hint}; valid parameters are {valid}",
@@ -573,14 +581,16 @@ mod tests {
         assert!(matches!(
             parsed,
             SourceParams::File {
-                format: FileFormat::Csv
+                format: FileFormat::Csv,
+                ..
             }
         ));
         let (parsed, _) = params("file:x.dat", &[("file_format", text("parquet"))]);
         assert!(matches!(
             parsed,
             SourceParams::File {
-                format: FileFormat::Parquet
+                format: FileFormat::Parquet,
+                ..
             }
         ));
     }

@@ -217,6 +217,7 @@ pub(crate) struct RawAcceleration {
     pub refresh_jitter_enabled: Option<Scalar>,
     pub refresh_jitter_max: Option<Scalar>,
     pub on_zero_results: Option<Scalar>,
+    pub on_schema_change: Option<Scalar>,
     pub retention_check_enabled: Option<Scalar>,
     pub retention_check_interval: Option<Scalar>,
     pub retention_period: Option<Scalar>,

@@ -305,6 +305,88 @@ pub fn snapshot_location_error(url: &str) -> Option<String> {
     })
 }
 
+/// A parsed `s3_queue_url`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueUrl {
+    pub url: String,
+    /// `scheme://host[:port]/`, where the JSON protocol's requests go.
+    pub endpoint: String,
+    /// The region named by an AWS queue URL's host.
+    pub region: Option<String>,
+}
+
+/// Parses and checks `url` as an SQS queue URL:
+/// `https://sqs.<region>.amazonaws.com/<account>/<queue>` (or the legacy
+/// `<region>.queue.amazonaws.com` host), or the same path on another host
+/// for an SQS-compatible server. The message says what is wrong.
+pub fn parse_queue_url(url: &str) -> Result<QueueUrl, String> {
+    const SHAPE: &str = "expected an SQS queue URL such as https://sqs.us-east-1.amazonaws.com/123456789012/my-queue";
+    let url = url.trim();
+    if url.is_empty() {
+        return Err(format!("is empty; {SHAPE}"));
+    }
+    if url.starts_with("arn:") {
+        return Err(format!("'{url}' is an ARN, not a queue URL; {SHAPE}"));
+    }
+    let not_sqs = || format!("'{url}' is not an SQS queue URL; {SHAPE}");
+    let (scheme, rest) = url.split_once("://").ok_or_else(not_sqs)?;
+    if scheme != "https" && scheme != "http" {
+        return Err(not_sqs());
+    }
+    let (host, path) = rest.split_once('/').ok_or_else(not_sqs)?;
+    let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
+    let [account, queue] = segments.as_slice() else {
+        return Err(not_sqs());
+    };
+    let queue_name = queue.strip_suffix(".fifo").unwrap_or(queue);
+    if host.is_empty()
+        || account.is_empty()
+        || !account.bytes().all(|b| b.is_ascii_digit())
+        || queue_name.is_empty()
+        || queue.len() > 80
+        || !queue_name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        return Err(not_sqs());
+    }
+    let hostname = host.split(':').next().unwrap_or(host).to_ascii_lowercase();
+    let region = match hostname
+        .strip_suffix(".amazonaws.com")
+        .or_else(|| hostname.strip_suffix(".amazonaws.com.cn"))
+    {
+        Some(aws) => {
+            let region = aws
+                .strip_prefix("sqs.")
+                .or_else(|| aws.strip_suffix(".queue"))
+                .filter(|region| !region.is_empty() && !region.contains('.'))
+                .ok_or_else(not_sqs)?;
+            Some(region.to_owned())
+        }
+        None => None,
+    };
+    Ok(QueueUrl {
+        url: url.to_owned(),
+        endpoint: format!("{scheme}://{host}/"),
+        region,
+    })
+}
+
+/// `snapshots.params.s3_queue_url` must be an SQS queue URL, and the
+/// notifications it carries are S3's: the location must be `s3://`.
+fn check_queue(values: &mut Values<'_, '_>, queue: &str, location: &str) {
+    const KEY: &str = "snapshots.params.s3_queue_url";
+    if let Err(message) = parse_queue_url(queue) {
+        values.error(KEY, message);
+    }
+    if !location.is_empty() && !location.starts_with("s3://") {
+        values.error(
+            KEY,
+            format!("S3 event notifications need an s3:// snapshot location, and snapshots.location is '{location}'"),
+        );
+    }
+}
+
 /// Validates the top-level `snapshots:` block.
 pub(crate) fn parse_snapshots(values: &mut Values<'_, '_>, raw: &RawSnapshots) -> SnapshotStore {
     if raw.location.is_none() {
@@ -330,16 +412,20 @@ pub(crate) fn parse_snapshots(values: &mut Values<'_, '_>, raw: &RawSnapshots) -
             params.insert(name.clone(), secret);
         }
     }
+    let location = values
+        .non_empty("snapshots.location", &raw.location, "a snapshot location")
+        .inspect(|url| {
+            if let Some(message) = snapshot_location_error(url) {
+                values.error("snapshots.location", message);
+            }
+        })
+        .unwrap_or_default();
+    if let Some(queue) = params.get("s3_queue_url") {
+        check_queue(values, queue.expose(), &location);
+    }
     SnapshotStore {
         enabled: values.flag("snapshots.enabled", &raw.enabled, true),
-        location: values
-            .non_empty("snapshots.location", &raw.location, "a snapshot location")
-            .inspect(|url| {
-                if let Some(message) = snapshot_location_error(url) {
-                    values.error("snapshots.location", message);
-                }
-            })
-            .unwrap_or_default(),
+        location,
         bootstrap_on_failure_behavior: values
             .choice(
                 "snapshots.bootstrap_on_failure_behavior",
@@ -352,6 +438,50 @@ pub(crate) fn parse_snapshots(values: &mut Values<'_, '_>, raw: &RawSnapshots) -
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_urls_are_checked() {
+        let aws =
+            parse_queue_url("https://sqs.us-east-1.amazonaws.com/123456789012/reader-1").unwrap();
+        assert_eq!(aws.region.as_deref(), Some("us-east-1"));
+        assert_eq!(aws.endpoint, "https://sqs.us-east-1.amazonaws.com/");
+        let legacy =
+            parse_queue_url("https://eu-west-1.queue.amazonaws.com/123456789012/r.fifo").unwrap();
+        assert_eq!(legacy.region.as_deref(), Some("eu-west-1"));
+        let local = parse_queue_url("http://127.0.0.1:45999/123456789012/reader").unwrap();
+        assert_eq!(local.region, None);
+        assert_eq!(local.endpoint, "http://127.0.0.1:45999/");
+        for (url, expected) in [
+            ("", "is empty"),
+            ("  ", "is empty"),
+            (
+                "arn:aws:sqs:us-east-1:123456789012:reader",
+                "is an ARN, not a queue URL",
+            ),
+            (
+                "https://my-bucket.s3.amazonaws.com/123456789012/reader",
+                "is not an SQS queue URL",
+            ),
+            (
+                "https://sqs.us-east-1.amazonaws.com/reader",
+                "is not an SQS queue URL",
+            ),
+            (
+                "https://sqs.us-east-1.amazonaws.com/acct/reader",
+                "is not an SQS queue URL",
+            ),
+            ("s3://bucket/123/reader", "is not an SQS queue URL"),
+            (
+                "https://sqs.us-east-1.amazonaws.com/1/bad name",
+                "is not an SQS queue URL",
+            ),
+        ] {
+            let message = parse_queue_url(url).unwrap_err();
+            assert!(message.contains(expected), "{url}: {message}");
+        }
+    }
+
     #[test]
     fn snapshot_params_are_checked_by_name_and_value() {
         let with = |params: &str| {
@@ -381,11 +511,69 @@ mod tests {
                 && errors.contains("dataset 'a': acceleration.snapshots_location: snapshot location 's3:///x' names no bucket"),
             "{errors}"
         );
-        // Reloading on S3 event notifications is not implemented: refused
-        // by name rather than ignored.
-        let config = with("s3_queue_url: 'https://sqs.us-east-1.amazonaws.com/1/q'").unwrap();
-        let refused = config.unsupported();
-        assert_eq!(refused.len(), 1, "{refused:?}");
-        assert_eq!(refused[0].key, "snapshots.params.s3_queue_url");
+    }
+
+    /// The seed's validation of `s3_queue_url`: empty, an ARN, not an SQS
+    /// URL, a location that is not s3:// (top-level or a dataset's own), a
+    /// `file_format: snapshot` dataset; each error names s3_queue_url.
+    #[test]
+    fn queue_urls_are_validated_where_they_are_used() {
+        let config = |location: &str, queue: &str, datasets: &str| {
+            crate::config::from_yaml_str(&format!(
+                "snapshots:\n  location: {location}\n  params: {{ s3_queue_url: '{queue}' }}\ndatasets:{datasets}\n"
+            ))
+        };
+        const AWS: &str = "https://sqs.us-east-1.amazonaws.com/123456789012/reader-1";
+        let accepted = config("s3://b/snapshots/", AWS, " []").unwrap();
+        assert!(
+            accepted.unsupported().is_empty(),
+            "{:?}",
+            accepted.unsupported()
+        );
+        for (queue, expected) in [
+            ("", "snapshots.params.s3_queue_url: is empty"),
+            (
+                "arn:aws:sqs:us-east-1:123456789012:reader-1",
+                "snapshots.params.s3_queue_url: 'arn:aws:sqs:us-east-1:123456789012:reader-1' is an ARN",
+            ),
+            (
+                "https://b.s3.amazonaws.com/x",
+                "snapshots.params.s3_queue_url: 'https://b.s3.amazonaws.com/x' is not an SQS queue URL",
+            ),
+        ] {
+            let errors = config("s3://b/snapshots/", queue, " []")
+                .unwrap_err()
+                .to_string();
+            assert!(errors.contains(expected), "{expected} in {errors}");
+        }
+        let errors = config("/var/lib/snapshots", AWS, " []")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            errors.contains("snapshots.params.s3_queue_url: S3 event notifications need an s3:// snapshot location"),
+            "{errors}"
+        );
+        let replica = |location: &str| {
+            format!(
+                "\n  - from: postgres:public.t\n    name: t\n    acceleration:\n      engine: duckdb\n      mode: file\n      refresh_mode: snapshot\n      snapshots: bootstrap_only\n      snapshots_location: {location}"
+            )
+        };
+        assert!(config("s3://b/snapshots/", AWS, &replica("s3://other/snaps/")).is_ok());
+        let errors = config("s3://b/snapshots/", AWS, &replica("/var/lib/snaps"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            errors.contains("dataset 't': acceleration.snapshots_location: snapshots.params.s3_queue_url carries S3 event notifications"),
+            "{errors}"
+        );
+        let reader = "\n  - from: s3://b/snapshots/\n    name: t\n    params: { file_format: snapshot, s3_queue_url: 'QUEUE' }";
+        let errors =
+            crate::config::from_yaml_str(&format!("datasets:{}\n", reader.replace("QUEUE", AWS)))
+                .unwrap_err()
+                .to_string();
+        assert!(
+            errors.contains("dataset 't': params.s3_queue_url: 's3_queue_url' is not a parameter of s3 sources (a dataset that reads snapshots with file_format: snapshot checks for new ones every refresh_check_interval"),
+            "{errors}"
+        );
     }
 }

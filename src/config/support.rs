@@ -8,7 +8,6 @@ use super::Config;
 use super::acceleration::RefreshMode;
 use super::dataset::DatasetConfig;
 use super::error::ConfigError;
-use super::params::{FileFormat, SourceParams};
 use super::source::SourceRef;
 
 /// Every key whose behaviour is not implemented yet, naming dataset and key.
@@ -18,13 +17,9 @@ pub(crate) fn unsupported(config: &Config) -> Vec<ConfigError> {
     let rt = &config.runtime;
     refuse(&mut out, None, rt.pg.tls.is_some(), "runtime.pg.tls", "TLS on the PostgreSQL listener");
     refuse(&mut out, None, rt.pg.auth.is_some(), "runtime.pg.auth", "password authentication");
-    let queue = config.snapshots.as_ref().is_some_and(|store| store.params.contains_key("s3_queue_url"));
-    refuse(&mut out, None, queue, "snapshots.params.s3_queue_url", "reloading on S3 event notifications (SQS)");
     for d in &config.datasets {
         let (a, n) = (&d.acceleration, Some(d));
         refuse(&mut out, n, !matches!(d.from, SourceRef::Postgres { .. } | SourceRef::Mysql { .. } | SourceRef::Sqlite { .. } | SourceRef::Duckdb { .. } | SourceRef::File { .. } | SourceRef::S3 { .. }), "from", format!("the {} source", d.from.kind()));
-        refuse(&mut out, n, matches!(d.params, SourceParams::File { format: FileFormat::Json }), "params.file_format", describe_file_format(&d.params));
-        refuse(&mut out, n, matches!((&d.from, &d.params), (SourceRef::S3 { .. }, SourceParams::File { .. })), "from", "reading Parquet, CSV or JSON objects from s3:// (only file_format: snapshot is)");
         refuse(&mut out, n, !matches!(a.refresh_mode, RefreshMode::Full | RefreshMode::Append | RefreshMode::Snapshot | RefreshMode::Disabled), "acceleration.refresh_mode", format!("refresh_mode: {}", a.refresh_mode.as_str()));
     }
     out
@@ -46,12 +41,5 @@ fn refuse(
             key: key.to_string(),
             message,
         });
-    }
-}
-
-fn describe_file_format(params: &SourceParams) -> String {
-    match params {
-        SourceParams::File { format } => format!("file_format: {}", format.as_str()),
-        _ => String::new(),
     }
 }

@@ -48,6 +48,10 @@ pub(crate) fn validate(document: Value, lookup: Lookup<'_>) -> Result<Config, Co
         .is_some_and(|store: &SnapshotStore| store.enabled);
     let defaults = dataset::Defaults {
         snapshot_store: store_enabled,
+        snapshot_queue: store_enabled
+            && snapshots
+                .as_ref()
+                .is_some_and(|store| store.params.contains_key("s3_queue_url")),
         ready_state: match runtime.ready_state {
             RuntimeReadyState::OnLoad => ReadyState::OnLoad,
             RuntimeReadyState::OnRegistration => ReadyState::OnRegistration,

@@ -92,6 +92,10 @@ pub struct Dataset {
     /// The `refresh_sql` in force: the configured one, until
     /// `PATCH /v1/datasets/{name}/acceleration` replaces it (until restart).
     refresh_sql: Mutex<Option<RefreshSql>>,
+    /// The text of the `refresh_sql` the served rows were read with
+    /// (`Some(None)`: none), once rows are served: a refresh with the same
+    /// one that finds other columns met a change of the source's schema.
+    loaded_sql: Mutex<Option<Option<String>>>,
     /// The source's table, for queries the source answers while nothing is
     /// loaded; set once the source has been reached.
     federated: Mutex<Option<Arc<dyn TableProvider>>>,
@@ -113,6 +117,7 @@ impl Dataset {
             }),
             refresh_requested: Notify::new(),
             refresh_sql: Mutex::new(config.acceleration.refresh_sql.clone()),
+            loaded_sql: Mutex::new(None),
             federated: Mutex::new(None),
             // `on_registration`: ready as soon as it is registered.
             ever_ready: AtomicBool::new(config.ready_state == ReadyState::OnRegistration),
@@ -148,6 +153,21 @@ impl Dataset {
             .clone()
     }
 
+    /// The served rows were read with `refresh_sql` (its text).
+    pub fn loaded_with(&self, refresh_sql: Option<String>) {
+        *self.loaded_sql.lock().unwrap_or_else(|e| e.into_inner()) = Some(refresh_sql);
+    }
+
+    /// Whether the served rows were read with this `refresh_sql` text, so
+    /// that their columns are the ones a refresh with it should find.
+    pub fn was_loaded_with(&self, refresh_sql: &Option<String>) -> bool {
+        self.loaded_sql
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            == Some(refresh_sql)
+    }
+
     /// Replaces the `refresh_sql` until restart; the next refresh applies it.
     pub fn set_refresh_sql(&self, refresh_sql: Option<RefreshSql>) {
         *self.refresh_sql.lock().unwrap_or_else(|e| e.into_inner()) = refresh_sql;
@@ -176,6 +196,11 @@ impl Dataset {
             rows: self.acceleration.current().map(|data| data.rows()),
             snapshot: state.snapshot.clone(),
         }
+    }
+
+    /// The id of the snapshot served or last published, if any.
+    pub fn snapshot_id(&self) -> Option<String> {
+        self.state().snapshot.as_ref().map(|s| s.id.clone())
     }
 
     pub fn status(&self) -> DatasetStatus {

@@ -15,7 +15,6 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, Int64Array, UInt32Array};
 use datafusion::arrow::compute::{concat_batches, filter_record_batch, take};
-use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::row::{RowConverter, SortField};
@@ -110,8 +109,12 @@ pub async fn run(
     let newest = batch_newest.iter().copied().max().flatten();
     let (filter, lower) = read_filter(&held, plan, order, newest, base).map_err(build)?;
     let snapshot = source.read_all(&filter).await?;
-    if !same_columns(held.schema(), &snapshot.schema) {
-        info!(dataset, "the source's columns changed: reloading in full");
+    if let Some(change) = full::column_change(held.schema(), &snapshot.schema) {
+        // The full read that follows applies on_schema_change.
+        info!(
+            dataset,
+            "the source's columns changed ({change}): reading in full"
+        );
         return Ok(None);
     }
     let mut incoming = Vec::new();
@@ -322,17 +325,6 @@ fn newest_by_batch(
 
 fn max_instant(column: &ArrayRef, format: Option<TimeFormat>) -> Result<Option<i64>, ArrowError> {
     Ok(datafusion::arrow::compute::max(&instants(column, format)?))
-}
-
-/// Whether two schemas have the same column names and types, in order
-/// (nullability and metadata aside).
-fn same_columns(held: &SchemaRef, read: &SchemaRef) -> bool {
-    held.fields().len() == read.fields().len()
-        && held
-            .fields()
-            .iter()
-            .zip(read.fields())
-            .all(|(a, b)| a.name() == b.name() && a.data_type() == b.data_type())
 }
 
 fn to_arrow(error: datafusion::error::DataFusionError) -> ArrowError {

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use chrono::{DateTime, SubsecRound, Utc};
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::execution::SendableRecordBatchStream;
 use futures::StreamExt;
@@ -13,7 +14,7 @@ use tokio::time::Instant;
 
 use super::RefreshError;
 use crate::accelerator::{ArrowAcceleration, Change, Checkpoint, TableData, TableDataBuilder};
-use crate::source::{ReadFilter, Source};
+use crate::source::{ReadFilter, Source, SourceError};
 
 /// How long a refresh waits for each batch after the first one. The seeds
 /// fix it at ten minutes; it is not configurable.
@@ -54,8 +55,15 @@ pub async fn run(
     partitions: usize,
     configured_key: &[String],
     filter: &ReadFilter,
+    expected: Option<&SchemaRef>,
 ) -> Result<(Published, Arc<TableData>), RefreshError> {
     let snapshot = source.read_all(filter).await?;
+    if let Some(change) = expected.and_then(|held| column_change(held, &snapshot.schema)) {
+        return Err(RefreshError::SchemaChanged {
+            dataset: acceleration.dataset().to_owned(),
+            change,
+        });
+    }
     let primary_key = if configured_key.is_empty() {
         snapshot.primary_key.as_slice()
     } else {
@@ -113,6 +121,54 @@ pub(super) async fn publish(
     Ok((published, acceleration.publish(data)))
 }
 
+/// How the columns `read` from the source differ from those `held`, in
+/// words naming them; `None` when the names and types match in order
+/// (nullability and metadata aside).
+pub(super) fn column_change(held: &SchemaRef, read: &SchemaRef) -> Option<String> {
+    let same = held.fields().len() == read.fields().len()
+        && held
+            .fields()
+            .iter()
+            .zip(read.fields())
+            .all(|(a, b)| a.name() == b.name() && a.data_type() == b.data_type());
+    if same {
+        return None;
+    }
+    let find = |schema: &SchemaRef, name: &str| {
+        schema
+            .fields()
+            .iter()
+            .find(|field| field.name() == name)
+            .cloned()
+    };
+    let mut changes = Vec::new();
+    for field in read.fields() {
+        match find(held, field.name()) {
+            None => changes.push(format!(
+                "column \"{}\" ({}) was added",
+                field.name(),
+                field.data_type()
+            )),
+            Some(was) if was.data_type() != field.data_type() => changes.push(format!(
+                "column \"{}\" changed type from {} to {}",
+                field.name(),
+                was.data_type(),
+                field.data_type()
+            )),
+            Some(_) => {}
+        }
+    }
+    for field in held.fields() {
+        if find(read, field.name()).is_none() {
+            changes.push(format!("column \"{}\" was removed", field.name()));
+        }
+    }
+    if changes.is_empty() {
+        changes.push("the columns were reordered".to_owned());
+    }
+    Some(changes.join(", "))
+}
+
 /// The time a refresh completes, in microseconds: what the checkpoint keeps,
 /// so a restart reports the same.
 pub(super) fn now() -> DateTime<Utc> {
@@ -157,7 +213,8 @@ pub(super) async fn drain(
         let Some(batch) = next else {
             return Ok(());
         };
-        let batch = batch.map_err(|e| RefreshError::read(dataset, e))?;
+        let batch =
+            batch.map_err(|e| RefreshError::Source(SourceError::stream_failed(dataset, &e)))?;
         last_batch = Some(Instant::now());
         each(batch)?;
     }

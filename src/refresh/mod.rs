@@ -22,7 +22,7 @@ use chrono::Utc;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
-use crate::config::{RefreshMode, SnapshotMode, ZeroResults};
+use crate::config::{OnSchemaChange, RefreshMode, SnapshotMode, ZeroResults};
 use crate::dataset::{Dataset, SnapshotReport};
 use crate::metrics;
 use crate::snapshot::{self as snapshots, Publisher};
@@ -40,6 +40,12 @@ pub enum RefreshError {
         "The source of dataset '{dataset}' stopped sending data mid-refresh: no data for {seconds}s after it started sending, so the connection is treated as lost and the refresh is retried"
     )]
     Stalled { dataset: String, seconds: u64 },
+    /// The source's columns differ from the acceleration's, and
+    /// `on_schema_change: block` keeps the last good data.
+    #[error(
+        "The source of dataset '{dataset}' has other columns than its acceleration: {change}. With on_schema_change: block (the default) the refresh fails and the last good data keeps being served; restore the source's columns, or set acceleration.on_schema_change: rebuild to load the new ones"
+    )]
+    SchemaChanged { dataset: String, change: String },
     /// The dataset cannot be served as configured (found once its source
     /// answered); it is not loaded.
     #[error("{0}")]
@@ -47,10 +53,6 @@ pub enum RefreshError {
 }
 
 impl RefreshError {
-    fn read(dataset: &str, error: impl Display) -> Self {
-        RefreshError::Source(SourceError::reading(dataset, error.to_string()))
-    }
-
     fn build(dataset: &str, error: impl Display) -> Self {
         RefreshError::Build {
             dataset: dataset.to_owned(),
@@ -61,7 +63,9 @@ impl RefreshError {
     pub fn is_transient(&self) -> bool {
         match self {
             RefreshError::Source(source) => source.is_transient(),
-            RefreshError::Build { .. } | RefreshError::Register(_) => false,
+            RefreshError::Build { .. }
+            | RefreshError::Register(_)
+            | RefreshError::SchemaChanged { .. } => false,
             RefreshError::Stalled { .. } => true,
         }
     }
@@ -72,6 +76,7 @@ impl RefreshError {
             RefreshError::Build { .. } => "build",
             RefreshError::Stalled { .. } => "stalled",
             RefreshError::Register(_) => "config",
+            RefreshError::SchemaChanged { .. } => "schema_change",
         }
     }
 }
@@ -510,6 +515,16 @@ impl Refresher {
         let source = self.source.as_ref().expect("connected just above");
         let acceleration = &self.dataset.acceleration;
         let filter = self.read_filter();
+        let refresh_sql = full::refresh_sql_text(&filter);
+        // The columns the source should answer with: those served, unless
+        // the refresh_sql changed since or `on_schema_change: rebuild`.
+        let expected = acceleration
+            .current()
+            .filter(|_| {
+                self.dataset.config.acceleration.on_schema_change == OnSchemaChange::Block
+                    && self.dataset.was_loaded_with(&refresh_sql)
+            })
+            .map(|held| Arc::clone(held.schema()));
         // An append extends what is held; the first load, or one whose
         // source changed its columns, reads in full (within the window).
         if let (Some(plan), Some(held)) = (&self.append, acceleration.current()) {
@@ -523,12 +538,21 @@ impl Refresher {
             )
             .await?;
             if let Some((published, _)) = appended {
+                self.dataset.loaded_with(refresh_sql);
                 return Ok(published);
             }
         }
         let primary_key = &self.dataset.config.acceleration.primary_key;
-        let (published, _) =
-            full::run(source, acceleration, self.partitions, primary_key, &filter).await?;
+        let (published, _) = full::run(
+            source,
+            acceleration,
+            self.partitions,
+            primary_key,
+            &filter,
+            expected.as_ref(),
+        )
+        .await?;
+        self.dataset.loaded_with(refresh_sql);
         Ok(published)
     }
 

@@ -12,7 +12,9 @@ use datafusion::arrow::record_batch::RecordBatch;
 use tracing::{debug, error, info};
 
 use crate::accelerator::{Persisted, Store, TableData, TableDataBuilder};
-use crate::config::{DatasetConfig, Mode, RefreshMode, RefreshOnStartup, SourceRef};
+use crate::config::{
+    DatasetConfig, Mode, OnSchemaChange, RefreshMode, RefreshOnStartup, SourceRef,
+};
 use crate::dataset::{Dataset, SnapshotReport};
 use crate::metrics;
 
@@ -53,6 +55,14 @@ fn waits_for_source(config: &DatasetConfig) -> Option<String> {
     }
     if matches!(config.from, SourceRef::File { .. }) {
         return Some("the `file` connector".to_owned());
+    }
+    // Rows kept under columns the source may no longer have are served
+    // only while a change of them blocks the refresh.
+    if acceleration.on_schema_change != OnSchemaChange::Block {
+        return Some(format!(
+            "`on_schema_change: {}`",
+            acceleration.on_schema_change.as_str()
+        ));
     }
     None
 }
@@ -137,6 +147,7 @@ pub async fn open(
         "serving the acceleration file from the last run"
     );
     dataset.acceleration.publish(data);
+    dataset.loaded_with(checkpoint.refresh_sql.clone());
     match from_snapshot {
         Some(snapshot) => dataset.snapshot_restored(snapshot),
         None => dataset.restored(keeps_time.then_some(checkpoint.last_refresh)),

@@ -21,6 +21,7 @@ use crate::refresh::retry;
 use crate::snapshot::files::{DownloadError, sibling};
 use crate::snapshot::location::Location;
 use crate::snapshot::metadata::{self, DatasetSnapshots, Read, SnapshotEntry, SnapshotSchema};
+use crate::snapshot::queue::Notified;
 use crate::snapshot::{Setup, restore};
 
 /// How often the location is checked without a `refresh_check_interval`.
@@ -42,6 +43,7 @@ pub async fn run(
         Some(Schedule::Interval(every)) => every,
         _ => DEFAULT_INTERVAL,
     };
+    let mut notified = setup.notified;
     let mut follower = Follower {
         dataset,
         location: setup.location,
@@ -53,8 +55,8 @@ pub async fn run(
         announced_wait: false,
         attempts: 0,
     };
+    let mut retry_soon = follower.poll().await;
     loop {
-        let retry_soon = follower.poll().await;
         let wait = if retry_soon {
             follower.attempts += 1;
             retry::delay(follower.attempts).min(interval)
@@ -62,13 +64,31 @@ pub async fn run(
             follower.attempts = 0;
             interval
         };
-        tokio::select! {
+        retry_soon = tokio::select! {
             _ = shutdown.cancelled() => break,
-            _ = follower.dataset.refresh_requested() => {}
-            _ = tokio::time::sleep(wait) => {}
-        }
+            Some(read) = notification(&mut notified) => follower.consider(&read).await,
+            _ = follower.dataset.refresh_requested() => follower.poll().await,
+            _ = tokio::time::sleep(wait) => follower.poll().await,
+        };
     }
     follower.dataset.shutting_down();
+}
+
+/// The next metadata.json a notification hands over; pending for ever
+/// without a queue (or once the queue's listener is gone).
+async fn notification(notified: &mut Option<Notified>) -> Option<Arc<Read>> {
+    let Some(receiver) = notified else {
+        return std::future::pending().await;
+    };
+    loop {
+        if receiver.changed().await.is_err() {
+            *notified = None;
+            return std::future::pending().await;
+        }
+        if let Some(read) = receiver.borrow_and_update().clone() {
+            return Some(read);
+        }
+    }
 }
 
 struct Follower {
@@ -97,23 +117,29 @@ impl Follower {
     /// One poll. True when a first snapshot failed to load and `retry`
     /// asks to poll again soon.
     async fn poll(&mut self) -> bool {
-        let name = self.name();
-        let read = match metadata::read(&self.location, self.etag.as_deref()).await {
+        match metadata::read(&self.location, self.etag.as_deref()).await {
             Ok(Read::NotModified) => {
-                metrics::snapshot_poll(&name, "not_modified");
-                return false;
+                metrics::snapshot_poll(&self.name(), "not_modified");
+                false
             }
-            Ok(read) => read,
+            Ok(read) => self.consider(&read).await,
             Err(e) => {
                 self.cannot_refresh("snapshot_download_failed", &e.to_string());
-                return self.loaded.is_none() && self.behavior == BootstrapOnFailure::Retry;
+                self.loaded.is_none() && self.behavior == BootstrapOnFailure::Retry
             }
-        };
-        let version = match &read {
+        }
+    }
+
+    /// Acts on one read of metadata.json (a poll's, or the one a
+    /// notification handed over): the id comparison, the schema check and
+    /// the download all use it.
+    async fn consider(&mut self, read: &Read) -> bool {
+        let name = self.name();
+        let version = match read {
             Read::Found { version, .. } => version.e_tag.clone(),
             _ => None,
         };
-        let Some(snapshots) = restore::of_dataset(&read, &name).filter(|s| s.current().is_some())
+        let Some(snapshots) = restore::of_dataset(read, &name).filter(|s| s.current().is_some())
         else {
             self.etag = None;
             if self.loaded.is_none() {

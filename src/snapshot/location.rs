@@ -12,6 +12,37 @@ use object_store::path::Path;
 
 use crate::config::Secret;
 
+/// The S3 settings of `params` (the keys of the top-level
+/// `snapshots.params`) for `bucket`: keys when `s3_auth: key`, otherwise
+/// the default credential chain.
+pub fn s3_builder(bucket: &str, params: &BTreeMap<String, Secret>) -> AmazonS3Builder {
+    let param = |name: &str| params.get(name).map(|s| s.expose().to_owned());
+    let mut builder = match param("s3_auth").as_deref() {
+        // Keys given in the configuration, and nothing from the
+        // environment that could override them.
+        Some("key") => AmazonS3Builder::new(),
+        // The default credential chain: environment, web identity,
+        // instance metadata.
+        _ => AmazonS3Builder::from_env(),
+    }
+    .with_bucket_name(bucket);
+    if let (Some(key), Some(secret)) = (param("s3_key"), param("s3_secret")) {
+        builder = builder
+            .with_access_key_id(key)
+            .with_secret_access_key(secret);
+    }
+    if let Some(region) = param("s3_region") {
+        builder = builder.with_region(region);
+    }
+    if let Some(endpoint) = param("s3_endpoint") {
+        builder = builder.with_endpoint(endpoint);
+    }
+    if let Some(allow) = param("allow_http") {
+        builder = builder.with_allow_http(allow.eq_ignore_ascii_case("true"));
+    }
+    builder
+}
+
 /// A snapshot location, opened.
 #[derive(Debug, Clone)]
 pub struct Location {
@@ -32,33 +63,9 @@ impl Location {
         if let Some(message) = crate::config::snapshot_location_error(url) {
             return Err(message);
         }
-        let param = |name: &str| params.get(name).map(|s| s.expose().to_owned());
         if let Some(rest) = url.strip_prefix("s3://") {
             let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-            let mut builder = match param("s3_auth").as_deref() {
-                // Keys given in the configuration, and nothing from the
-                // environment that could override them.
-                Some("key") => AmazonS3Builder::new(),
-                // The default credential chain: environment, web identity,
-                // instance metadata.
-                _ => AmazonS3Builder::from_env(),
-            }
-            .with_bucket_name(bucket);
-            if let (Some(key), Some(secret)) = (param("s3_key"), param("s3_secret")) {
-                builder = builder
-                    .with_access_key_id(key)
-                    .with_secret_access_key(secret);
-            }
-            if let Some(region) = param("s3_region") {
-                builder = builder.with_region(region);
-            }
-            if let Some(endpoint) = param("s3_endpoint") {
-                builder = builder.with_endpoint(endpoint);
-            }
-            if let Some(allow) = param("allow_http") {
-                builder = builder.with_allow_http(allow.eq_ignore_ascii_case("true"));
-            }
-            let store = builder
+            let store = s3_builder(bucket, params)
                 .build()
                 .map_err(|e| format!("snapshot location '{url}': {e}"))?;
             return Ok(Location {

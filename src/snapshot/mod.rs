@@ -16,11 +16,13 @@
 //! - [`files`]: uploads and verified downloads of snapshot files.
 //! - [`publish`]: the writer.
 //! - [`restore`]: startup bootstrap and finding the current snapshot.
+//! - [`queue`]: reloading on S3 event notifications (SQS).
 
 pub mod files;
 pub mod location;
 pub mod metadata;
 pub mod publish;
+pub mod queue;
 pub mod restore;
 
 pub use location::Location;
@@ -34,4 +36,7 @@ use crate::config::BootstrapOnFailure;
 pub struct Setup {
     pub location: Location,
     pub on_failure: BootstrapOnFailure,
+    /// With `snapshots.params.s3_queue_url`, the metadata.json read when a
+    /// notification says the dataset's current snapshot changed.
+    pub notified: Option<queue::Notified>,
 }

@@ -1,6 +1,9 @@
-//! `file:path`: Parquet and CSV files (a file or a folder of files), read by
-//! DataFusion's own readers. The folder is listed again at every refresh, so
-//! new files are picked up.
+//! `file:path` and `s3://bucket/prefix/`: Parquet, CSV and JSON (one
+//! object per line) files, one file or every file of a folder or prefix,
+//! read by DataFusion's own readers through the `object_store` crate. The
+//! files are listed again at every refresh, so new ones are picked up, and
+//! each read sees the generation of every file it listed (see
+//! [`super::objects`]).
 //!
 //! When `time_column` or `time_partition_column` is `last_modified` and the
 //! data has no such column, each row gets its file's modification time in a
@@ -8,17 +11,18 @@
 //! modified after the bound: an append refresh reads new and changed files,
 //! not the whole folder.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::SystemTime;
 
-use chrono::{DateTime, Utc};
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
 use datafusion::common::ScalarValue;
 use datafusion::dataframe::DataFrame;
-use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionContext, lit};
+use datafusion::prelude::{
+    CsvReadOptions, JsonReadOptions, ParquetReadOptions, SessionContext, lit,
+};
+use object_store::{ObjectMeta, ObjectStore};
 
+use super::objects::Objects;
 use super::{ReadFilter, Snapshot, SourceError};
 use crate::config::FileFormat;
 
@@ -28,7 +32,7 @@ pub const LAST_MODIFIED: &str = "last_modified";
 #[derive(Debug)]
 pub struct FileSource {
     dataset: String,
-    path: PathBuf,
+    objects: Objects,
     format: FileFormat,
     /// Whether `last_modified` was configured as a time or partition column.
     modified: bool,
@@ -39,20 +43,22 @@ pub struct FileSource {
 impl FileSource {
     pub async fn open(
         dataset: String,
-        path: &Path,
+        objects: Objects,
         format: FileFormat,
         modified: bool,
     ) -> Result<Self, SourceError> {
         let mut source = FileSource {
             dataset,
-            path: path.to_owned(),
+            objects,
             format,
             modified,
             federated: None,
         };
-        // Opened once here so that a missing or unreadable file is reported
-        // at connection, like an unreachable database.
-        let whole = source.read(&source.path, None).await?;
+        // Listed and opened once here so that missing or unreadable files
+        // are reported at connection, like an unreachable database.
+        let listing = source.listing().await?;
+        let ctx = source.context(source.objects.store());
+        let whole = source.read(&ctx, &listing, None).await?;
         // Files answer queries directly only when they are read as they
         // are (no `last_modified` column made from file times).
         if !modified {
@@ -65,15 +71,18 @@ impl FileSource {
         self.federated.clone()
     }
 
-    /// Lists and reads the files again, with their current schema.
+    /// Lists the files again and reads them, with their current schema,
+    /// each at the generation listed.
     pub async fn read_all(&self, filter: &ReadFilter) -> Result<Snapshot, SourceError> {
-        let whole = self.read(&self.path, None).await?;
+        let listing = self.listing().await?;
+        let ctx = self.context(self.objects.pinned(&listing));
+        let whole = self.read(&ctx, &listing, None).await?;
         let frame = if self.modified
             && !whole
                 .schema()
                 .has_column_with_unqualified_name(LAST_MODIFIED)
         {
-            self.read_modified(whole, filter).await?
+            self.read_modified(&ctx, &listing, whole, filter).await?
         } else {
             whole
         };
@@ -82,7 +91,7 @@ impl FileSource {
         let stream = frame
             .execute_stream()
             .await
-            .map_err(|e| SourceError::reading(&self.dataset, e.to_string()))?;
+            .map_err(|e| SourceError::stream_failed(&self.dataset, &e))?;
         Ok(Snapshot {
             stream,
             schema,
@@ -94,14 +103,12 @@ impl FileSource {
     /// with its modification time as a `last_modified` column.
     async fn read_modified(
         &self,
+        ctx: &SessionContext,
+        listing: &[ObjectMeta],
         whole: DataFrame,
         filter: &ReadFilter,
     ) -> Result<DataFrame, SourceError> {
         let schema = whole.schema().as_arrow().clone();
-        let files = self.files().map_err(|e| SourceError::Schema {
-            dataset: self.dataset.clone(),
-            message: format!("cannot list {}: {e}", self.path.display()),
-        })?;
         let wanted = |modified: i64| {
             let since = filter.since.as_ref().filter(|s| s.column == LAST_MODIFIED);
             let after = since.is_none_or(|since| {
@@ -119,12 +126,13 @@ impl FileSource {
             SourceError::reading(&self.dataset, e.to_string())
         };
         let mut union: Option<DataFrame> = None;
-        for (path, modified) in files {
+        for meta in listing {
+            let modified = meta.last_modified.timestamp_micros();
             if !wanted(modified) {
                 continue;
             }
             let frame = self
-                .read(&path, Some(&schema))
+                .read(ctx, std::slice::from_ref(meta), Some(&schema))
                 .await?
                 .with_column(LAST_MODIFIED, lit(modified_at(modified)))
                 .map_err(read_error)?;
@@ -143,68 +151,96 @@ impl FileSource {
         }
     }
 
-    /// Every data file under the path, with its modification time in
-    /// microseconds since the epoch, in path order.
-    fn files(&self) -> std::io::Result<Vec<(PathBuf, i64)>> {
-        let extension = self.format.as_str();
-        let mut found = Vec::new();
-        let mut pending = vec![self.path.clone()];
-        while let Some(path) = pending.pop() {
-            let metadata = std::fs::metadata(&path)?;
-            if metadata.is_dir() {
-                for entry in std::fs::read_dir(&path)? {
-                    pending.push(entry?.path());
-                }
-            } else if path == self.path
-                || path
-                    .extension()
-                    .is_some_and(|e| e.eq_ignore_ascii_case(extension))
-            {
-                found.push((path, micros_since_epoch(metadata.modified()?)));
-            }
+    /// The data files, in path order; none is an error.
+    async fn listing(&self) -> Result<Vec<ObjectMeta>, SourceError> {
+        let extensions: &[&str] = match self.format {
+            FileFormat::Parquet => &["parquet"],
+            FileFormat::Csv => &["csv"],
+            FileFormat::Json => &["json", "jsonl", "ndjson"],
+            FileFormat::Snapshot => &[],
+        };
+        let listing = self
+            .objects
+            .list(extensions)
+            .await
+            .map_err(|message| SourceError::Read {
+                dataset: self.dataset.clone(),
+                message,
+            })?;
+        if listing.is_empty() {
+            return Err(SourceError::Schema {
+                dataset: self.dataset.clone(),
+                message: format!(
+                    "{} holds no {} files (names ending in .{})",
+                    self.objects,
+                    self.format.as_str(),
+                    extensions.join(", .")
+                ),
+            });
         }
-        found.sort();
-        Ok(found)
+        Ok(listing)
     }
 
-    /// One file or the whole folder; with `schema`, read as those columns.
-    async fn read(&self, path: &Path, schema: Option<&Schema>) -> Result<DataFrame, SourceError> {
+    /// A session that reads the files through `store`.
+    fn context(&self, store: Arc<dyn ObjectStore>) -> SessionContext {
         let ctx = SessionContext::new();
-        let location = path.to_string_lossy();
+        ctx.register_object_store(self.objects.store_url().as_ref(), store);
+        ctx
+    }
+
+    /// `files`; with `schema`, read as those columns.
+    async fn read(
+        &self,
+        ctx: &SessionContext,
+        files: &[ObjectMeta],
+        schema: Option<&Schema>,
+    ) -> Result<DataFrame, SourceError> {
+        let urls: Vec<String> = files
+            .iter()
+            .map(|meta| self.objects.object_url(meta))
+            .collect();
+        // The files are already chosen by name: no extension filter.
         let frame = match self.format {
             FileFormat::Parquet => {
-                let mut options = ParquetReadOptions::default();
+                let mut options = ParquetReadOptions {
+                    file_extension: "",
+                    ..Default::default()
+                };
                 if let Some(schema) = schema {
                     options = options.schema(schema);
                 }
-                ctx.read_parquet(location.as_ref(), options).await
+                ctx.read_parquet(urls, options).await
             }
             FileFormat::Csv => {
-                let mut options = CsvReadOptions::new().has_header(true);
+                let mut options = CsvReadOptions::new().has_header(true).file_extension("");
                 if let Some(schema) = schema {
                     options = options.schema(schema);
                 }
-                ctx.read_csv(location.as_ref(), options).await
+                ctx.read_csv(urls, options).await
             }
-            other => {
+            FileFormat::Json => {
+                let mut options = JsonReadOptions::default().file_extension("");
+                if let Some(schema) = schema {
+                    options = options.schema(schema);
+                }
+                ctx.read_json(urls, options).await
+            }
+            FileFormat::Snapshot => {
                 return Err(SourceError::Unsupported {
                     dataset: self.dataset.clone(),
-                    message: format!(
-                        "params.file_format: `{}` is not supported yet by this version of pgaccel",
-                        other.as_str()
-                    ),
+                    message: "file_format: snapshot is served from snapshots, not read as a source"
+                        .to_owned(),
                 });
             }
         };
-        frame.map_err(|e| SourceError::Schema {
-            dataset: self.dataset.clone(),
-            message: format!("cannot read {}: {e}", path.display()),
+        frame.map_err(|e| match SourceError::stream_failed(&self.dataset, &e) {
+            changed @ SourceError::GenerationChanged { .. } => changed,
+            _ => SourceError::Schema {
+                dataset: self.dataset.clone(),
+                message: format!("cannot read {}: {e}", self.objects),
+            },
         })
     }
-}
-
-fn micros_since_epoch(time: SystemTime) -> i64 {
-    DateTime::<Utc>::from(time).timestamp_micros()
 }
 
 fn modified_at(micros: i64) -> ScalarValue {

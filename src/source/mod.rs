@@ -8,6 +8,7 @@
 mod duckdb;
 mod file;
 mod mysql;
+mod objects;
 mod postgres;
 mod sqlite;
 mod time;
@@ -54,6 +55,12 @@ pub enum SourceError {
     RefreshSql { dataset: String, message: String },
     #[error("the source of dataset '{dataset}' refused the read: {message}")]
     Query { dataset: String, message: String },
+    /// A file was overwritten after the read listed it: the read stopped
+    /// rather than mix two generations of it, and starts over.
+    #[error(
+        "a file of the source of dataset '{dataset}' changed while it was read, so the read stopped rather than mix two versions of it and is retried: {message}"
+    )]
+    GenerationChanged { dataset: String, message: String },
 }
 
 impl SourceError {
@@ -112,10 +119,28 @@ impl SourceError {
         }
     }
 
-    /// Transient errors (connectivity, a read cut short) are worth retrying;
-    /// schema and configuration errors are not.
+    /// A failure of a read's stream: a file that changed after it was
+    /// listed, or else as [`SourceError::reading`] classifies it.
+    pub fn stream_failed(dataset: &str, error: &datafusion::error::DataFusionError) -> Self {
+        if objects::generation_changed(error) {
+            return SourceError::GenerationChanged {
+                dataset: dataset.to_owned(),
+                message: error.to_string(),
+            };
+        }
+        SourceError::reading(dataset, error.to_string())
+    }
+
+    /// Transient errors (connectivity, a read cut short, a file changed
+    /// mid-read) are worth retrying; schema and configuration errors are
+    /// not.
     pub fn is_transient(&self) -> bool {
-        matches!(self, SourceError::Connect { .. } | SourceError::Read { .. })
+        matches!(
+            self,
+            SourceError::Connect { .. }
+                | SourceError::Read { .. }
+                | SourceError::GenerationChanged { .. }
+        )
     }
 
     /// The `reason` label of `dataset_acceleration_refresh_errors`.
@@ -127,6 +152,7 @@ impl SourceError {
             SourceError::Read { .. } => "read",
             SourceError::Unsupported { .. } | SourceError::RefreshSql { .. } => "config",
             SourceError::Query { .. } => "query",
+            SourceError::GenerationChanged { .. } => "object_generation_changed",
         }
     }
 }
@@ -167,11 +193,23 @@ impl Source {
                     .await
                     .map(Source::Duckdb)
             }
-            (SourceRef::File { path }, SourceParams::File { format }) => {
+            (
+                from @ (SourceRef::File { .. } | SourceRef::S3 { .. }),
+                SourceParams::File { format, store },
+            ) => {
                 let modified = [&config.time_column, &config.time_partition_column]
                     .into_iter()
                     .any(|column| column.as_deref() == Some(file::LAST_MODIFIED));
-                FileSource::open(dataset, path, *format, modified)
+                let objects = match from {
+                    SourceRef::S3 { url } => objects::Objects::s3(url, store),
+                    SourceRef::File { path } => objects::Objects::local(path),
+                    _ => unreachable!("matched above"),
+                }
+                .map_err(|message| SourceError::Schema {
+                    dataset: dataset.clone(),
+                    message,
+                })?;
+                FileSource::open(dataset, objects, *format, modified)
                     .await
                     .map(Source::File)
             }

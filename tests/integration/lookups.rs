@@ -349,7 +349,12 @@ async fn a_lookup_racing_refreshes_always_finds_a_key_present_in_both_versions()
 async fn a_schema_change_invalidates_the_plans_that_read_the_table() {
     let source = SourceSchema::create("plan_cache").await;
     source.execute("CREATE TABLE {schema}.t (id int8 PRIMARY KEY, a text); INSERT INTO {schema}.t VALUES (1, 'x'), (2, 'y');").await;
-    let server = Server::start(&source.dataset("t", "t", "")).await;
+    let server = Server::start(&source.dataset(
+        "t",
+        "t",
+        "    acceleration:\n      on_schema_change: rebuild\n",
+    ))
+    .await;
     server.wait_ready().await;
     let client = server.client().await;
     let columns = |messages: Vec<tokio_postgres::SimpleQueryMessage>| {

@@ -13,7 +13,8 @@ use pgaccel::snapshot::metadata::{self, MetadataError, Read};
 use serde_json::Value;
 
 use crate::support::{
-    Endpoint, Process, S3Bucket, Server, SourceSchema, eventually, logs, simple_rows, sqlstate,
+    Endpoint, Process, S3Bucket, Server, SourceSchema, counter, eventually, logs, simple_rows,
+    sqlstate,
 };
 
 /// A dataset entry reading `{schema}.t` (from the real PostgreSQL with
@@ -155,20 +156,6 @@ async fn still_serving(server: &Endpoint, name: &str) {
         status["status"] == "Ready" || status["status"] == "Refreshing",
         "{status}"
     );
-}
-
-/// The value of counter `metric` for dataset `name` with `label` = `value`.
-async fn counter(server: &Endpoint, metric: &str, name: &str, label: &str, value: &str) -> u64 {
-    let (_, text) = server.get("/metrics").await;
-    text.lines()
-        .filter(|line| line.starts_with(metric))
-        .filter(|line| {
-            line.contains(&format!("dataset=\"{name}\""))
-                && line.contains(&format!("{label}=\"{value}\""))
-        })
-        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
-        .map(|value| value as u64)
-        .sum()
 }
 
 /// The count of `dataset_acceleration_refresh_errors` for `name` and `reason`.
@@ -855,11 +842,16 @@ async fn a_snapshot_with_other_columns_is_refused_before_download() {
     };
     let before = downloaded().await;
     assert!(before > 0);
-    // The writer's source gains a column; its next snapshot has it.
+    // The writer's source gains a column. The writer blocks the change
+    // (on_schema_change: block); a new writer, with a file of its own,
+    // publishes a snapshot that has it.
+    drop(writer);
     source
         .execute("ALTER TABLE {schema}.t ADD COLUMN extra int; INSERT INTO {schema}.t VALUES (31, 'v31', 1)")
         .await;
-    writer.refresh(name).await;
+    let files_again = files.join("again");
+    std::fs::create_dir_all(&files_again).unwrap();
+    let _writer = start_writer(&place, &source, name, "duckdb", &files_again).await;
     eventually("a second snapshot", || async {
         place.current_id(name).await.is_some_and(|id| id > first)
     })
@@ -993,4 +985,102 @@ async fn an_append_dataset_restored_from_a_snapshot_catches_up() {
     )
     .await;
     assert_eq!(rows, [[Some("1".to_owned())]], "restored, not reloaded");
+}
+
+/// With `snapshots.params.s3_queue_url`, a replica that checks its location
+/// only once an hour restores its first snapshot and follows the next one
+/// as soon as the writer rewrites metadata.json: the bucket's notifications
+/// reach it through SQS. The notifications it handled are deleted; one for
+/// an object outside the location is logged and left on the queue.
+#[tokio::test]
+async fn replicas_reload_on_s3_notifications() {
+    let bucket = S3Bucket::create("notified").await;
+    let queue = bucket.notify_queue(&bucket.name).await;
+    let place = Place::s3(&bucket);
+    let block = place.block.replace(
+        "allow_http: true }",
+        &format!("allow_http: true, s3_queue_url: '{queue}' }}"),
+    );
+    assert_ne!(block, place.block);
+    let source = SourceSchema::create("notified").await;
+    source
+        .execute("CREATE TABLE {schema}.t (id int PRIMARY KEY, v text); INSERT INTO {schema}.t SELECT g, 'v' || g FROM generate_series(1, 100) g")
+        .await;
+    let folder = tempfile::tempdir().unwrap();
+    let name = "notified";
+    let replica = Server::start_with_config(&config(
+        &block,
+        &entry(
+            &source,
+            false,
+            name,
+            "duckdb",
+            &folder.path().join("replica.db"),
+            "      refresh_mode: snapshot\n      refresh_check_interval: 1h\n      snapshots: bootstrap_only\n",
+        ),
+    ))
+    .await;
+    let waiting = format!("dataset '{name}' is waiting for its first snapshot");
+    eventually("the replica waits for its first snapshot", || async {
+        logs().iter().any(|line| line.contains(&waiting))
+    })
+    .await;
+    let serves = |id: String| {
+        let replica = &replica;
+        async move {
+            let status = replica.dataset_status(name).await;
+            status["snapshot"]["id"].as_str() == Some(id.as_str())
+        }
+    };
+
+    let writer = start_writer(&place, &source, name, "duckdb", folder.path()).await;
+    eventually("the first snapshot", || async {
+        place.current_id(name).await.is_some()
+    })
+    .await;
+    let first = place.current_id(name).await.unwrap();
+    eventually("the replica restores it on the notification", || {
+        serves(first.clone())
+    })
+    .await;
+    assert_eq!(count(&replica, name).await, 100);
+
+    source
+        .execute("INSERT INTO {schema}.t SELECT g, 'v' || g FROM generate_series(101, 150) g")
+        .await;
+    writer.refresh(name).await;
+    eventually("a newer snapshot", || async {
+        place.current_id(name).await.is_some_and(|id| id != first)
+    })
+    .await;
+    let second = place.current_id(name).await.unwrap();
+    eventually("the replica follows it on the notification", || {
+        serves(second.clone())
+    })
+    .await;
+    assert_eq!(count(&replica, name).await, 150);
+
+    // An object outside the location: an error, and the message stays.
+    place
+        .location
+        .store
+        .put(
+            &object_store::path::Path::from("elsewhere/readme.txt"),
+            PutPayload::from_static(b"not a snapshot"),
+        )
+        .await
+        .unwrap();
+    eventually("the outside notification is reported", || async {
+        logs().iter().any(|line| {
+            line.contains("is not for a snapshot location")
+                && line.contains(&format!("s3://{}/elsewhere/readme.txt", bucket.name))
+        })
+    })
+    .await;
+    eventually(
+        "handled notifications deleted, the outside one kept",
+        || async { bucket.queue_messages(&queue).await == 1 },
+    )
+    .await;
+    assert_eq!(count(&replica, name).await, 150);
 }

@@ -745,6 +745,25 @@ pub async fn s3_endpoint() -> String {
 
 /// A bucket of its own on the test S3 server, named uniquely (moto keeps
 /// buckets in memory until it stops).
+/// Runs `tests/clients/sqs.py` with moto's Python (it has boto3); returns
+/// what it printed.
+async fn moto_python(args: &[&str]) -> String {
+    let python = installed_clients_dir().join("moto/bin/python");
+    let output = tokio::process::Command::new(&python)
+        .arg(clients_dir().join("sqs.py"))
+        .args(args)
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("run {}: {e}", python.display()));
+    assert!(
+        output.status.success(),
+        "sqs.py {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
 pub struct S3Bucket {
     pub endpoint: String,
     pub name: String,
@@ -774,6 +793,21 @@ impl S3Bucket {
         S3Bucket { endpoint, name }
     }
 
+    /// Creates the SQS queue `queue` beside the bucket and sends every
+    /// object notification of the bucket to it (no prefix filter, so that
+    /// objects outside a location notify too); returns the queue URL.
+    pub async fn notify_queue(&self, queue: &str) -> String {
+        moto_python(&["notify", &self.endpoint, &self.name, queue]).await
+    }
+
+    /// How many messages the queue at `url` holds, visible or in flight.
+    pub async fn queue_messages(&self, url: &str) -> u64 {
+        moto_python(&["count", &self.endpoint, url])
+            .await
+            .parse()
+            .expect("a message count")
+    }
+
     /// The `params` keys that reach this bucket.
     pub fn params(&self) -> String {
         format!(
@@ -781,4 +815,18 @@ impl S3Bucket {
             self.endpoint
         )
     }
+}
+
+/// The value of counter `metric` for dataset `name` with `label` = `value`.
+pub async fn counter(server: &Endpoint, metric: &str, name: &str, label: &str, value: &str) -> u64 {
+    let (_, text) = server.get("/metrics").await;
+    text.lines()
+        .filter(|line| line.starts_with(metric))
+        .filter(|line| {
+            line.contains(&format!("dataset=\"{name}\""))
+                && line.contains(&format!("{label}=\"{value}\""))
+        })
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .map(|value| value as u64)
+        .sum()
 }
