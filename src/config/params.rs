@@ -228,7 +228,34 @@ fn parse_connection(
     } else {
         BTreeMap::new()
     };
-    let get = |name: &str| get(name).or_else(|| standard.get(name).cloned());
+    let given_user = get(&format!("{prefix}_user"))
+        .or_else(|| standard.get(format!("{prefix}_user").as_str()).cloned());
+    // Then the clients' own defaults: the login name for the user (psql
+    // and mysql both), and for PostgreSQL the user for the database.
+    let login = || {
+        (connection_string.is_none())
+            .then(|| {
+                values
+                    .env("USER")
+                    .or_else(|| values.env("LOGNAME"))
+                    .filter(|name| !name.is_empty())
+                    // The account the process runs as, as libpq finds it.
+                    .or_else(|| whoami::username().ok())
+            })
+            .flatten()
+            .filter(|name| !name.is_empty())
+            .map(Scalar::Text)
+    };
+    let user = given_user.or_else(login);
+    let defaults_to_user = |name: &str| {
+        name == format!("{prefix}_user")
+            || (prefix == "pg" && name == "pg_db" && connection_string.is_none())
+    };
+    let get = |name: &str| {
+        get(name)
+            .or_else(|| standard.get(name).cloned())
+            .or_else(|| user.clone().filter(|_| defaults_to_user(name)))
+    };
     if connection_string.is_some() {
         for name in ["host", "db", "user", "pass", "sslmode"]
             .iter()
@@ -505,12 +532,27 @@ mod tests {
         };
         assert_eq!(my.port, 3307);
         assert_eq!(my.pass.as_ref().map(Secret::expose), Some("my"));
-        // Without the variable, the error says it may come from there.
-        let (_, errors) = params("postgres:t", &[("pg_user", text("u"))]);
-        assert!(
-            errors[0].message.contains("PGDATABASE in the environment"),
-            "{errors:?}"
-        );
+        // Then libpq's defaults: the database is the user's name, the user
+        // the login name; mysql's user is the login name too.
+        let (parsed, errors) = params("postgres:t", &[("pg_user", text("u"))]);
+        assert!(errors.is_empty(), "{errors:?}");
+        let SourceParams::Postgres(pg) = parsed else {
+            panic!("postgres")
+        };
+        assert_eq!((pg.db.as_str(), pg.user.as_str()), ("u", "u"));
+        let login = |name: &str| (name == "LOGNAME").then(|| "operator".to_owned());
+        let (parsed, errors) = params_in(&login, "postgres:t", &[]);
+        assert!(errors.is_empty(), "{errors:?}");
+        let SourceParams::Postgres(pg) = parsed else {
+            panic!("postgres")
+        };
+        assert_eq!((pg.db.as_str(), pg.user.as_str()), ("operator", "operator"));
+        let (parsed, errors) = params_in(&login, "mysql:t", &[]);
+        assert!(errors.is_empty(), "{errors:?}");
+        let SourceParams::Mysql(my) = parsed else {
+            panic!("mysql")
+        };
+        assert_eq!((my.user.as_str(), my.db), ("operator", None));
     }
 
     #[test]

@@ -570,11 +570,18 @@ impl Session {
             return error;
         };
         let name = table.replace('"', "");
-        let dataset = self
-            .engine
-            .registry
-            .get(&name)
-            .or_else(|| self.engine.registry.get(&name.to_lowercase()));
+        // A dataset named without a schema lands in `public`.
+        let bare = |name: &str| name.strip_prefix("public.").map(str::to_owned);
+        let registry = &self.engine.registry;
+        let dataset = [
+            Some(name.clone()),
+            Some(name.to_lowercase()),
+            bare(&name),
+            bare(&name.to_lowercase()),
+        ]
+        .into_iter()
+        .flatten()
+        .find_map(|candidate| registry.get(&candidate));
         match dataset {
             Some(dataset)
                 if dataset.config.acceleration.refresh_mode

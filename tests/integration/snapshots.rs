@@ -358,19 +358,25 @@ async fn replicas_restore_and_follow_the_writer(
             "torn reads: {seen:?}"
         );
         assert!(seen.contains(&(150, Some(150))), "{seen:?}");
-        // Writes are refused, saying why.
-        let error = one
-            .client()
-            .await
-            .execute(&format!("DELETE FROM {name}"), &[])
-            .await
-            .unwrap_err();
-        assert_eq!(sqlstate(&error), "25006", "{error}");
-        let detail = error
-            .as_db_error()
-            .and_then(|e| e.detail())
-            .unwrap_or_default();
-        assert!(detail.contains("driven by snapshots"), "{error:?}");
+        // Writes are refused, saying why, however the table is named.
+        let client = one.client().await;
+        for statement in [
+            format!("DELETE FROM {name}"),
+            format!("INSERT INTO \"public\".\"{name}\" VALUES (1, 'x')"),
+            format!("UPDATE public.{name} SET v = 'x'"),
+            format!("TRUNCATE {name}"),
+        ] {
+            let error = client.execute(&statement, &[]).await.unwrap_err();
+            assert_eq!(sqlstate(&error), "25006", "{statement}: {error}");
+            let detail = error
+                .as_db_error()
+                .and_then(|e| e.detail())
+                .unwrap_or_default();
+            assert!(
+                detail.contains("driven by snapshots"),
+                "{statement}: {error:?}"
+            );
+        }
         let loaded = place.current_id(&name).await.unwrap();
         let mut published = place.metadata().await;
         let snapshots = published["datasets"][&name].clone();
@@ -1008,7 +1014,10 @@ async fn replicas_reload_on_s3_notifications() {
         .await;
     let folder = tempfile::tempdir().unwrap();
     let name = "notified";
-    let replica = Server::start_with_config(&config(
+    // The replica is the built binary, a process of its own.
+    let replica = Node::start(
+        true,
+        &folder.path().join("replica"),
         &block,
         &entry(
             &source,
@@ -1018,11 +1027,11 @@ async fn replicas_reload_on_s3_notifications() {
             &folder.path().join("replica.db"),
             "      refresh_mode: snapshot\n      refresh_check_interval: 1h\n      snapshots: bootstrap_only\n",
         ),
-    ))
+    )
     .await;
     let waiting = format!("dataset '{name}' is waiting for its first snapshot");
     eventually("the replica waits for its first snapshot", || async {
-        logs().iter().any(|line| line.contains(&waiting))
+        replica.log().iter().any(|line| line.contains(&waiting))
     })
     .await;
     let serves = |id: String| {
@@ -1071,7 +1080,7 @@ async fn replicas_reload_on_s3_notifications() {
         .await
         .unwrap();
     eventually("the outside notification is reported", || async {
-        logs().iter().any(|line| {
+        replica.log().iter().any(|line| {
             line.contains("is not for a snapshot location")
                 && line.contains(&format!("s3://{}/elsewhere/readme.txt", bucket.name))
         })
