@@ -1093,3 +1093,60 @@ async fn replicas_reload_on_s3_notifications() {
     .await;
     assert_eq!(count(&replica, name).await, 150);
 }
+
+/// A queue that cannot be reached is a warning (datasets keep checking
+/// every refresh_check_interval), and a queue with no `refresh_mode:
+/// snapshot` dataset to reload is not read, which a warning says.
+#[tokio::test]
+async fn an_unreachable_or_unused_queue_is_logged() {
+    let bucket = S3Bucket::create("queueless").await;
+    let place = Place::s3(&bucket);
+    // Nothing listens on port 1.
+    let queue = "http://127.0.0.1:1/123456789012/unreachable";
+    let block = place.block.replace(
+        "allow_http: true }",
+        &format!("allow_http: true, s3_queue_url: '{queue}' }}"),
+    );
+    let source = SourceSchema::create("queueless").await;
+    let folder = tempfile::tempdir().unwrap();
+    let name = "queueless";
+    let _replica = Server::start_with_config(&config(
+        &block,
+        &entry(
+            &source,
+            false,
+            name,
+            "duckdb",
+            &folder.path().join("replica.db"),
+            "      refresh_mode: snapshot\n      snapshots: bootstrap_only\n",
+        ),
+    ))
+    .await;
+    eventually("the outage is reported", || async {
+        logs().iter().any(|line| {
+            line.contains("WARN")
+                && line.contains(&format!(
+                    "cannot receive snapshot notifications from {queue}"
+                ))
+        })
+    })
+    .await;
+
+    // The same queue on a process whose datasets do not follow snapshots.
+    let csv = folder.path().join("t.csv");
+    std::fs::write(&csv, "id\n1\n").unwrap();
+    let unused = "http://127.0.0.1:1/123456789012/unused";
+    let _writer = Server::start_with_config(&config(
+        &block.replace(queue, unused),
+        &format!("  - from: file:{}\n    name: queue_unused\n", csv.display()),
+    ))
+    .await;
+    eventually("the unused queue is reported", || async {
+        logs().iter().any(|line| {
+            line.contains(&format!(
+                "snapshots.params.s3_queue_url is set but no dataset uses refresh_mode: snapshot; {unused} is not read"
+            ))
+        })
+    })
+    .await;
+}
