@@ -14,9 +14,13 @@
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
-use datafusion::catalog::TableProvider;
+use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::ScalarValue;
 use datafusion::dataframe::DataFrame;
+use datafusion::datasource::TableType;
+use datafusion::execution::object_store::ObjectStoreUrl;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::{
     CsvReadOptions, JsonReadOptions, ParquetReadOptions, SessionContext, lit,
 };
@@ -62,7 +66,11 @@ impl FileSource {
         // Files answer queries directly only when they are read as they
         // are (no `last_modified` column made from file times).
         if !modified {
-            source.federated = Some(whole.into_view());
+            source.federated = Some(Arc::new(OnStore {
+                inner: whole.into_view(),
+                url: source.objects.store_url().clone(),
+                store: source.objects.store(),
+            }));
         }
         Ok(source)
     }
@@ -240,6 +248,49 @@ impl FileSource {
                 message: format!("cannot read {}: {e}", self.objects),
             },
         })
+    }
+}
+
+/// The files' table for queries the source answers. DataFusion finds the
+/// store of `s3://bucket` in the registry of the session that runs the
+/// query, not of the one that read the files, so each scan registers it
+/// there first. (Datasets on one bucket share that entry; each registers
+/// its own store before its scan.)
+#[derive(Debug)]
+struct OnStore {
+    inner: Arc<dyn TableProvider>,
+    url: ObjectStoreUrl,
+    store: Arc<dyn ObjectStore>,
+}
+
+#[async_trait::async_trait]
+impl TableProvider for OnStore {
+    fn schema(&self) -> SchemaRef {
+        self.inner.schema()
+    }
+
+    fn table_type(&self) -> TableType {
+        self.inner.table_type()
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> datafusion::error::Result<Vec<TableProviderFilterPushDown>> {
+        self.inner.supports_filters_pushdown(filters)
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> datafusion::error::Result<Arc<dyn ExecutionPlan>> {
+        state
+            .runtime_env()
+            .register_object_store(self.url.as_ref(), Arc::clone(&self.store));
+        self.inner.scan(state, projection, filters, limit).await
     }
 }
 

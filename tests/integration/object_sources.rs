@@ -93,6 +93,14 @@ async fn data_files_are_read_from_s3() {
         entry(&bucket, "csv_t", "csv/", "csv", ""),
         entry(&bucket, "json_t", "json/", "json", ""),
         entry(&bucket, "pq_t", "pq/", "parquet", ""),
+        // Holds only id < 3; a query that finds nothing there asks S3.
+        entry(
+            &bucket,
+            "fallback_t",
+            "csv/",
+            "csv",
+            "    acceleration:\n      refresh_sql: SELECT * FROM fallback_t WHERE id < 3\n      on_zero_results: use_source\n",
+        ),
         entry(
             &bucket,
             "appended_t",
@@ -129,6 +137,15 @@ async fn data_files_are_read_from_s3() {
         )
         .await,
         text(&["3,t"])
+    );
+
+    assert_eq!(
+        rows(&server, "SELECT count(*) FROM fallback_t").await,
+        text(&["2"])
+    );
+    assert_eq!(
+        rows(&server, "SELECT id, v FROM fallback_t WHERE id = 3").await,
+        text(&["3,c"])
     );
 
     put(&store, "csv/part-3.csv", b"id,v\n4,d\n5,e\n".to_vec()).await;
