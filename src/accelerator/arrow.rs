@@ -148,7 +148,7 @@ impl TableData {
             builder.push(batch)?;
         }
         builder.coalescer.finish_buffered_batch()?;
-        builder.drain_completed();
+        builder.drain_completed()?;
         for batch in builder.batches {
             if let Some(index) = &mut index {
                 index.insert_batch(batches.len() as u32, &batch)?;
@@ -200,13 +200,17 @@ impl TableData {
     }
 }
 
-/// Accumulates a refresh's batches into the next [`TableData`].
+/// Accumulates a refresh's batches into the next [`TableData`], indexing
+/// each stored batch as it completes (so that building overlaps reading
+/// when the batches arrive from another thread).
 pub struct TableDataBuilder {
     coalescer: BatchCoalescer,
     batches: Vec<RecordBatch>,
+    index: Option<PrimaryKeyIndex>,
 }
 
 impl TableDataBuilder {
+    /// A builder of a version with no primary-key index.
     pub fn new(schema: SchemaRef) -> Self {
         TableDataBuilder {
             // Batches already near the target size are kept as they are:
@@ -214,41 +218,54 @@ impl TableDataBuilder {
             coalescer: BatchCoalescer::new(schema, STORED_BATCH_ROWS)
                 .with_biggest_coalesce_batch_size(Some(STORED_BATCH_ROWS / 2)),
             batches: Vec::new(),
+            index: None,
         }
+    }
+
+    /// A builder of a version indexed by `primary_key` (column names; empty
+    /// for none); `rows` is the expected row count (0 when unknown).
+    pub fn keyed(
+        schema: SchemaRef,
+        primary_key: &[String],
+        rows: usize,
+    ) -> Result<Self, ArrowError> {
+        let index = key_index(&schema, primary_key, rows)?;
+        Ok(TableDataBuilder {
+            index,
+            ..TableDataBuilder::new(schema)
+        })
     }
 
     pub fn push(&mut self, batch: RecordBatch) -> Result<(), ArrowError> {
         self.coalescer.push_batch(batch)?;
-        self.drain_completed();
+        self.drain_completed()
+    }
+
+    fn drain_completed(&mut self) -> Result<(), ArrowError> {
+        while let Some(batch) = self.coalescer.next_completed_batch() {
+            if let Some(index) = &mut self.index {
+                index.insert_batch(self.batches.len() as u32, &batch)?;
+            }
+            self.batches.push(batch);
+        }
         Ok(())
     }
 
-    fn drain_completed(&mut self) {
-        while let Some(batch) = self.coalescer.next_completed_batch() {
-            self.batches.push(batch);
-        }
-    }
-
     /// Finishes the version, spreading batches round-robin over
-    /// `partitions` partitions and indexing `primary_key` (column names; empty
-    /// for none).
-    pub fn finish(
-        mut self,
-        partitions: usize,
-        primary_key: &[String],
-    ) -> Result<TableData, ArrowError> {
+    /// `partitions` partitions.
+    pub fn finish(mut self, partitions: usize) -> Result<TableData, ArrowError> {
         self.coalescer.finish_buffered_batch()?;
-        self.drain_completed();
-        let schema = self.coalescer.schema();
-        let total_rows = self.batches.iter().map(RecordBatch::num_rows).sum();
-        let mut index = key_index(&schema, primary_key, total_rows)?;
-        if let Some(index) = &mut index {
-            for (number, batch) in self.batches.iter().enumerate() {
-                index.insert_batch(number as u32, batch)?;
-            }
+        self.drain_completed()?;
+        if let Some(index) = &mut self.index {
             index.fold_if_due();
         }
-        Ok(TableData::spread(schema, self.batches, partitions, index))
+        let schema = self.coalescer.schema();
+        Ok(TableData::spread(
+            schema,
+            self.batches,
+            partitions,
+            self.index,
+        ))
     }
 }
 
@@ -342,7 +359,7 @@ mod tests {
                 ))
                 .unwrap();
         }
-        let data = builder.finish(2, &[]).unwrap();
+        let data = builder.finish(2).unwrap();
         assert_eq!(data.rows(), 30_000);
         assert_eq!(data.partitions().len(), 2);
         let stored: Vec<usize> = data
@@ -363,11 +380,12 @@ mod tests {
         assert!(acceleration.current().is_none());
         let mut first = TableDataBuilder::new(Arc::clone(&schema));
         first.push(batch(&schema, vec![1])).unwrap();
-        acceleration.publish(first.finish(1, &[]).unwrap());
+        acceleration.publish(first.finish(1).unwrap());
         let held = acceleration.current().unwrap();
-        let mut second = TableDataBuilder::new(Arc::clone(&schema));
+        let mut second =
+            TableDataBuilder::keyed(Arc::clone(&schema), &["id".to_owned()], 0).unwrap();
         second.push(batch(&schema, vec![1, 2])).unwrap();
-        acceleration.publish(second.finish(1, &["id".to_owned()]).unwrap());
+        acceleration.publish(second.finish(1).unwrap());
         assert_eq!(held.rows(), 1);
         assert!(held.primary_key().is_none());
         let current = acceleration.current().unwrap();
@@ -383,12 +401,12 @@ mod tests {
     fn revise_removes_and_adds_rows_and_keeps_the_index_current() {
         let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
         let key = ["id".to_owned()];
-        let mut builder = TableDataBuilder::new(Arc::clone(&schema));
+        let mut builder = TableDataBuilder::keyed(Arc::clone(&schema), &key, 0).unwrap();
         builder
             .push(batch(&schema, (0..STORED_BATCH_ROWS as i64).collect()))
             .unwrap();
         builder.push(batch(&schema, vec![-1, -2])).unwrap();
-        let data = builder.finish(2, &key).unwrap();
+        let data = builder.finish(2).unwrap();
         assert_eq!(data.batch_count(), 2);
         let find = |data: &TableData, id: i64| {
             let rows = data
@@ -428,9 +446,9 @@ mod tests {
     fn many_revisions_fold_the_index_and_keep_every_key_found() {
         let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
         let key = ["id".to_owned()];
-        let mut builder = TableDataBuilder::new(Arc::clone(&schema));
+        let mut builder = TableDataBuilder::keyed(Arc::clone(&schema), &key, 0).unwrap();
         builder.push(batch(&schema, (0..20_000).collect())).unwrap();
-        let mut data = builder.finish(2, &key).unwrap();
+        let mut data = builder.finish(2).unwrap();
         // Each round removes the first 1000 live ids and adds 1000 new ones:
         // well past the point where the changes are folded into the base.
         let mut live: Vec<i64> = (0..20_000).collect();

@@ -13,10 +13,16 @@ use datafusion_table_providers_common::arrow_bridge;
 use duckdb::{Connection, OptionalExt, Transaction, params};
 
 use super::store::{
-    Change, Checkpoint, CheckpointRow, Persisted, SELECT_CHECKPOINT, UPSERT_CHECKPOINT,
-    column_definitions, create_checkpoint_sql, from_storage, quote, recreate_table_sql,
-    storage_schema, to_storage,
+    Change, Checkpoint, CheckpointRow, SELECT_CHECKPOINT, UPSERT_CHECKPOINT, column_definitions,
+    create_checkpoint_sql, from_storage, quote, recreate_table_sql, storage_schema, to_storage,
 };
+
+/// A table of fewer rows than this per core is read on one connection
+/// (small in unit tests, so that they read on several).
+#[cfg(not(test))]
+const PARALLEL_READ_ROWS: usize = 1 << 20;
+#[cfg(test)]
+const PARALLEL_READ_ROWS: usize = 1000;
 
 /// The table that holds the keys an upsert removes, inside its transaction.
 const REMOVED_TABLE: &str = "pgaccel_removed_keys";
@@ -124,9 +130,9 @@ impl DuckdbFile {
         Ok(())
     }
 
-    pub fn load(&self) -> Result<Option<Persisted>, String> {
-        let connection = self.connection();
-        let row = connection
+    pub fn checkpoint(&self) -> Result<Option<Checkpoint>, String> {
+        let row = self
+            .connection()
             .query_row(SELECT_CHECKPOINT, [&self.table], |row| {
                 Ok(CheckpointRow {
                     format: row.get(0)?,
@@ -138,31 +144,86 @@ impl DuckdbFile {
             })
             .optional()
             .map_err(text)?;
-        let Some(checkpoint) = row.map(CheckpointRow::decode).transpose()?.flatten() else {
-            return Ok(None);
-        };
+        Ok(row.map(CheckpointRow::decode).transpose()?.flatten())
+    }
+
+    pub fn row_count(&self) -> Result<usize, String> {
+        let count: i64 = self
+            .connection()
+            .query_row(
+                &format!("SELECT count(*) FROM {}", quote(&self.table)),
+                [],
+                |row| row.get(0),
+            )
+            .map_err(text)?;
+        Ok(usize::try_from(count).unwrap_or(0))
+    }
+
+    /// Hands the rows to `sink` batch by batch, in the columns and types of
+    /// `checkpoint.schema`, in no particular order. A large table is read
+    /// in row-id ranges on one connection per core: turning DuckDB's rows
+    /// into Arrow arrays is the larger part of the read, and runs on the
+    /// calling thread of each query. The ranges are read in transactions of
+    /// their own: callers read when nothing writes (at startup, or a
+    /// downloaded snapshot).
+    pub fn scan(
+        &self,
+        checkpoint: &Checkpoint,
+        sink: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let connection = self.connection();
         let columns: Vec<String> = checkpoint
             .schema
             .fields()
             .iter()
             .map(|f| quote(f.name()))
             .collect();
-        let mut statement = connection
-            .prepare(&format!(
-                "SELECT {} FROM {}",
-                columns.join(", "),
-                quote(&self.table)
-            ))
+        let select = format!("SELECT {} FROM {}", columns.join(", "), quote(&self.table));
+        let schema = &checkpoint.schema;
+        let (first, last): (Option<i64>, Option<i64>) = connection
+            .query_row(
+                &format!("SELECT min(rowid), max(rowid) FROM {}", quote(&self.table)),
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
             .map_err(text)?;
-        let mut batches = Vec::new();
-        for batch in statement.query_arrow([]).map_err(text)? {
-            let batch = arrow_bridge::record_batch_from_60(&batch).map_err(text)?;
-            batches.push(from_storage(batch.columns().to_vec(), &checkpoint.schema).map_err(text)?);
+        let span = match (first, last) {
+            (Some(first), Some(last)) => usize::try_from(last - first + 1).unwrap_or(0),
+            _ => 0,
+        };
+        let readers = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .min(span / PARALLEL_READ_ROWS);
+        let first = first.unwrap_or(0);
+        if readers < 2 {
+            return read_rows(&connection, &select, schema, sink);
         }
-        Ok(Some(Persisted {
-            checkpoint,
-            batches,
-        }))
+        let step = span.div_ceil(readers) as i64;
+        let (sender, receiver) = std::sync::mpsc::sync_channel(readers * 4);
+        std::thread::scope(|scope| {
+            for reader in 0..readers as i64 {
+                let connection = connection.try_clone().map_err(text)?;
+                let sender = sender.clone();
+                let (from, to) = (first + reader * step, first + (reader + 1) * step);
+                let sql = format!("{select} WHERE rowid >= {from} AND rowid < {to}");
+                scope.spawn(move || {
+                    let read = read_rows(&connection, &sql, schema, &mut |batch| {
+                        // Closed only when the caller stopped reading.
+                        sender
+                            .send(Ok(batch))
+                            .map_err(|_| "the read stopped".to_owned())
+                    });
+                    if let Err(error) = read {
+                        let _ = sender.send(Err(error));
+                    }
+                });
+            }
+            drop(sender);
+            for batch in receiver {
+                sink(batch?)?;
+            }
+            Ok(())
+        })
     }
 
     pub fn write(&self, change: &Change, checkpoint: &Checkpoint) -> Result<(), String> {
@@ -201,6 +262,21 @@ impl DuckdbFile {
             .map_err(text)?;
         transaction.commit().map_err(text)
     }
+}
+
+/// The rows `sql` selects, in `schema`'s types, batch by batch to `sink`.
+fn read_rows(
+    connection: &Connection,
+    sql: &str,
+    schema: &SchemaRef,
+    sink: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut statement = connection.prepare(sql).map_err(text)?;
+    for batch in statement.query_arrow([]).map_err(text)? {
+        let batch = arrow_bridge::record_batch_from_60(&batch).map_err(text)?;
+        sink(from_storage(batch.columns().to_vec(), schema).map_err(text)?)?;
+    }
+    Ok(())
 }
 
 /// Appends `batches`, cast to `storage`, to the table `table` (unquoted).

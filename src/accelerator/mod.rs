@@ -16,7 +16,9 @@ pub mod store;
 
 pub use arrow::{ArrowAcceleration, TableData, TableDataBuilder};
 pub use index::{PrimaryKeyIndex, RowRef};
-pub use store::{Change, Checkpoint, Persisted, Store, StoreError};
+#[cfg(test)]
+pub use store::Persisted;
+pub use store::{Change, Checkpoint, Store, StoreError};
 
 /// Field metadata key recording the source column's PostgreSQL type where
 /// Arrow alone cannot tell it (`uuid`, `json`, `jsonb`, `varchar` are all

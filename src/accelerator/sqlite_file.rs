@@ -17,8 +17,8 @@ use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::store::{
-    Change, Checkpoint, CheckpointRow, Persisted, SELECT_CHECKPOINT, UPSERT_CHECKPOINT,
-    create_checkpoint_sql, from_storage, quote, recreate_table_sql, storage_schema, to_storage,
+    Change, Checkpoint, CheckpointRow, SELECT_CHECKPOINT, UPSERT_CHECKPOINT, create_checkpoint_sql,
+    from_storage, quote, recreate_table_sql, storage_schema, to_storage,
 };
 
 /// Rows per batch read back from the file.
@@ -108,9 +108,9 @@ impl SqliteFile {
         Ok(())
     }
 
-    pub fn load(&self) -> Result<Option<Persisted>, String> {
-        let connection = self.connection();
-        let row = connection
+    pub fn checkpoint(&self) -> Result<Option<Checkpoint>, String> {
+        let row = self
+            .connection()
             .query_row(SELECT_CHECKPOINT, [&self.table], |row| {
                 Ok(CheckpointRow {
                     format: row.get(0)?,
@@ -122,14 +122,29 @@ impl SqliteFile {
             })
             .optional()
             .map_err(text)?;
-        let Some(checkpoint) = row.map(CheckpointRow::decode).transpose()?.flatten() else {
-            return Ok(None);
-        };
-        let batches = read_rows(&connection, &self.table, &checkpoint.schema)?;
-        Ok(Some(Persisted {
-            checkpoint,
-            batches,
-        }))
+        Ok(row.map(CheckpointRow::decode).transpose()?.flatten())
+    }
+
+    pub fn row_count(&self) -> Result<usize, String> {
+        let count: i64 = self
+            .connection()
+            .query_row(
+                &format!("SELECT count(*) FROM {}", quote(&self.table)),
+                [],
+                |row| row.get(0),
+            )
+            .map_err(text)?;
+        Ok(usize::try_from(count).unwrap_or(0))
+    }
+
+    /// Hands the rows to `sink` batch by batch, in the columns and types of
+    /// `checkpoint.schema`.
+    pub fn scan(
+        &self,
+        checkpoint: &Checkpoint,
+        sink: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
+    ) -> Result<(), String> {
+        read_rows(&self.connection(), &self.table, &checkpoint.schema, sink)
     }
 
     pub fn write(&self, change: &Change, checkpoint: &Checkpoint) -> Result<(), String> {
@@ -317,7 +332,8 @@ fn read_rows(
     connection: &Connection,
     table: &str,
     schema: &SchemaRef,
-) -> Result<Vec<RecordBatch>, String> {
+    sink: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
+) -> Result<(), String> {
     let storage = storage(schema)?;
     let columns: Vec<String> = schema.fields().iter().map(|f| quote(f.name())).collect();
     let mut statement = connection
@@ -333,7 +349,7 @@ fn read_rows(
         .map(|f| ColumnBuilder::new(f.data_type()))
         .collect();
     let mut rows = statement.query([]).map_err(text)?;
-    let (mut batches, mut pending) = (Vec::new(), 0);
+    let (mut sent, mut pending) = (false, 0);
     let flush = |builders: &mut Vec<ColumnBuilder>| {
         let arrays = builders.iter_mut().map(ColumnBuilder::finish).collect();
         from_storage(arrays, schema).map_err(text)
@@ -344,12 +360,12 @@ fn read_rows(
         }
         pending += 1;
         if pending == READ_BATCH_ROWS {
-            batches.push(flush(&mut builders)?);
-            pending = 0;
+            sink(flush(&mut builders)?)?;
+            (sent, pending) = (true, 0);
         }
     }
-    if pending > 0 || batches.is_empty() {
-        batches.push(flush(&mut builders)?);
+    if pending > 0 || !sent {
+        sink(flush(&mut builders)?)?;
     }
-    Ok(batches)
+    Ok(())
 }

@@ -25,7 +25,7 @@ use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::ipc::reader::StreamReader;
 use datafusion::arrow::ipc::writer::StreamWriter;
 
-use super::{duckdb_file::DuckdbFile, sqlite_file::SqliteFile};
+use super::{TableData, TableDataBuilder, duckdb_file::DuckdbFile, sqlite_file::SqliteFile};
 use crate::config::Engine;
 
 /// Bumped when the layout of the checkpoint or of the data changes; a file
@@ -58,6 +58,7 @@ pub struct Checkpoint {
 }
 
 /// The rows and checkpoint found in a file.
+#[cfg(test)]
 #[derive(Debug)]
 pub struct Persisted {
     pub checkpoint: Checkpoint,
@@ -128,14 +129,97 @@ impl Store {
         .map_err(fail)
     }
 
-    /// The rows and checkpoint of the last completed write; `None` when the
-    /// file holds none (new, or written by another format version).
-    pub fn load(&self) -> Result<Option<Persisted>, StoreError> {
+    /// The checkpoint of the last completed write; `None` when the file
+    /// holds none (new, or written by another format version).
+    pub fn checkpoint(&self) -> Result<Option<Checkpoint>, StoreError> {
         match self {
-            Store::Duckdb(file) => file.load(),
-            Store::Sqlite(file) => file.load(),
+            Store::Duckdb(file) => file.checkpoint(),
+            Store::Sqlite(file) => file.checkpoint(),
         }
         .map_err(|message| self.error(message))
+    }
+
+    /// The rows of the write `checkpoint` records, as the version queries
+    /// are served from: spread over `partitions` and indexed by
+    /// `checkpoint.primary_key`. Reading the file (this thread) and building
+    /// the version (coalescing and indexing, another thread) overlap, so a
+    /// restart or a restored snapshot takes about as long as the read.
+    pub fn read(
+        &self,
+        checkpoint: &Checkpoint,
+        partitions: usize,
+    ) -> Result<TableData, StoreError> {
+        let rows = self.row_count()?;
+        let builder = TableDataBuilder::keyed(
+            Arc::clone(&checkpoint.schema),
+            &checkpoint.primary_key,
+            rows,
+        )
+        .map_err(|e| self.error(e.to_string()))?;
+        // A few stored batches' worth in flight bounds the memory held
+        // between the two threads.
+        let (sender, receiver) = std::sync::mpsc::sync_channel::<RecordBatch>(32);
+        std::thread::scope(|scope| {
+            let building = scope.spawn(move || {
+                let mut builder = builder;
+                for batch in receiver {
+                    builder.push(batch)?;
+                }
+                builder.finish(partitions)
+            });
+            let read = self.scan(checkpoint, &mut |batch| {
+                // Closed only when the builder failed; its error is reported.
+                sender
+                    .send(batch)
+                    .map_err(|_| "building its rows stopped".to_owned())
+            });
+            drop(sender);
+            let built = building
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            match (read, built) {
+                (_, Err(e)) => Err(self.error(format!("building its rows failed: {e}"))),
+                (Err(message), Ok(_)) => Err(self.error(message)),
+                (Ok(()), Ok(data)) => Ok(data),
+            }
+        })
+    }
+
+    /// The rows and checkpoint of the last completed write, as stored.
+    #[cfg(test)]
+    pub fn load(&self) -> Result<Option<Persisted>, StoreError> {
+        let Some(checkpoint) = self.checkpoint()? else {
+            return Ok(None);
+        };
+        let mut batches = Vec::new();
+        self.scan(&checkpoint, &mut |batch| {
+            batches.push(batch);
+            Ok(())
+        })
+        .map_err(|message| self.error(message))?;
+        Ok(Some(Persisted {
+            checkpoint,
+            batches,
+        }))
+    }
+
+    fn row_count(&self) -> Result<usize, StoreError> {
+        match self {
+            Store::Duckdb(file) => file.row_count(),
+            Store::Sqlite(file) => file.row_count(),
+        }
+        .map_err(|message| self.error(message))
+    }
+
+    fn scan(
+        &self,
+        checkpoint: &Checkpoint,
+        sink: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
+    ) -> Result<(), String> {
+        match self {
+            Store::Duckdb(file) => file.scan(checkpoint, sink),
+            Store::Sqlite(file) => file.scan(checkpoint, sink),
+        }
     }
 
     /// Writes `change` and `checkpoint` in one transaction.
@@ -512,6 +596,104 @@ mod tests {
         // mode: file_create starts from an empty file.
         let store = Store::open("orders", engine, &path, true).unwrap();
         assert!(store.load().unwrap().is_none());
+    }
+
+    /// `rows` keyed rows (`id` 0.., a text column), written, then every
+    /// third removed by an upsert (which leaves gaps in DuckDB's row ids).
+    fn written_with_gaps(engine: Engine, path: &Path, rows: i64) -> (Store, Checkpoint) {
+        use datafusion::arrow::array::Int64Array;
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("name", DataType::Utf8, true),
+        ]));
+        let batch = RecordBatch::try_new(
+            Arc::clone(&schema),
+            vec![
+                Arc::new(Int64Array::from_iter_values(0..rows)),
+                Arc::new(StringArray::from_iter_values(
+                    (0..rows).map(|i| format!("row {i}")),
+                )),
+            ],
+        )
+        .unwrap();
+        let checkpoint = Checkpoint {
+            last_refresh: Utc::now(),
+            schema: Arc::clone(&schema),
+            primary_key: vec!["id".to_owned()],
+            refresh_sql: None,
+        };
+        let store = Store::open("t", engine, path, false).unwrap();
+        store
+            .write(&Change::Replace(vec![batch]), &checkpoint)
+            .unwrap();
+        let removed = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)])),
+            vec![Arc::new(Int64Array::from_iter_values(
+                (0..rows).filter(|i| i % 3 == 0),
+            ))],
+        )
+        .unwrap();
+        store
+            .write(
+                &Change::Upsert {
+                    removed: Some(removed),
+                    added: Vec::new(),
+                },
+                &checkpoint,
+            )
+            .unwrap();
+        (store, checkpoint)
+    }
+
+    /// The served version read back from a file: every row once (a large
+    /// DuckDB table is read on several connections, see
+    /// `PARALLEL_READ_ROWS`), spread and indexed by its key.
+    #[test]
+    fn read_builds_the_served_version_of_a_file() {
+        for engine in [Engine::Duckdb, Engine::Sqlite] {
+            let folder = tempfile::tempdir().unwrap();
+            let rows = 20_000;
+            let (store, checkpoint) = written_with_gaps(engine, &folder.path().join("t.db"), rows);
+            let data = store.read(&checkpoint, 3).unwrap();
+            let kept: Vec<i64> = (0..rows).filter(|i| i % 3 != 0).collect();
+            assert_eq!(data.rows(), kept.len(), "{engine:?}");
+            assert_eq!(data.partitions().len(), 3);
+            let mut ids: Vec<i64> = data
+                .batches()
+                .iter()
+                .flat_map(|batch| {
+                    batch
+                        .column(0)
+                        .as_any()
+                        .downcast_ref::<datafusion::arrow::array::Int64Array>()
+                        .unwrap()
+                        .values()
+                        .to_vec()
+                })
+                .collect();
+            ids.sort_unstable();
+            assert_eq!(ids, kept, "{engine:?}: every row once");
+            for id in [1, 2, rows - 1] {
+                let found = data
+                    .lookup(&[datafusion::common::ScalarValue::Int64(Some(id))])
+                    .unwrap()
+                    .unwrap();
+                let row = data.rows_at(&found).unwrap();
+                let name = row
+                    .column(1)
+                    .as_any()
+                    .downcast_ref::<StringArray>()
+                    .unwrap()
+                    .value(0)
+                    .to_owned();
+                assert_eq!(name, format!("row {id}"), "{engine:?}");
+            }
+            let gone = data
+                .lookup(&[datafusion::common::ScalarValue::Int64(Some(3))])
+                .unwrap()
+                .unwrap_or_default();
+            assert!(gone.is_empty(), "{engine:?}: a removed key is not indexed");
+        }
     }
 
     #[test]

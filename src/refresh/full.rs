@@ -70,7 +70,8 @@ pub async fn run(
         configured_key
     };
     let dataset = acceleration.dataset();
-    let mut builder = TableDataBuilder::new(snapshot.schema);
+    let mut builder = TableDataBuilder::keyed(snapshot.schema, primary_key, 0)
+        .map_err(|e| RefreshError::build(dataset, e))?;
     drain(snapshot.stream, dataset, |batch| {
         builder
             .push(batch)
@@ -78,7 +79,7 @@ pub async fn run(
     })
     .await?;
     let data = builder
-        .finish(partitions, primary_key)
+        .finish(partitions)
         .map_err(|e| RefreshError::build(dataset, e))?;
     // Invariant: the data, and its primary-key index, are complete before
     // they become visible; a refresh that fails or is cancelled above

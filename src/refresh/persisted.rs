@@ -6,12 +6,9 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::arrow::error::ArrowError;
-use datafusion::arrow::record_batch::RecordBatch;
 use tracing::{debug, error, info};
 
-use crate::accelerator::{Persisted, Store, TableData, TableDataBuilder};
+use crate::accelerator::Store;
 use crate::config::{
     DatasetConfig, Mode, OnSchemaChange, RefreshMode, RefreshOnStartup, SourceRef,
 };
@@ -90,12 +87,12 @@ pub async fn open(
         let name = name.clone();
         tokio::task::spawn_blocking(move || {
             let store = Store::open(&name, engine, &path, recreate)?;
-            let persisted = store.load()?;
-            Ok::<_, crate::accelerator::StoreError>((store, persisted))
+            let checkpoint = store.checkpoint()?;
+            Ok::<_, crate::accelerator::StoreError>((store, checkpoint))
         })
         .await
     };
-    let (store, persisted) = match opened {
+    let (store, checkpoint) = match opened {
         Ok(Ok(found)) => found,
         Ok(Err(e)) => return broken(dataset, e.to_string()),
         Err(e) => {
@@ -105,8 +102,9 @@ pub async fn open(
             );
         }
     };
-    dataset.acceleration.attach_store(Arc::new(store));
-    let Some(persisted) = persisted else {
+    let store = Arc::new(store);
+    dataset.acceleration.attach_store(Arc::clone(&store));
+    let Some(checkpoint) = checkpoint else {
         return Startup::Load { waits: None };
     };
     if let Some(reason) = waits_for_source(config) {
@@ -115,17 +113,13 @@ pub async fn open(
             waits: Some(reason),
         };
     }
-    let Persisted {
-        checkpoint,
-        batches,
-    } = persisted;
-    let data = match build(
-        &checkpoint.schema,
-        batches,
-        &checkpoint.primary_key,
-        partitions,
-    ) {
-        Ok(data) => data,
+    let read = {
+        let checkpoint = checkpoint.clone();
+        tokio::task::spawn_blocking(move || store.read(&checkpoint, partitions)).await
+    };
+    let data = match read {
+        Ok(Ok(data)) => data,
+        Ok(Err(e)) => return broken(dataset, e.to_string()),
         Err(e) => {
             return broken(
                 dataset,
@@ -179,20 +173,6 @@ pub async fn open(
             Startup::At(due)
         }
     }
-}
-
-/// The in-memory acceleration of rows read from a file.
-pub(super) fn build(
-    schema: &SchemaRef,
-    batches: Vec<RecordBatch>,
-    primary_key: &[String],
-    partitions: usize,
-) -> Result<TableData, ArrowError> {
-    let mut builder = TableDataBuilder::new(Arc::clone(schema));
-    for batch in batches {
-        builder.push(batch)?;
-    }
-    builder.finish(partitions, primary_key)
 }
 
 fn broken(dataset: &Dataset, message: String) -> Startup {

@@ -323,17 +323,13 @@ fn read_file(
     partitions: usize,
 ) -> Result<TableData, String> {
     let store = Store::open(table, engine, file, false).map_err(|e| e.to_string())?;
-    let persisted = store
-        .load()
+    let checkpoint = store
+        .checkpoint()
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("the file holds no acceleration of dataset '{table}'"))?;
-    super::persisted::build(
-        &persisted.checkpoint.schema,
-        persisted.batches,
-        &persisted.checkpoint.primary_key,
-        partitions,
-    )
-    .map_err(|e| e.to_string())
+    store
+        .read(&checkpoint, partitions)
+        .map_err(|e| e.to_string())
 }
 
 /// Moves `incoming` onto `file` (and drops the journal files an engine may
