@@ -36,14 +36,83 @@ enum Command {
     /// Trigger an on-demand refresh of a dataset on a running pgaccel.
     Refresh {
         name: String,
-        #[arg(long, default_value = "http://127.0.0.1:8090", env = "PGACCEL_API")]
-        api: String,
+        #[command(flatten)]
+        api: Api,
     },
     /// List the datasets of a running pgaccel with their status.
     Datasets {
-        #[arg(long, default_value = "http://127.0.0.1:8090", env = "PGACCEL_API")]
-        api: String,
+        #[command(flatten)]
+        api: Api,
     },
+}
+
+/// How the commands that talk to a running pgaccel reach its HTTP API.
+#[derive(clap::Args)]
+struct Api {
+    #[arg(
+        long = "api",
+        default_value = "http://127.0.0.1:8090",
+        env = "PGACCEL_API"
+    )]
+    url: String,
+    /// The API key (`runtime.http.api_key`); else read from `--config`.
+    #[arg(long, env = "PGACCEL_API_KEY", hide_env_values = true)]
+    api_key: Option<String>,
+    /// A configuration file to read `runtime.http.api_key` from.
+    #[arg(short, long)]
+    config: Option<PathBuf>,
+    /// A CA certificate (PEM) to trust for an `https://` API whose
+    /// certificate the system's roots do not vouch for.
+    #[arg(long, env = "PGACCEL_API_CA")]
+    api_ca: Option<PathBuf>,
+}
+
+impl Api {
+    /// Why a request failed, with its causes (reqwest's own message leaves
+    /// out, say, which certificate check failed).
+    fn unreachable(&self, error: &reqwest::Error) -> String {
+        let mut message = format!("cannot reach {}: {error}", self.url);
+        let mut cause = std::error::Error::source(error);
+        while let Some(inner) = cause {
+            message.push_str(&format!(": {inner}"));
+            cause = inner.source();
+        }
+        message
+    }
+
+    /// A request to `path` carrying the API key, if there is one.
+    fn request(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+    ) -> Result<reqwest::RequestBuilder, String> {
+        let url = format!("{}{path}", self.url.trim_end_matches('/'));
+        let key = match (&self.api_key, &self.config) {
+            (Some(key), _) => Some(key.clone()),
+            (None, Some(path)) => config::load(path)
+                .map_err(|errors| format!("{}:\n{errors}", path.display()))?
+                .runtime
+                .http
+                .api_key
+                .map(|key| key.expose().to_owned()),
+            (None, None) => None,
+        };
+        let mut client = reqwest::Client::builder();
+        if let Some(ca) = &self.api_ca {
+            let pem = std::fs::read(ca).map_err(|e| format!("--api-ca {}: {e}", ca.display()))?;
+            let certificate = reqwest::Certificate::from_pem(&pem)
+                .map_err(|e| format!("--api-ca {}: {e}", ca.display()))?;
+            client = client.add_root_certificate(certificate);
+        }
+        let client = client
+            .build()
+            .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
+        let request = client.request(method, url);
+        Ok(match key {
+            Some(key) => request.bearer_auth(key),
+            None => request,
+        })
+    }
 }
 
 fn main() -> ExitCode {
@@ -136,16 +205,15 @@ fn check(path: PathBuf) -> Result<(), String> {
     Ok(())
 }
 
-async fn refresh(api: &str, name: &str) -> Result<(), String> {
-    let url = format!(
-        "{}/v1/datasets/{name}/acceleration/refresh",
-        api.trim_end_matches('/')
-    );
-    let response = reqwest::Client::new()
-        .post(&url)
+async fn refresh(api: &Api, name: &str) -> Result<(), String> {
+    let response = api
+        .request(
+            reqwest::Method::POST,
+            &format!("/v1/datasets/{name}/acceleration/refresh"),
+        )?
         .send()
         .await
-        .map_err(|e| format!("cannot reach {api}: {e}"))?;
+        .map_err(|e| api.unreachable(&e))?;
     let status = response.status();
     let body: serde_json::Value = response.json().await.unwrap_or_default();
     let message = body["message"].as_str().unwrap_or_default().to_owned();
@@ -157,11 +225,13 @@ async fn refresh(api: &str, name: &str) -> Result<(), String> {
     }
 }
 
-async fn datasets(api: &str) -> Result<(), String> {
-    let url = format!("{}/v1/datasets?status=true", api.trim_end_matches('/'));
-    let response = reqwest::get(&url)
+async fn datasets(api: &Api) -> Result<(), String> {
+    let url = format!("{}/v1/datasets?status=true", api.url.trim_end_matches('/'));
+    let response = api
+        .request(reqwest::Method::GET, "/v1/datasets?status=true")?
+        .send()
         .await
-        .map_err(|e| format!("cannot reach {api}: {e}"))?;
+        .map_err(|e| api.unreachable(&e))?;
     if !response.status().is_success() {
         return Err(format!("{url} answered {}", response.status()));
     }

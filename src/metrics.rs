@@ -32,6 +32,7 @@ pub const SNAPSHOT_BYTES: &str = "dataset_acceleration_snapshot_bytes";
 pub const SNAPSHOT_BOOTSTRAPS: &str = "dataset_acceleration_snapshot_bootstraps";
 pub const SNAPSHOT_POLLS: &str = "dataset_acceleration_snapshot_polls";
 pub const SNAPSHOT_NOTIFICATIONS: &str = "snapshot_notifications";
+pub const AUTH_FAILURES: &str = "pg_auth_failures_total";
 
 /// The process-wide Prometheus recorder. The `metrics` facade has one global
 /// recorder, so every runtime in the process (tests start several) shares it.
@@ -124,11 +125,19 @@ fn describe() {
         SNAPSHOT_NOTIFICATIONS,
         "Messages of the snapshots.params.s3_queue_url queue, by outcome (reload, ignored, outside: left on the queue)"
     );
+    describe_counter!(
+        AUTH_FAILURES,
+        "Failed password logins on the PostgreSQL port, by method (scram-sha-256, md5, password)"
+    );
     describe_histogram!(
         QUERY_DURATION,
         Unit::Milliseconds,
         "Statement execution time"
     );
+}
+
+pub fn auth_failed(method: &'static str) {
+    counter!(AUTH_FAILURES, "method" => method).increment(1);
 }
 
 pub fn refresh_failed(dataset: &str, reason: &'static str) {

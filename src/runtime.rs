@@ -20,7 +20,8 @@ use crate::config::{
 use crate::dataset::{Dataset, Registry};
 use crate::{admin_api, metrics, query, refresh, snapshot, wire};
 
-/// How long shutdown waits for connections and refreshes to finish.
+/// How long shutdown waits, after `runtime.shutdown_timeout`, for
+/// connections whose statements were ended and for refreshes to wind down.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 #[derive(Debug, thiserror::Error)]
@@ -36,6 +37,17 @@ pub enum StartError {
     Query(#[from] datafusion::error::DataFusionError),
     #[error("cannot start the refresh-worker threads: {0}")]
     RefreshThreads(std::io::Error),
+    /// TLS or authentication of the PostgreSQL listener cannot be set up
+    /// (the message names the key and file).
+    #[error("{0}")]
+    Security(String),
+}
+
+/// Whether `listener` accepts connections from this machine only.
+fn pg_addr_is_loopback(listener: &tokio::net::TcpListener) -> bool {
+    listener
+        .local_addr()
+        .is_ok_and(|address| address.ip().is_loopback())
 }
 
 /// A running pgaccel.
@@ -45,6 +57,8 @@ pub struct Runtime {
     registry: Arc<Registry>,
     engine: Arc<query::Engine>,
     shutdown: CancellationToken,
+    /// `runtime.shutdown_timeout`: what running statements get at shutdown.
+    shutdown_timeout: Duration,
     tracker: TaskTracker,
     /// Refresh work runs here, apart from the query threads, so that a bulk
     /// load cannot starve queries. `None` with `dedicated_thread_pool: disabled`.
@@ -75,8 +89,14 @@ impl Runtime {
                     message,
                 }])
             })?;
+        let security = wire::Security::load(&config.runtime.pg).map_err(StartError::Security)?;
+        let api_access =
+            admin_api::Access::load(&config.runtime.http).map_err(StartError::Security)?;
         let registry = Arc::new(Registry::new(datasets));
         let pg_listener = bind(config.runtime.pg.listen).await?;
+        if security.auth.is_none() && !pg_addr_is_loopback(&pg_listener) {
+            warn!(listen = %config.runtime.pg.listen, "the PostgreSQL port is reachable beyond this machine and trusts every client: configure runtime.pg.auth");
+        }
         let pg_addr = pg_listener
             .local_addr()
             .map_err(|source| StartError::Bind {
@@ -85,7 +105,12 @@ impl Runtime {
             })?;
         let server =
             query::settings::ServerValues::new(pg_addr.port(), config.runtime.pg.max_connections);
-        let engine = query::engine(&registry, server, config.runtime.unsupported)?;
+        let engine = query::engine(
+            &registry,
+            server,
+            config.runtime.unsupported,
+            config.runtime.query_memory_limit,
+        )?;
         // Accelerations are split into as many partitions as a query uses.
         let partitions = engine.target_partitions();
         let http_listener = bind(config.runtime.http.listen).await?;
@@ -100,6 +125,7 @@ impl Runtime {
             registry,
             engine,
             shutdown: CancellationToken::new(),
+            shutdown_timeout: config.runtime.shutdown_timeout,
             tracker: TaskTracker::new(),
             refresh_runtime: refresh_runtime(config.runtime.dedicated_thread_pool)?,
         };
@@ -112,13 +138,17 @@ impl Runtime {
             pg_listener,
             Arc::clone(&runtime.engine),
             config.runtime.pg.max_connections,
-            runtime.shutdown.clone(),
+            security,
+            wire::Drain {
+                token: runtime.shutdown.clone(),
+                timeout: config.runtime.shutdown_timeout,
+            },
             runtime.tracker.clone(),
         ));
         let (registry, shutdown) = (Arc::clone(&runtime.registry), runtime.shutdown.clone());
-        let api_key = config.runtime.http.api_key.clone();
         runtime.tracker.spawn(async move {
-            if let Err(error) = admin_api::serve(http_listener, registry, api_key, shutdown).await {
+            let served = admin_api::serve(http_listener, registry, api_access, shutdown).await;
+            if let Err(error) = served {
                 warn!("the admin API stopped: {error}");
             }
         });
@@ -185,11 +215,12 @@ impl Runtime {
     pub async fn shutdown(mut self) {
         self.shutdown.cancel();
         self.tracker.close();
-        if tokio::time::timeout(SHUTDOWN_GRACE, self.tracker.wait())
+        let grace = self.shutdown_timeout + SHUTDOWN_GRACE;
+        if tokio::time::timeout(grace, self.tracker.wait())
             .await
             .is_err()
         {
-            warn!("tasks still running after {SHUTDOWN_GRACE:?}; stopping anyway");
+            warn!("tasks still running after {grace:?}; stopping anyway");
         }
         if let Some(refresh_runtime) = self.refresh_runtime.take() {
             refresh_runtime.shutdown_background();

@@ -16,9 +16,11 @@ use serde_json::json;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{RefreshMode, RefreshSql, Secret};
+use crate::config::{HttpConfig, RefreshMode, RefreshSql, Secret};
 use crate::dataset::{Dataset, DatasetStatus, Registry};
 use crate::metrics;
+
+mod tls;
 
 #[derive(Clone)]
 struct ApiState {
@@ -26,35 +28,78 @@ struct ApiState {
     api_key: Option<Arc<Secret>>,
 }
 
+/// Who may use the API and how it is reached (`runtime.http`).
+#[derive(Clone, Default)]
+pub struct Access {
+    /// Every `/v1` route needs it, and `/metrics` too unless
+    /// `metrics_public`; `/health` stays open.
+    pub api_key: Option<Secret>,
+    pub metrics_public: bool,
+    /// HTTPS only, when set.
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
+}
+
+impl Access {
+    /// Loads the certificate `runtime.http.tls` names; the error names the
+    /// key and file at fault.
+    pub fn load(config: &HttpConfig) -> Result<Access, String> {
+        let tls = match &config.tls {
+            Some(tls) => {
+                let (server, _) = crate::wire::tls::server_config(tls, b"http/1.1")?;
+                Some(tokio_rustls::TlsAcceptor::from(server))
+            }
+            None => None,
+        };
+        Ok(Access {
+            api_key: config.api_key.clone(),
+            metrics_public: config.metrics_public,
+            tls,
+        })
+    }
+}
+
 /// Serves the admin API on `listener` until `shutdown` fires.
 pub async fn serve(
     listener: TcpListener,
     registry: Arc<Registry>,
-    api_key: Option<Secret>,
+    access: Access,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let state = ApiState {
         registry,
-        api_key: api_key.map(Arc::new),
+        api_key: access.api_key.map(Arc::new),
     };
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await
+    let app = router(state, access.metrics_public);
+    match access.tls {
+        None => {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown.cancelled_owned())
+                .await
+        }
+        Some(acceptor) => {
+            let listener = tls::Listener::new(listener, acceptor, shutdown.clone())?;
+            axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown.cancelled_owned())
+                .await
+        }
+    }
 }
 
-fn router(state: ApiState) -> Router {
+fn router(state: ApiState, metrics_public: bool) -> Router {
+    let guard = || middleware::from_fn_with_state(state.clone(), require_api_key);
     let v1 = Router::new()
         .route("/ready", get(ready))
         .route("/datasets", get(datasets))
         .route("/datasets/{name}/acceleration/refresh", post(refresh))
         .route("/datasets/{name}/acceleration", patch(patch_acceleration))
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            require_api_key,
-        ));
+        .layer(guard());
+    let mut metrics = Router::new().route("/metrics", get(render_metrics));
+    if !metrics_public {
+        metrics = metrics.layer(guard());
+    }
     Router::new()
         .route("/health", get(|| async { "ok" }))
-        .route("/metrics", get(render_metrics))
+        .merge(metrics)
         .nest("/v1", v1)
         .with_state(state)
 }
@@ -63,7 +108,15 @@ async fn require_api_key(State(state): State<ApiState>, request: Request, next: 
     let Some(expected) = &state.api_key else {
         return next.run(request).await;
     };
-    if presented_key(request.headers()).is_some_and(|key| key == expected.expose()) {
+    // Constant time, so that the time of a refusal tells nothing of how
+    // much of a guess was right.
+    let matches = presented_key(request.headers()).is_some_and(|key| {
+        bool::from(subtle::ConstantTimeEq::ct_eq(
+            key.as_bytes(),
+            expected.expose().as_bytes(),
+        ))
+    });
+    if matches {
         next.run(request).await
     } else {
         error(StatusCode::UNAUTHORIZED, "missing or invalid API key")

@@ -47,8 +47,8 @@ pub(crate) use refresh_sql::normalized as normalized_identifier;
 pub use retention_sql::RetentionSql;
 pub use runtime::{
     AuthConfig, AuthMethod, BootstrapOnFailure, HttpConfig, PgConfig, QueueUrl, RuntimeConfig,
-    RuntimeReadyState, SnapshotStore, TlsConfig, Unsupported, UserConfig, parse_queue_url,
-    snapshot_location_error,
+    RuntimeReadyState, SnapshotStore, TlsConfig, TlsVersion, Unsupported, UserConfig,
+    parse_queue_url, snapshot_location_error,
 };
 pub use schedule::{CronSchedule, Schedule};
 pub use secret::Secret;

@@ -47,6 +47,9 @@ pub struct PostgresParams {
     pub user: String,
     pub pass: Option<Secret>,
     pub sslmode: SslMode,
+    /// CA certificates (PEM) the server's certificate is verified against
+    /// (`verify-ca`, `verify-full`); else the system's roots.
+    pub sslrootcert: Option<PathBuf>,
     pub connection_string: Option<Secret>,
 }
 
@@ -60,6 +63,8 @@ pub struct MysqlParams {
     pub user: String,
     pub pass: Option<Secret>,
     pub sslmode: SslMode,
+    /// As for PostgreSQL (`verify_ca`, `verify_identity`).
+    pub sslrootcert: Option<PathBuf>,
     pub connection_string: Option<Secret>,
 }
 
@@ -180,13 +185,14 @@ type Get<'a> = dyn Fn(&str) -> Option<Scalar> + 'a;
 
 /// The environment variable each connection key falls back to: libpq's
 /// and the mysql client's own.
-const STANDARD_ENV: [(&str, &str); 9] = [
+const STANDARD_ENV: [(&str, &str); 10] = [
     ("pg_host", "PGHOST"),
     ("pg_port", "PGPORT"),
     ("pg_db", "PGDATABASE"),
     ("pg_user", "PGUSER"),
     ("pg_pass", "PGPASSWORD"),
     ("pg_sslmode", "PGSSLMODE"),
+    ("pg_sslrootcert", "PGSSLROOTCERT"),
     ("mysql_host", "MYSQL_HOST"),
     ("mysql_tcp_port", "MYSQL_TCP_PORT"),
     ("mysql_pass", "MYSQL_PWD"),
@@ -200,6 +206,7 @@ struct Connection {
     user: Option<String>,
     pass: Option<Secret>,
     sslmode: SslMode,
+    sslrootcert: Option<PathBuf>,
     connection_string: Option<Secret>,
 }
 
@@ -257,7 +264,7 @@ fn parse_connection(
             .or_else(|| user.clone().filter(|_| defaults_to_user(name)))
     };
     if connection_string.is_some() {
-        for name in ["host", "db", "user", "pass", "sslmode"]
+        for name in ["host", "db", "user", "pass", "sslmode", "sslrootcert"]
             .iter()
             .map(|n| format!("{prefix}_{n}"))
             .chain([port_key.to_string()])
@@ -290,6 +297,13 @@ fn parse_connection(
                 &sslmode_spelling(prefix, get(&format!("{prefix}_sslmode"))),
             )
             .unwrap_or(SslMode::Prefer),
+        sslrootcert: values
+            .non_empty(
+                &key("sslrootcert"),
+                &get(&format!("{prefix}_sslrootcert")),
+                "the path of a CA certificate file (PEM)",
+            )
+            .map(PathBuf::from),
         connection_string,
     }
 }
@@ -360,6 +374,7 @@ fn parse_postgres(values: &mut Values<'_, '_>, get: &Get<'_>, connects: bool) ->
         user: conn.user.unwrap_or_default(),
         pass: conn.pass,
         sslmode: conn.sslmode,
+        sslrootcert: conn.sslrootcert,
         connection_string: conn.connection_string,
     }
 }
@@ -381,6 +396,7 @@ fn parse_mysql(values: &mut Values<'_, '_>, get: &Get<'_>, connects: bool) -> My
         user: conn.user.unwrap_or_default(),
         pass: conn.pass,
         sslmode: conn.sslmode,
+        sslrootcert: conn.sslrootcert,
         connection_string: conn.connection_string,
     }
 }

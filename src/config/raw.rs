@@ -120,12 +120,14 @@ pub(crate) struct RawRuntime {
     pub ready_state: Option<Scalar>,
     pub params: Option<RawRuntimeParams>,
     pub query: Option<RawQuery>,
+    pub shutdown_timeout: Option<Scalar>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawQuery {
     pub unsupported: Option<Scalar>,
+    pub memory_limit: Option<Scalar>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -143,6 +145,7 @@ pub(crate) struct RawTls {
     pub cert: Option<Scalar>,
     pub key: Option<Scalar>,
     pub required: Option<Scalar>,
+    pub min_version: Option<Scalar>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -150,6 +153,7 @@ pub(crate) struct RawTls {
 pub(crate) struct RawAuth {
     pub method: Option<Scalar>,
     pub users: Option<Vec<RawUser>>,
+    pub allow_cleartext_without_tls: Option<Scalar>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -164,6 +168,8 @@ pub(crate) struct RawUser {
 pub(crate) struct RawHttp {
     pub listen: Option<Scalar>,
     pub api_key: Option<Scalar>,
+    pub metrics_public: Option<Scalar>,
+    pub tls: Option<RawTls>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use super::raw::{RawAuth, RawHttp, RawPg, RawRuntime, RawSnapshots, RawTls, Scalar};
 use super::secret::Secret;
@@ -13,6 +14,8 @@ use super::values::{Values, yaml_enum};
 const PG_LISTEN_DEFAULT: &str = "127.0.0.1:15432";
 const HTTP_LISTEN_DEFAULT: &str = "127.0.0.1:8090";
 const MAX_CONNECTIONS_DEFAULT: usize = 500;
+/// Under Kubernetes' default grace period of 30 s.
+const SHUTDOWN_TIMEOUT_DEFAULT: Duration = Duration::from_secs(20);
 
 #[derive(Debug, Clone)]
 pub struct RuntimeConfig {
@@ -24,6 +27,13 @@ pub struct RuntimeConfig {
     pub dedicated_thread_pool: bool,
     /// What happens to a query pgaccel refuses as not supported (0A000).
     pub unsupported: Unsupported,
+    /// The memory a connection's query may hold in joins, sorts and
+    /// aggregations (`runtime.query.memory_limit`); beyond it sorts and
+    /// aggregations spill to disk and other operators fail with 53200.
+    pub query_memory_limit: usize,
+    /// At shutdown, how long running statements may go on before they are
+    /// ended with 57P01 (`runtime.shutdown_timeout`).
+    pub shutdown_timeout: Duration,
 }
 
 /// The PostgreSQL wire listener.
@@ -39,16 +49,24 @@ pub struct PgConfig {
 
 #[derive(Debug, Clone)]
 pub struct TlsConfig {
+    /// Where it was configured (`runtime.pg.tls`, `runtime.http.tls`), for
+    /// errors.
+    pub setting: &'static str,
+    /// The server certificate chain (PEM, the server's own certificate first).
     pub cert: PathBuf,
+    /// Its private key (PEM: PKCS#8, PKCS#1 or SEC1).
     pub key: PathBuf,
     /// Refuse clients that do not negotiate TLS.
     pub required: bool,
+    pub min_version: TlsVersion,
 }
 
 #[derive(Debug, Clone)]
 pub struct AuthConfig {
     pub method: AuthMethod,
     pub users: Vec<UserConfig>,
+    /// `method: password` over connections without TLS.
+    pub allow_cleartext_without_tls: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -61,8 +79,12 @@ pub struct UserConfig {
 #[derive(Debug, Clone)]
 pub struct HttpConfig {
     pub listen: SocketAddr,
-    /// When set, every `/v1` route needs it as a bearer token or `X-API-Key`.
+    /// When set, every `/v1` route (and `/metrics` unless `metrics_public`)
+    /// needs it as a bearer token or `X-API-Key`.
     pub api_key: Option<Secret>,
+    pub metrics_public: bool,
+    /// HTTPS only when set (`required` is implied).
+    pub tls: Option<TlsConfig>,
 }
 
 /// Where acceleration snapshots are published and read.
@@ -77,9 +99,20 @@ pub struct SnapshotStore {
 
 yaml_enum! {
     pub enum AuthMethod {
-        Cleartext => "cleartext",
-        Md5 => "md5",
         ScramSha256 => "scram-sha-256",
+        Md5 => "md5",
+        /// The password in clear text (TLS only, unless allowed).
+        Password => "password",
+        /// No password: every user the client names is let in.
+        Trust => "trust",
+    }
+}
+
+yaml_enum! {
+    /// The oldest TLS version the listener accepts.
+    pub enum TlsVersion {
+        Tls12 => "1.2",
+        Tls13 => "1.3",
     }
 }
 
@@ -141,7 +174,37 @@ pub(crate) fn parse_runtime(values: &mut Values<'_, '_>, raw: &RawRuntime) -> Ru
             .as_ref()
             .and_then(|q| values.choice("runtime.query.unsupported", &q.unsupported))
             .unwrap_or(Unsupported::Error),
+        query_memory_limit: raw
+            .query
+            .as_ref()
+            .and_then(|q| values.bytes("runtime.query.memory_limit", &q.memory_limit, 1 << 20))
+            .and_then(|bytes| usize::try_from(bytes).ok())
+            .unwrap_or_else(default_query_memory_limit),
+        shutdown_timeout: values
+            .duration("runtime.shutdown_timeout", &raw.shutdown_timeout, true)
+            .unwrap_or(SHUTDOWN_TIMEOUT_DEFAULT),
     }
+}
+
+/// A quarter of the memory this process may use (the cgroup's limit where
+/// one is set, else the machine's), so that a few connections' large
+/// queries cannot take the memory the accelerations live in.
+fn default_query_memory_limit() -> usize {
+    let machine = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            let line = text.lines().find(|line| line.starts_with("MemTotal:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024)
+        });
+    let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
+        .ok()
+        .and_then(|text| text.trim().parse::<u64>().ok());
+    let total = match (machine, cgroup) {
+        (Some(machine), Some(cgroup)) => machine.min(cgroup),
+        (machine, cgroup) => machine.or(cgroup).unwrap_or(8 << 30),
+    };
+    usize::try_from(total / 4).unwrap_or(usize::MAX)
 }
 
 fn parse_pg(values: &mut Values<'_, '_>, raw: &RawPg) -> PgConfig {
@@ -154,9 +217,15 @@ fn parse_pg(values: &mut Values<'_, '_>, raw: &RawPg) -> PgConfig {
     );
     PgConfig {
         listen: parse_listen(values, "runtime.pg.listen", &raw.listen, PG_LISTEN_DEFAULT),
-        tls: raw.tls.as_ref().map(|tls| parse_tls(values, tls)),
+        tls: raw
+            .tls
+            .as_ref()
+            .map(|tls| parse_tls(values, tls, "runtime.pg.tls")),
         max_connections: max.map_or(MAX_CONNECTIONS_DEFAULT, |n| n as usize),
-        auth: raw.auth.as_ref().map(|auth| parse_auth(values, auth)),
+        auth: raw
+            .auth
+            .as_ref()
+            .map(|auth| parse_auth(values, auth, raw.tls.is_some())),
     }
 }
 
@@ -171,6 +240,18 @@ fn parse_http(values: &mut Values<'_, '_>, raw: &RawHttp) -> HttpConfig {
         api_key: values
             .non_empty("runtime.http.api_key", &raw.api_key, "an API key")
             .map(Secret::new),
+        metrics_public: values.flag("runtime.http.metrics_public", &raw.metrics_public, false),
+        tls: raw.tls.as_ref().map(|raw| {
+            let mut tls = parse_tls(values, raw, "runtime.http.tls");
+            if raw.required.is_some() && !tls.required {
+                values.error(
+                    "runtime.http.tls.required",
+                    "the HTTP listener speaks only HTTPS once tls is configured; remove required: false",
+                );
+            }
+            tls.required = true;
+            tls
+        }),
     }
 }
 
@@ -200,9 +281,9 @@ fn parse_listen(
     })
 }
 
-fn parse_tls(values: &mut Values<'_, '_>, raw: &RawTls) -> TlsConfig {
+fn parse_tls(values: &mut Values<'_, '_>, raw: &RawTls, setting: &'static str) -> TlsConfig {
     let mut path = |field: &str, value: &Option<Scalar>, what: &str| {
-        let key = format!("runtime.pg.tls.{field}");
+        let key = format!("{setting}.{field}");
         if value.is_none() {
             values.error(&key, format!("missing; give the path of {what} (PEM)"));
         }
@@ -212,19 +293,31 @@ fn parse_tls(values: &mut Values<'_, '_>, raw: &RawTls) -> TlsConfig {
             .unwrap_or_default()
     };
     TlsConfig {
+        setting,
         cert: path("cert", &raw.cert, "the server certificate chain"),
         key: path("key", &raw.key, "the server private key"),
-        required: values.flag("runtime.pg.tls.required", &raw.required, false),
+        required: values.flag(&format!("{setting}.required"), &raw.required, false),
+        min_version: values
+            .choice(&format!("{setting}.min_version"), &raw.min_version)
+            .unwrap_or(TlsVersion::Tls12),
     }
 }
 
-fn parse_auth(values: &mut Values<'_, '_>, raw: &RawAuth) -> AuthConfig {
+fn parse_auth(values: &mut Values<'_, '_>, raw: &RawAuth, tls: bool) -> AuthConfig {
     let method = values
         .choice("runtime.pg.auth.method", &raw.method)
         .unwrap_or(AuthMethod::ScramSha256);
+    let allow_cleartext_without_tls = values.flag(
+        "runtime.pg.auth.allow_cleartext_without_tls",
+        &raw.allow_cleartext_without_tls,
+        false,
+    );
+    if method == AuthMethod::Password && !tls && !allow_cleartext_without_tls {
+        values.error("runtime.pg.auth.method", "`password` sends passwords in clear text, and runtime.pg.tls is not configured; configure TLS, use scram-sha-256, or set allow_cleartext_without_tls: true");
+    }
     let raw_users = raw.users.as_deref().unwrap_or_default();
-    if raw_users.is_empty() {
-        values.error("runtime.pg.auth.users", "no users; list at least one { name, password }, or remove the auth block to trust every client");
+    if raw_users.is_empty() && method != AuthMethod::Trust {
+        values.error("runtime.pg.auth.users", "no users; list at least one { name, password }, or use method: trust to let every client in");
     }
     let mut users: Vec<UserConfig> = Vec::new();
     for (i, user) in raw_users.iter().enumerate() {
@@ -250,7 +343,11 @@ fn parse_auth(values: &mut Values<'_, '_>, raw: &RawAuth) -> AuthConfig {
             });
         }
     }
-    AuthConfig { method, users }
+    AuthConfig {
+        method,
+        users,
+        allow_cleartext_without_tls,
+    }
 }
 
 /// The keys that reach an S3 location.

@@ -61,6 +61,7 @@ impl SourceRef {
                 "pg_user",
                 "pg_pass",
                 "pg_sslmode",
+                "pg_sslrootcert",
                 "pg_connection_string",
             ],
             SourceRef::Mysql { .. } => &[
@@ -70,6 +71,7 @@ impl SourceRef {
                 "mysql_user",
                 "mysql_pass",
                 "mysql_sslmode",
+                "mysql_sslrootcert",
                 "mysql_connection_string",
             ],
             SourceRef::Duckdb { .. } => &["duckdb_open"],

@@ -14,9 +14,6 @@ use super::source::SourceRef;
 #[rustfmt::skip] // one line per feature, so that implementing one deletes one line
 pub(crate) fn unsupported(config: &Config) -> Vec<ConfigError> {
     let mut out = Vec::new();
-    let rt = &config.runtime;
-    refuse(&mut out, None, rt.pg.tls.is_some(), "runtime.pg.tls", "TLS on the PostgreSQL listener");
-    refuse(&mut out, None, rt.pg.auth.is_some(), "runtime.pg.auth", "password authentication");
     for d in &config.datasets {
         let (a, n) = (&d.acceleration, Some(d));
         refuse(&mut out, n, !matches!(d.from, SourceRef::Postgres { .. } | SourceRef::Mysql { .. } | SourceRef::Sqlite { .. } | SourceRef::Duckdb { .. } | SourceRef::File { .. } | SourceRef::S3 { .. }), "from", format!("the {} source", d.from.kind()));

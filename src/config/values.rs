@@ -164,6 +164,22 @@ impl<'r, 'e> Values<'r, 'e> {
         }
     }
 
+    /// A size such as `512MB` or `2GB`, in bytes; at least `min`.
+    pub fn bytes(&mut self, key: &str, value: &Option<Scalar>, min: u64) -> Option<u64> {
+        let text = self.text(key, value)?;
+        match parse_bytes(text.trim()) {
+            Some(n) if n >= min => Some(n),
+            _ => {
+                let shown = value.as_ref().map(Scalar::written).unwrap_or_default();
+                self.error(
+                    key,
+                    format!("invalid size '{shown}'; expected a size of at least {min} bytes such as 512MB or 4GB (units B, kB, MB, GB, TB)"),
+                );
+                None
+            }
+        }
+    }
+
     /// A TCP port (`pg_port`, `mysql_tcp_port`).
     pub fn port(&mut self, key: &str, value: &Option<Scalar>) -> Option<u16> {
         let n = self.integer(key, value, 1, u64::from(u16::MAX), "a TCP port")?;
@@ -189,10 +205,44 @@ impl<'r, 'e> Values<'r, 'e> {
     }
 }
 
+/// `text` as a number of bytes: digits, then an optional unit. As in
+/// PostgreSQL's own memory settings (`work_mem = 4MB`), units are powers of
+/// 1024 however they are spelled (`MB` and `MiB` alike); a small parser of
+/// our own, because the size crates read `MB` as 10^6.
+pub(crate) fn parse_bytes(text: &str) -> Option<u64> {
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let number: u64 = number.parse().ok()?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "kb" | "kib" | "k" => 10,
+        "mb" | "mib" | "m" => 20,
+        "gb" | "gib" | "g" => 30,
+        "tb" | "tib" | "t" => 40,
+        _ => return None,
+    };
+    number.checked_mul(1u64 << shift)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::error::ConfigError;
+
+    #[test]
+    fn sizes_count_in_powers_of_1024() {
+        assert_eq!(parse_bytes("1048576"), Some(1 << 20));
+        assert_eq!(parse_bytes("512MB"), Some(512 << 20));
+        assert_eq!(parse_bytes("2 GiB"), Some(2 << 30));
+        assert_eq!(parse_bytes("64kB"), Some(64 << 10));
+        assert_eq!(parse_bytes("1TB"), Some(1 << 40));
+        assert_eq!(parse_bytes("1.5GB"), None);
+        assert_eq!(parse_bytes("MB"), None);
+        assert_eq!(parse_bytes("4 bananas"), None);
+        assert_eq!(parse_bytes("99999999999999TB"), None);
+    }
 
     yaml_enum! {
         pub enum Colour {

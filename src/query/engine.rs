@@ -51,6 +51,8 @@ pub struct Engine {
     pub(super) catalog: Arc<dyn CatalogProvider>,
     /// Answers refused queries from their source, when configured to.
     pub(super) forwarder: Forwarder,
+    /// What each connection's queries may hold in memory.
+    pub(super) memory_limit: usize,
 }
 
 impl Engine {
@@ -61,6 +63,7 @@ impl Engine {
         server: ServerValues,
         activity: Arc<Activity>,
         forwarder: Forwarder,
+        memory_limit: usize,
     ) -> Engine {
         Engine {
             base,
@@ -71,6 +74,7 @@ impl Engine {
             activity,
             catalog,
             forwarder,
+            memory_limit,
         }
     }
 

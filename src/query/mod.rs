@@ -110,6 +110,7 @@ pub fn engine(
     registry: &Arc<Registry>,
     server: settings::ServerValues,
     unsupported: crate::config::Unsupported,
+    memory_limit: usize,
 ) -> Result<Arc<Engine>, DataFusionError> {
     let ctx = context(registry)?;
     let mut state = ctx.state();
@@ -179,6 +180,7 @@ pub fn engine(
         server,
         activity,
         forward::Forwarder::new(unsupported),
+        memory_limit,
     )))
 }
 

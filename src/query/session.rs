@@ -134,7 +134,9 @@ impl Session {
             schemas: Arc::new(schemas),
             cursors: Arc::new(Mutex::new(Vec::new())),
         };
-        let mut state = SessionStateBuilder::new_from_existing(engine.base.clone()).build();
+        let mut state = SessionStateBuilder::new_from_existing(engine.base.clone())
+            .with_runtime_env(memory_limited(&engine)?)
+            .build();
         state
             .config_mut()
             .options_mut()
@@ -1058,6 +1060,26 @@ impl Session {
     pub fn cursors(&self) -> impl Iterator<Item = &Cursor> {
         self.cursors.values()
     }
+}
+
+/// The engine's runtime with a memory pool of the connection's own, so that
+/// one connection's large join fails with 53200 (or its sort spills to disk)
+/// without taking the memory of the others. A connection runs one query at
+/// a time, so this is the limit of each query.
+fn memory_limited(
+    engine: &Engine,
+) -> Result<Arc<datafusion::execution::runtime_env::RuntimeEnv>, PgError> {
+    use datafusion::execution::memory_pool::{GreedyMemoryPool, TrackConsumersPool};
+    use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+    // The largest consumers are named in the error.
+    let pool = TrackConsumersPool::new(
+        GreedyMemoryPool::new(engine.memory_limit),
+        std::num::NonZeroUsize::new(3).unwrap_or(std::num::NonZeroUsize::MIN),
+    );
+    RuntimeEnvBuilder::from_runtime_env(engine.base.runtime_env())
+        .with_memory_pool(Arc::new(pool))
+        .build_arc()
+        .map_err(sqlstate::from_datafusion)
 }
 
 fn positive_millis(millis: i64) -> Option<Duration> {

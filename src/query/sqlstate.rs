@@ -39,6 +39,7 @@ pub const DUPLICATE_PREPARED_STATEMENT: &str = "42P05";
 pub const UNDEFINED_PREPARED_STATEMENT: &str = "26000";
 pub const INVALID_SAVEPOINT: &str = "3B001";
 pub const QUERY_CANCELED: &str = "57014";
+pub const ADMIN_SHUTDOWN: &str = "57P01";
 pub const INDETERMINATE_DATATYPE: &str = "42P18";
 pub const NULL_VALUE_NOT_ALLOWED: &str = "22004";
 pub const CHARACTER_NOT_IN_REPERTOIRE: &str = "22021";
@@ -49,12 +50,23 @@ pub const INVALID_REGULAR_EXPRESSION: &str = "2201B";
 pub const IDLE_IN_TRANSACTION_TIMEOUT: &str = "25P03";
 pub const IDLE_SESSION_TIMEOUT: &str = "57P05";
 pub const INVALID_AUTHORIZATION: &str = "28000";
+pub const INVALID_PASSWORD: &str = "28P01";
 pub const INVALID_CATALOG_NAME: &str = "3D000";
 pub const UNDEFINED_SCHEMA: &str = "3F000";
 
 /// An `ERROR` with `code` and `message`.
 pub fn error(code: &str, message: impl Into<String>) -> PgError {
     PgError::new(code, message)
+}
+
+/// What a connection gets when shutdown ends it, as from PostgreSQL's fast
+/// shutdown.
+pub fn admin_shutdown() -> PgError {
+    error(
+        ADMIN_SHUTDOWN,
+        "terminating connection due to administrator command",
+    )
+    .into_fatal()
 }
 
 /// The error PostgreSQL gives for a write on a hot standby.
@@ -81,6 +93,12 @@ pub fn from_datafusion(error: DataFusionError) -> PgError {
     }
     let root = error.find_root();
     let code = code_of(root);
+    if let DataFusionError::ResourcesExhausted(why) = root {
+        // PostgreSQL's words, with what DataFusion knows of who held what.
+        return self::error(OUT_OF_MEMORY, "out of memory").with_detail(format!(
+            "The query needs more memory than runtime.query.memory_limit allows: {why}"
+        ));
+    }
     if code == UNDEFINED_FUNCTION
         && let Some(name) = missing_builtin(&root.message())
     {

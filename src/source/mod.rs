@@ -277,6 +277,34 @@ pub struct Floor {
     pub value: ScalarValue,
 }
 
+/// The error's message followed by those of its causes: a pool's own
+/// message ("MySQL connection failed") hides the server's reason, or which
+/// certificate check failed.
+pub(super) fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string().trim().to_owned();
+    let mut cause = error.source();
+    while let Some(error) = cause {
+        let message = error.to_string();
+        if !text.contains(message.trim()) {
+            text.push_str(": ");
+            text.push_str(message.trim());
+        }
+        cause = error.source();
+    }
+    text
+}
+
+/// A CA file named by `key` (`params.pg_sslrootcert`, ...) must be
+/// readable: the pools would report only that some path does not exist.
+pub(super) fn check_root_cert(key: &str, path: Option<&std::path::Path>) -> Result<(), String> {
+    match path {
+        Some(path) => std::fs::File::open(path)
+            .map(drop)
+            .map_err(|e| format!("{key}: cannot read {}: {e}", path.display())),
+        None => Ok(()),
+    }
+}
+
 /// Applies `filter` to a read of the whole source table: the column list of
 /// `refresh_sql` as a projection, its predicate and the time bound as
 /// filters, which DataFusion pushes into the source's scan (for PostgreSQL,

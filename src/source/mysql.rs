@@ -19,6 +19,7 @@ use datafusion_table_providers::sql::db_connection_pool::mysqlpool::MySQLConnect
 use mysql_async::prelude::Queryable;
 use secrecy::SecretString;
 
+use super::with_causes;
 use super::{ReadFilter, Snapshot, SourceError};
 use crate::accelerator::{
     DECLARED_TYPE_METADATA, NOT_NULL_METADATA, PG_TYPE_METADATA, TYPMOD_METADATA,
@@ -170,6 +171,7 @@ struct Columns {
 /// The pool, with `prefer` done as libpq does it: TLS if the server offers
 /// it, else plain (the provider's own "preferred" insists on TLS).
 async fn connect_pool(params: &MysqlParams) -> Result<MySQLConnectionPool, String> {
+    super::check_root_cert("params.mysql_sslrootcert", params.sslrootcert.as_deref())?;
     let attempt = |mode: &'static str| async move {
         MySQLConnectionPool::new(pool_params(params, mode))
             .await
@@ -184,24 +186,13 @@ async fn connect_pool(params: &MysqlParams) -> Result<MySQLConnectionPool, Strin
             Ok(pool) => Ok(pool),
             Err(_) => attempt("disabled").await,
         },
-        SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => attempt("required").await,
+        // The pool's "preferred" is TLS without verifying the certificate,
+        // which is what MySQL's REQUIRED means; its "required" verifies the
+        // certificate and the host name, so VERIFY_CA checks the host name
+        // too (the driver cannot verify one without the other).
+        SslMode::Require => attempt("preferred").await,
+        SslMode::VerifyCa | SslMode::VerifyFull => attempt("required").await,
     }
-}
-
-/// The error's message followed by those of its causes: the pool's own
-/// message ("MySQL connection failed") hides the server's reason.
-fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string().trim().to_owned();
-    let mut cause = error.source();
-    while let Some(error) = cause {
-        let message = error.to_string();
-        if !text.contains(message.trim()) {
-            text.push_str(": ");
-            text.push_str(message.trim());
-        }
-        cause = error.source();
-    }
-    text
 }
 
 fn pool_params(params: &MysqlParams, sslmode: &str) -> HashMap<String, SecretString> {
@@ -210,6 +201,9 @@ fn pool_params(params: &MysqlParams, sslmode: &str) -> HashMap<String, SecretStr
         map.insert(key.to_owned(), SecretString::from(value.to_owned()));
     };
     put("sslmode", sslmode);
+    if let Some(root) = &params.sslrootcert {
+        put("sslrootcert", &root.to_string_lossy());
+    }
     match &params.connection_string {
         Some(connection_string) => put("connection_string", connection_string.expose()),
         None => put("connection_string", &connection_url(params)),

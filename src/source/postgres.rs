@@ -116,9 +116,11 @@ impl PostgresSource {
         schema: &str,
         table: &str,
     ) -> Result<Self, SourceError> {
+        super::check_root_cert("params.pg_sslrootcert", params.sslrootcert.as_deref())
+            .map_err(|e| SourceError::connecting(&dataset, e))?;
         let pool = PostgresConnectionPool::new(pool_params(params))
             .await
-            .map_err(|e| SourceError::connecting(&dataset, e.to_string()))?
+            .map_err(|e| SourceError::connecting(&dataset, super::with_causes(&e)))?
             .with_unsupported_type_action(UnsupportedTypeAction::Ignore);
         let pool = Arc::new(pool);
         let (provider, columns, _) = describe_table(&dataset, &pool, schema, table).await?;
@@ -275,6 +277,9 @@ fn pool_params(params: &PostgresParams) -> HashMap<String, SecretString> {
     put("db", &params.db);
     put("user", &params.user);
     put("sslmode", params.sslmode.as_str());
+    if let Some(root) = &params.sslrootcert {
+        put("sslrootcert", &root.to_string_lossy());
+    }
     if let Some(pass) = &params.pass {
         put("pass", pass.expose());
     }

@@ -192,10 +192,11 @@ impl Backend {
         tokio::select! {
             biased;
             result = step => result,
-            _ = token.cancelled() => Err(Failure::Client(PgError::new(
-                sqlstate::QUERY_CANCELED,
-                "canceling statement due to user request",
-            ))),
+            _ = token.cancelled() => Err(Failure::Client(if cancel.terminating() {
+                sqlstate::admin_shutdown()
+            } else {
+                PgError::new(sqlstate::QUERY_CANCELED, "canceling statement due to user request")
+            })),
             _ = sleep_until(deadline) => Err(Failure::Client(PgError::new(
                 sqlstate::QUERY_CANCELED,
                 "canceling statement due to statement timeout",
@@ -224,10 +225,25 @@ impl Backend {
             Err(Failure::Client(error)) => {
                 self.session.statement_failed();
                 self.send_error(&error).await?;
+                if error.fatal {
+                    // The connection ends here.
+                    return Ok(());
+                }
             }
             Err(Failure::Io(error)) => return Err(error),
         }
         self.ready_for_query().await
+    }
+
+    /// The handle that ends this connection's statements.
+    pub fn cancel(&self) -> Arc<QueryCancel> {
+        Arc::clone(&self.cancel)
+    }
+
+    /// Whether shutdown has ended this connection's statements (a FATAL
+    /// 57P01 was sent, or is to be sent before anything else runs).
+    pub fn terminating(&self) -> bool {
+        self.cancel.terminating()
     }
 
     async fn run_simple(&mut self, sql: &str) -> Step<()> {

@@ -4,6 +4,7 @@
 //! planning, waiting or streaming rows, and the client gets 57014.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -19,14 +20,30 @@ type Key = (i32, Bytes);
 #[derive(Debug, Default)]
 pub struct QueryCancel {
     current: Mutex<CancellationToken>,
+    /// Set at shutdown once `runtime.shutdown_timeout` has passed: the
+    /// statement running (and any after it) ends with 57P01.
+    terminating: AtomicBool,
 }
 
 impl QueryCancel {
     /// A token for the statement about to run; a cancel request fires it.
     pub fn start(&self) -> CancellationToken {
         let token = CancellationToken::new();
+        if self.terminating() {
+            token.cancel();
+        }
         *self.current.lock().unwrap_or_else(|e| e.into_inner()) = token.clone();
         token
+    }
+
+    /// Ends the statement running, and the connection, for shutdown.
+    pub fn terminate(&self) {
+        self.terminating.store(true, Ordering::SeqCst);
+        self.cancel();
+    }
+
+    pub fn terminating(&self) -> bool {
+        self.terminating.load(Ordering::SeqCst)
     }
 
     fn cancel(&self) {

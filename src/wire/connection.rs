@@ -28,10 +28,11 @@ use pgwire::tokio::server::{PgWireMessageServerCodec, process_error, process_mes
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_util::codec::Framed;
+use tracing::debug;
 
-use super::Handlers;
 use super::backend::{Backend, Extended, error_info};
 use super::cancel::QueryCancel;
+use super::{Handlers, Login};
 use crate::query::{Identity, PgError, Session, sqlstate};
 
 /// A client that has not finished its startup in this time is dropped, as
@@ -52,30 +53,105 @@ pub(super) async fn run(
     peer: SocketAddr,
     handlers: Arc<Handlers>,
 ) -> io::Result<()> {
-    let server = socket.local_addr()?;
-    let client = DefaultClient::new(peer, false);
-    let mut connection = Framed::new(
-        CorkedStream::new(socket),
-        PgWireMessageServerCodec::new(client),
-    );
-    if !start(&mut connection, &handlers).await? {
-        return Ok(());
-    }
-    let Some(mut backend) = backend(connection, &handlers, peer, server).await? else {
+    let shutdown = handlers.drain.token.clone();
+    // A connection still in its startup at shutdown is dropped.
+    let backend = tokio::select! {
+        () = shutdown.cancelled() => return Ok(()),
+        backend = open(socket, peer, &handlers) => backend?,
+    };
+    let Some(mut backend) = backend else {
         return Ok(());
     };
-    serve(&mut backend).await
+    serve(&mut backend, &handlers.drain).await
+}
+
+/// TLS, startup and authentication, up to a session; `None` when the
+/// connection ended before.
+async fn open(
+    socket: TcpStream,
+    peer: SocketAddr,
+    handlers: &Arc<Handlers>,
+) -> io::Result<Option<Backend>> {
+    let server = socket.local_addr()?;
+    let deadline = tokio::time::Instant::now() + STARTUP_TIMEOUT;
+    let mut client = DefaultClient::new(peer, false);
+    let direct_tls = match &handlers.security.tls {
+        Some(tls) => starts_tls_handshake(&socket, deadline)
+            .await?
+            .then_some(tls),
+        None => None,
+    };
+    let transport = match direct_tls {
+        // A client with `sslnegotiation=direct` starts the TLS handshake
+        // at once, without an SSLRequest.
+        Some(tls) => {
+            let Some(stream) = accept_tls(tls, socket, deadline).await else {
+                return Ok(None);
+            };
+            if stream.get_ref().1.alpn_protocol() != Some(super::tls::POSTGRESQL_ALPN) {
+                debug!(%peer, "direct TLS connection without the postgresql ALPN protocol refused");
+                return Ok(None);
+            }
+            client.is_secure = true;
+            Transport::Tls(Box::new(stream))
+        }
+        None => Transport::Plain(socket),
+    };
+    let mut connection = Framed::new(
+        CorkedStream::new(transport),
+        PgWireMessageServerCodec::new(client),
+    );
+    if connection.codec().client_info.is_secure {
+        connection.set_state(PgWireConnectionState::AwaitingStartup);
+    }
+    if !start(&mut connection, handlers, deadline).await? {
+        return Ok(None);
+    }
+    backend(connection, handlers, peer, server).await
+}
+
+/// Whether the client's first byte opens a TLS handshake (a TLS record of
+/// type handshake, 0x16, where a PostgreSQL message would have a length).
+async fn starts_tls_handshake(
+    socket: &TcpStream,
+    deadline: tokio::time::Instant,
+) -> io::Result<bool> {
+    let mut first = [0u8; 1];
+    match tokio::time::timeout_at(deadline, socket.peek(&mut first)).await {
+        Ok(peeked) => Ok(peeked? == 1 && first[0] == 0x16),
+        Err(_) => Ok(false),
+    }
+}
+
+/// The TLS handshake; `None` when it failed or did not finish in time.
+async fn accept_tls(
+    tls: &super::tls::Tls,
+    socket: TcpStream,
+    deadline: tokio::time::Instant,
+) -> Option<tokio_rustls::server::TlsStream<TcpStream>> {
+    let peer = socket.peer_addr().ok();
+    match tokio::time::timeout_at(deadline, tls.acceptor.accept(socket)).await {
+        Ok(Ok(stream)) => Some(stream),
+        Ok(Err(error)) => {
+            debug!(?peer, "TLS handshake failed: {error}");
+            None
+        }
+        Err(_) => None,
+    }
 }
 
 /// The startup handshake, through pgwire's handlers; `false` when the
 /// connection ended (a cancel request, a client that went away or timed
 /// out, a refused startup).
-async fn start(connection: &mut Connection, handlers: &Arc<Handlers>) -> io::Result<bool> {
-    let deadline = tokio::time::sleep(STARTUP_TIMEOUT);
-    tokio::pin!(deadline);
+async fn start(
+    connection: &mut Connection,
+    handlers: &Arc<Handlers>,
+    deadline: tokio::time::Instant,
+) -> io::Result<bool> {
+    let login = Arc::new(Login::new(Arc::clone(&handlers.startup)));
     while in_startup(connection.state()) {
         let message = tokio::select! {
-            _ = &mut deadline => return Ok(false),
+            _ = tokio::time::sleep_until(deadline) => return Ok(false),
             message = next_message(connection) => message?,
         };
         let Some(message) = message else {
@@ -84,13 +160,31 @@ async fn start(connection: &mut Connection, handlers: &Arc<Handlers>) -> io::Res
         match message {
             PgWireFrontendMessage::Terminate(_) => return Ok(false),
             PgWireFrontendMessage::SslNegotiation(negotiation) => {
-                refuse_encryption(connection, negotiation).await?;
+                if !negotiate_encryption(connection, handlers, negotiation, deadline).await? {
+                    return Ok(false);
+                }
+            }
+            PgWireFrontendMessage::Startup(_)
+                if !connection.codec().client_info.is_secure
+                    && handlers
+                        .security
+                        .tls
+                        .as_ref()
+                        .is_some_and(|tls| tls.required) =>
+            {
+                let error = PgError::new(
+                    sqlstate::INVALID_AUTHORIZATION,
+                    "this server accepts TLS connections only (runtime.pg.tls.required): connect with sslmode=require or stronger",
+                )
+                .into_fatal();
+                end_with(connection, &error).await?;
+                return Ok(false);
             }
             message => {
                 let outcome = process_message(
                     message,
                     connection,
-                    Arc::clone(&handlers.startup),
+                    Arc::clone(&login),
                     Arc::new(NoopHandler),
                     Arc::new(NoopHandler),
                     Arc::new(NoopHandler),
@@ -151,21 +245,68 @@ async fn backend(
 }
 
 /// The message loop after startup.
-async fn serve(backend: &mut Backend) -> io::Result<()> {
+async fn serve(backend: &mut Backend, drain: &super::Drain) -> io::Result<()> {
+    // At shutdown, a statement still running after `drain.timeout` is ended.
+    let _terminator = {
+        let (token, timeout, cancel) = (drain.token.clone(), drain.timeout, backend.cancel());
+        tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+            token.cancelled().await;
+            tokio::time::sleep(timeout).await;
+            cancel.terminate();
+        }))
+    };
+    let mut mid_batch = false;
     loop {
+        if backend.terminating() {
+            // Its statement got FATAL 57P01.
+            return deliver_output(&mut backend.connection).await;
+        }
         let idle = backend.session().idle_timeout();
-        let message = match idle {
-            Some((timeout, error)) => tokio::select! {
-                message = next_message(&mut backend.connection) => message?,
-                _ = tokio::time::sleep(timeout) => {
+        let idle_after = idle.as_ref().map(|(timeout, _)| *timeout);
+        let message = tokio::select! {
+            // At shutdown no new statement starts; an extended-protocol
+            // batch under way runs to its Sync (within the timeout).
+            biased;
+            () = drain.token.cancelled(), if !mid_batch => {
+                return end_with(&mut backend.connection, &sqlstate::admin_shutdown()).await;
+            }
+            () = past_timeout(drain), if mid_batch => {
+                return end_with(&mut backend.connection, &sqlstate::admin_shutdown()).await;
+            }
+            message = next_message(&mut backend.connection) => match message {
+                // A frame pgwire cannot decode (a length over its 1 GB
+                // limit, a truncated body): said, then the connection ends.
+                Err(error) if error.kind() == io::ErrorKind::InvalidData => {
+                    let error = PgError::new(
+                        sqlstate::PROTOCOL_VIOLATION,
+                        format!("invalid frontend message: {error}"),
+                    )
+                    .into_fatal();
                     return end_with(&mut backend.connection, &error).await;
                 }
+                message => message?,
             },
-            None => next_message(&mut backend.connection).await?,
+            () = sleep_for(idle_after) => {
+                let Some((_, error)) = idle else { continue };
+                return end_with(&mut backend.connection, &error).await;
+            }
         };
         let Some(message) = message else {
             return Ok(());
         };
+        mid_batch = matches!(
+            message,
+            PgWireFrontendMessage::Parse(_)
+                | PgWireFrontendMessage::Bind(_)
+                | PgWireFrontendMessage::Describe(_)
+                | PgWireFrontendMessage::Execute(_)
+                | PgWireFrontendMessage::Close(_)
+                | PgWireFrontendMessage::Flush(_)
+        ) || (mid_batch
+            && !matches!(
+                message,
+                PgWireFrontendMessage::Sync(_) | PgWireFrontendMessage::Query(_)
+            ));
         let deliver = match message {
             PgWireFrontendMessage::Terminate(_) => return Ok(()),
             PgWireFrontendMessage::Query(query) => {
@@ -217,6 +358,20 @@ async fn serve(backend: &mut Backend) -> io::Result<()> {
     }
 }
 
+/// Fires `drain.timeout` after shutdown began.
+async fn past_timeout(drain: &super::Drain) {
+    drain.token.cancelled().await;
+    tokio::time::sleep(drain.timeout).await;
+}
+
+/// Waits `duration`, or forever.
+async fn sleep_for(duration: Option<Duration>) {
+    match duration {
+        Some(duration) => tokio::time::sleep(duration).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Sends a FATAL error and ends the connection.
 async fn end_with(connection: &mut Connection, error: &PgError) -> io::Result<()> {
     connection
@@ -258,28 +413,62 @@ async fn next_message(connection: &mut Connection) -> io::Result<Option<PgWireFr
     }
 }
 
-/// pgaccel does not offer TLS or GSS encryption yet: both are refused with
-/// the one-byte answer, and the client goes on in plain text.
-async fn refuse_encryption(
+/// Answers an SSLRequest: `S` and the TLS handshake when the listener has
+/// TLS, `N` otherwise (the client goes on in plain text or gives up); a
+/// GSSENCRequest always gets `N`. `false` when the connection ends.
+async fn negotiate_encryption(
     connection: &mut Connection,
+    handlers: &Arc<Handlers>,
     negotiation: SslNegotiationMetaMessage,
-) -> io::Result<()> {
+    deadline: tokio::time::Instant,
+) -> io::Result<bool> {
     match negotiation {
         SslNegotiationMetaMessage::PostgresSsl(_) => {
+            let Some(tls) = &handlers.security.tls else {
+                connection
+                    .feed(PgWireBackendMessage::SslResponse(SslResponse::Refuse))
+                    .await?;
+                return Ok(true);
+            };
+            // Bytes sent after the SSLRequest, before the handshake, would
+            // be taken as if they had come encrypted: refused.
+            if !connection.read_buffer().is_empty() {
+                let error = PgError::new(
+                    sqlstate::PROTOCOL_VIOLATION,
+                    "received unencrypted data after SSL request",
+                )
+                .into_fatal();
+                end_with(connection, &error).await?;
+                return Ok(false);
+            }
             connection
-                .feed(PgWireBackendMessage::SslResponse(SslResponse::Refuse))
-                .await
+                .feed(PgWireBackendMessage::SslResponse(SslResponse::Accept))
+                .await?;
+            deliver_output(connection).await?;
+            let Transport::Plain(socket) =
+                std::mem::replace(&mut connection.get_mut().inner, Transport::Closed)
+            else {
+                return Ok(false);
+            };
+            let Some(stream) = accept_tls(tls, socket, deadline).await else {
+                return Ok(false);
+            };
+            connection.get_mut().inner = Transport::Tls(Box::new(stream));
+            connection.codec_mut().client_info.is_secure = true;
+            connection.set_state(PgWireConnectionState::AwaitingStartup);
+            Ok(true)
         }
         SslNegotiationMetaMessage::PostgresGss(_) => {
             connection
                 .feed(PgWireBackendMessage::GssEncResponse(GssEncResponse::Refuse))
-                .await
+                .await?;
+            Ok(true)
         }
         // Neither: the first message is a startup or cancel request, which
         // the codec decodes once it knows no negotiation comes first.
         SslNegotiationMetaMessage::None => {
             connection.set_state(PgWireConnectionState::AwaitingStartup);
-            Ok(())
+            Ok(true)
         }
     }
 }
@@ -292,17 +481,75 @@ pub async fn deliver_output(connection: &mut Connection) -> io::Result<()> {
     flushed
 }
 
-/// A TCP stream whose writes are held in memory while `corked`, and written
-/// in one go when the stream is flushed uncorked (or the held bytes reach
-/// [`HIGH_WATER`]). Reads pass straight through.
+/// The client's socket, in plain text or inside TLS.
+pub enum Transport {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
+    /// Between the SSLRequest and the end of the handshake.
+    Closed,
+}
+
+impl Transport {
+    fn closed() -> io::Error {
+        io::Error::from(io::ErrorKind::NotConnected)
+    }
+}
+
+impl AsyncRead for Transport {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(socket) => Pin::new(socket).poll_read(cx, buf),
+            Transport::Tls(stream) => Pin::new(stream.as_mut()).poll_read(cx, buf),
+            Transport::Closed => Poll::Ready(Err(Transport::closed())),
+        }
+    }
+}
+
+impl AsyncWrite for Transport {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Transport::Plain(socket) => Pin::new(socket).poll_write(cx, buf),
+            Transport::Tls(stream) => Pin::new(stream.as_mut()).poll_write(cx, buf),
+            Transport::Closed => Poll::Ready(Err(Transport::closed())),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(socket) => Pin::new(socket).poll_flush(cx),
+            Transport::Tls(stream) => Pin::new(stream.as_mut()).poll_flush(cx),
+            Transport::Closed => Poll::Ready(Err(Transport::closed())),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(socket) => Pin::new(socket).poll_shutdown(cx),
+            Transport::Tls(stream) => Pin::new(stream.as_mut()).poll_shutdown(cx),
+            Transport::Closed => Poll::Ready(Ok(())),
+        }
+    }
+}
+
+/// A client stream whose writes are held in memory while `corked`, and
+/// written in one go when the stream is flushed uncorked (or the held bytes
+/// reach [`HIGH_WATER`]). Reads pass straight through.
 pub struct CorkedStream {
-    inner: TcpStream,
+    inner: Transport,
     held: BytesMut,
     corked: bool,
 }
 
 impl CorkedStream {
-    fn new(inner: TcpStream) -> Self {
+    fn new(inner: Transport) -> Self {
         CorkedStream {
             inner,
             held: BytesMut::with_capacity(8 * 1024),

@@ -6,6 +6,7 @@
 //! The wire layer knows nothing of refresh or of what statements mean: the
 //! query layer answers them and reports errors with real SQLSTATE codes.
 
+mod auth;
 mod backend;
 mod cancel;
 mod connection;
@@ -14,19 +15,24 @@ mod encode;
 mod forwarded;
 mod numeric;
 mod params;
+pub(crate) mod tls;
 
 use std::collections::HashMap;
 use std::fmt::Debug;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use futures::Sink;
+use futures::{Sink, SinkExt};
+use pgwire::api::auth::sasl::SASLState;
 use pgwire::api::auth::{
     ServerParameterProvider, StartupHandler, finish_authentication, protocol_negotiation,
     save_startup_parameters_to_metadata,
 };
-use pgwire::api::{ClientInfo, PidSecretKeyGenerator, RandomPidSecretKeyGenerator};
+use pgwire::api::{
+    ClientInfo, PgWireConnectionState, PidSecretKeyGenerator, RandomPidSecretKeyGenerator,
+};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::startup::{Authentication, PasswordMessageFamily};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -34,6 +40,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, warn};
 
+use crate::config::AuthMethod;
 use crate::query::settings::Settings;
 use crate::query::{Engine, PgError, Session};
 use cancel::{CancelRequests, Cancellations};
@@ -43,10 +50,12 @@ pub async fn serve(
     listener: TcpListener,
     engine: Arc<Engine>,
     max_connections: usize,
-    shutdown: CancellationToken,
+    security: Security,
+    drain: Drain,
     tracker: TaskTracker,
 ) {
-    let handlers = Arc::new(Handlers::new(engine));
+    let shutdown = drain.token.clone();
+    let handlers = Arc::new(Handlers::new(engine, security, drain));
     let slots = Arc::new(Semaphore::new(max_connections));
     loop {
         let (socket, peer) = tokio::select! {
@@ -66,15 +75,11 @@ pub async fn serve(
         };
         let _ = socket.set_nodelay(true);
         let handlers = Arc::clone(&handlers);
-        let shutdown = shutdown.clone();
         tracker.spawn(async move {
-            tokio::select! {
-                _ = shutdown.cancelled() => {}
-                result = connection::run(socket, peer, handlers) => {
-                    if let Err(error) = result {
-                        debug!(%peer, "connection ended: {error}");
-                    }
-                }
+            // At shutdown the connection itself ends, once its statement
+            // has finished or `drain.timeout` has passed.
+            if let Err(error) = connection::run(socket, peer, handlers).await {
+                debug!(%peer, "connection ended: {error}");
             }
             drop(permit);
         });
@@ -100,24 +105,62 @@ async fn refuse_connection(mut socket: tokio::net::TcpStream) {
     let _ = socket.shutdown().await;
 }
 
+/// How connections end at shutdown: when `token` fires, an idle connection
+/// ends at once with FATAL 57P01, and a running statement may finish within
+/// `timeout` before it is ended the same way.
+#[derive(Debug, Clone)]
+pub struct Drain {
+    pub token: CancellationToken,
+    pub timeout: std::time::Duration,
+}
+
 struct Handlers {
     engine: Arc<Engine>,
     startup: Arc<Startup>,
     cancel: Arc<CancelRequests>,
+    security: Security,
+    drain: Drain,
 }
 
 impl Handlers {
-    fn new(engine: Arc<Engine>) -> Self {
+    fn new(engine: Arc<Engine>, security: Security, drain: Drain) -> Self {
         let cancellations = Arc::new(Cancellations::default());
         Handlers {
             startup: Arc::new(Startup {
                 engine: Arc::clone(&engine),
                 cancellations: Arc::clone(&cancellations),
                 keys: RandomPidSecretKeyGenerator::default(),
+                auth: security.auth.clone(),
             }),
             cancel: Arc::new(CancelRequests { cancellations }),
             engine,
+            security,
+            drain,
         }
+    }
+}
+
+/// How the listener protects its connections: TLS and password
+/// authentication, each optional (no `auth`: every client is trusted).
+#[derive(Debug, Clone, Default)]
+pub struct Security {
+    pub tls: Option<tls::Tls>,
+    pub auth: Option<Arc<auth::Auth>>,
+}
+
+impl Security {
+    /// Loads what `runtime.pg` configures; the error names the key and file
+    /// at fault.
+    pub fn load(config: &crate::config::PgConfig) -> Result<Security, String> {
+        let tls = config.tls.as_ref().map(tls::load).transpose()?;
+        let auth = match &config.auth {
+            Some(auth) if auth.method != AuthMethod::Trust => Some(Arc::new(auth::Auth::new(
+                auth,
+                tls.as_ref().map(|tls| tls.cert_pem.as_slice()),
+            )?)),
+            _ => None,
+        };
+        Ok(Security { tls, auth })
     }
 }
 
@@ -126,17 +169,75 @@ fn user_error(error: PgError) -> PgWireError {
     PgWireError::UserError(Box::new(backend::error_info(&error)))
 }
 
-/// Trust authentication: every startup is accepted whose settings are
-/// valid. Registers the connection for cancel requests and reports the
-/// session's settings (pgaccel presents itself as a read-only hot standby).
+/// What every connection's startup shares: checks the startup settings,
+/// registers the connection for cancel requests and reports the session's
+/// settings (pgaccel presents itself as a read-only hot standby).
 struct Startup {
     engine: Arc<Engine>,
     cancellations: Arc<Cancellations>,
     keys: RandomPidSecretKeyGenerator,
+    auth: Option<Arc<auth::Auth>>,
+}
+
+/// One connection's startup: its authentication exchange in progress.
+struct Login {
+    shared: Arc<Startup>,
+    stage: tokio::sync::Mutex<Stage>,
+}
+
+enum Stage {
+    /// Before the startup message.
+    Started,
+    /// The password was asked for; the settings wait for it.
+    Asked(Settings, Asked),
+    Done,
+}
+
+enum Asked {
+    Cleartext,
+    Md5([u8; 4]),
+    Scram(SASLState),
+}
+
+impl Login {
+    fn new(shared: Arc<Startup>) -> Self {
+        Login {
+            shared,
+            stage: tokio::sync::Mutex::new(Stage::Started),
+        }
+    }
+
+    /// Lets the client in: cancel registration, then the settings and
+    /// ReadyForQuery.
+    async fn complete<C>(&self, client: &mut C, settings: Settings) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let (pid, secret) = self.shared.keys.generate(client);
+        let (query_cancel, registration) = self.shared.cancellations.register(pid, &secret);
+        client.session_extensions().insert(query_cancel);
+        client.session_extensions().insert(registration);
+        client.set_pid_and_secret_key(pid, secret);
+        finish_authentication(client, &ServerParameters(settings)).await
+    }
+}
+
+/// FATAL 28P01, the same for a wrong password and an unknown user.
+fn authentication_failed(user: &str, method: AuthMethod) -> PgWireError {
+    crate::metrics::auth_failed(method.as_str());
+    user_error(
+        PgError::new(
+            crate::query::sqlstate::INVALID_PASSWORD,
+            format!("password authentication failed for user \"{user}\""),
+        )
+        .into_fatal(),
+    )
 }
 
 #[async_trait]
-impl StartupHandler for Startup {
+impl StartupHandler for Login {
     async fn on_startup<C>(
         &self,
         client: &mut C,
@@ -147,20 +248,136 @@ impl StartupHandler for Startup {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let PgWireFrontendMessage::Startup(ref startup) = message else {
-            return Ok(());
-        };
-        protocol_negotiation(client, startup).await?;
-        save_startup_parameters_to_metadata(client, startup);
-        let settings = Session::startup_settings(&self.engine, client.metadata())
-            .map_err(|error| user_error(error.into_fatal()))?;
-        let (pid, secret) = self.keys.generate(client);
-        let (query_cancel, registration) = self.cancellations.register(pid, &secret);
-        client.session_extensions().insert(query_cancel);
-        client.session_extensions().insert(registration);
-        client.set_pid_and_secret_key(pid, secret);
-        finish_authentication(client, &ServerParameters(settings)).await
+        let mut stage = self.stage.lock().await;
+        match (std::mem::replace(&mut *stage, Stage::Done), message) {
+            (Stage::Started, PgWireFrontendMessage::Startup(startup)) => {
+                protocol_negotiation(client, &startup).await?;
+                save_startup_parameters_to_metadata(client, &startup);
+                let settings = Session::startup_settings(&self.shared.engine, client.metadata())
+                    .map_err(|error| user_error(error.into_fatal()))?;
+                let Some(auth) = &self.shared.auth else {
+                    return self.complete(client, settings).await;
+                };
+                let (request, asked) = match auth.method {
+                    AuthMethod::Trust => return self.complete(client, settings).await,
+                    AuthMethod::Password => {
+                        if !client.is_secure() && !auth.allow_cleartext_without_tls {
+                            return Err(user_error(
+                                PgError::new(
+                                    crate::query::sqlstate::INVALID_AUTHORIZATION,
+                                    "password authentication needs TLS on this server: connect with sslmode=require or stronger",
+                                )
+                                .into_fatal(),
+                            ));
+                        }
+                        (Authentication::CleartextPassword, Asked::Cleartext)
+                    }
+                    AuthMethod::Md5 => {
+                        let salt: [u8; 4] = rand::random();
+                        (Authentication::MD5Password(salt.to_vec()), Asked::Md5(salt))
+                    }
+                    AuthMethod::ScramSha256 => {
+                        let mut mechanisms = vec!["SCRAM-SHA-256".to_owned()];
+                        if client.is_secure() && auth.scram_plus.is_some() {
+                            mechanisms.push("SCRAM-SHA-256-PLUS".to_owned());
+                        }
+                        (
+                            Authentication::SASL(mechanisms),
+                            Asked::Scram(SASLState::Initial),
+                        )
+                    }
+                };
+                client.set_state(PgWireConnectionState::AuthenticationInProgress);
+                client
+                    .send(PgWireBackendMessage::Authentication(request))
+                    .await?;
+                *stage = Stage::Asked(settings, asked);
+                Ok(())
+            }
+            (
+                Stage::Asked(settings, asked),
+                PgWireFrontendMessage::PasswordMessageFamily(answer),
+            ) => {
+                let auth = self.shared.auth.as_ref().expect("asked for a password");
+                let user = client.metadata().get("user").cloned().unwrap_or_default();
+                let failed = || authentication_failed(&user, auth.method);
+                match asked {
+                    Asked::Cleartext => {
+                        let password = answer.into_password().map_err(|_| failed())?;
+                        if !auth.cleartext_matches(&user, password.password.as_bytes()) {
+                            return Err(failed());
+                        }
+                        self.complete(client, settings).await
+                    }
+                    Asked::Md5(salt) => {
+                        let password = answer.into_password().map_err(|_| failed())?;
+                        if !auth.md5_matches(&user, &salt, password.password.as_bytes()) {
+                            return Err(failed());
+                        }
+                        self.complete(client, settings).await
+                    }
+                    Asked::Scram(state) => {
+                        let login = login_view(client);
+                        let (answer, state) = match state {
+                            SASLState::Initial => {
+                                let first = answer.into_sasl_initial_response()?;
+                                let scram = match first.auth_method.as_str() {
+                                    "SCRAM-SHA-256" => &auth.scram,
+                                    "SCRAM-SHA-256-PLUS" if client.is_secure() => {
+                                        auth.scram_plus.as_ref().ok_or_else(failed)?
+                                    }
+                                    _ => return Err(failed()),
+                                };
+                                scram
+                                    .process_scram_message(
+                                        &login,
+                                        PasswordMessageFamily::SASLInitialResponse(first),
+                                        &SASLState::ScramClientFirstReceived,
+                                    )
+                                    .await
+                                    .map_err(|_| failed())?
+                            }
+                            state => {
+                                let response = answer.into_sasl_response()?;
+                                auth.scram
+                                    .process_scram_message(
+                                        &login,
+                                        PasswordMessageFamily::SASLResponse(response),
+                                        &state,
+                                    )
+                                    .await
+                                    .map_err(|_| failed())?
+                            }
+                        };
+                        client
+                            .send(PgWireBackendMessage::Authentication(answer))
+                            .await?;
+                        if matches!(state, SASLState::Finished) {
+                            return self.complete(client, settings).await;
+                        }
+                        *stage = Stage::Asked(settings, Asked::Scram(state));
+                        Ok(())
+                    }
+                }
+            }
+            (Stage::Done, _) | (Stage::Started, _) | (Stage::Asked(..), _) => Err(user_error(
+                PgError::new(
+                    crate::query::sqlstate::PROTOCOL_VIOLATION,
+                    "unexpected message during authentication",
+                )
+                .into_fatal(),
+            )),
+        }
     }
+}
+
+/// What SCRAM reads of the client (user, database, address) in a value that
+/// may be held across an await: pgwire's SCRAM exchange borrows the client
+/// over its awaits, which the connection's own client type does not allow.
+fn login_view<C: ClientInfo>(client: &C) -> pgwire::api::DefaultClient<String> {
+    let mut view = pgwire::api::DefaultClient::new(client.socket_addr(), client.is_secure());
+    view.metadata = client.metadata().clone();
+    view
 }
 
 /// The settings reported at startup.

@@ -118,3 +118,92 @@ async fn refresh_and_datasets_commands_talk_to_a_running_server() {
         "{line}"
     );
 }
+
+/// `runtime.http.api_key` guards every `/v1` route and `/metrics` (unless
+/// `metrics_public`), by `Authorization: Bearer` or `X-API-Key`; `/health`
+/// stays open; `pgaccel refresh`/`datasets` send the key from
+/// `PGACCEL_API_KEY` or from the configuration file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_key_guards_the_api_and_the_commands_send_it() {
+    const KEY: &str = "k3y-0f-the-admin-api";
+    let config = |extra: &str| {
+        format!(
+            "runtime:\n  pg: {{ listen: 127.0.0.1:0 }}\n  http: {{ listen: 127.0.0.1:0, api_key: {KEY}{extra} }}\ndatasets: []\n"
+        )
+    };
+    let server = Server::start_with_config(&config("")).await;
+    let http = reqwest::Client::new();
+    let status = |request: reqwest::RequestBuilder| async move {
+        request
+            .send()
+            .await
+            .expect("the API answers")
+            .status()
+            .as_u16()
+    };
+    for path in ["/v1/datasets", "/v1/ready", "/metrics"] {
+        let url = server.url(path);
+        assert_eq!(status(http.get(&url)).await, 401, "{path} without a key");
+        assert_eq!(
+            status(http.get(&url).bearer_auth("k3y-0f-the-admin-apI")).await,
+            401,
+            "{path} with a wrong key"
+        );
+        assert_eq!(status(http.get(&url).bearer_auth(KEY)).await, 200, "{path}");
+        assert_eq!(
+            status(http.get(&url).header("X-API-Key", KEY)).await,
+            200,
+            "{path}"
+        );
+    }
+    assert_eq!(
+        status(http.post(server.url("/v1/datasets/x/acceleration/refresh"))).await,
+        401
+    );
+    assert_eq!(status(http.get(server.url("/health"))).await, 200);
+
+    let public = Server::start_with_config(&config(", metrics_public: true")).await;
+    assert_eq!(status(http.get(public.url("/metrics"))).await, 200);
+    assert_eq!(status(http.get(public.url("/v1/datasets"))).await, 401);
+
+    let api = format!("http://{}", server.runtime.http_addr());
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), config("")).unwrap();
+    let path = file.path().to_str().unwrap().to_owned();
+    let (refused, with_env, with_config) = tokio::task::spawn_blocking(move || {
+        let run = |args: &[&str], key: Option<&str>| {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_pgaccel"));
+            command.args(args).env_remove("PGACCEL_API_KEY");
+            if let Some(key) = key {
+                command.env("PGACCEL_API_KEY", key);
+            }
+            let output = command.output().expect("the pgaccel binary runs");
+            (
+                output.status.success(),
+                format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&output.stdout),
+                    String::from_utf8_lossy(&output.stderr)
+                ),
+            )
+        };
+        (
+            run(&["datasets", "--api", &api], None),
+            run(&["datasets", "--api", &api], Some(KEY)),
+            run(&["datasets", "--api", &api, "-c", &path], None),
+        )
+    })
+    .await
+    .unwrap();
+    assert!(!refused.0 && refused.1.contains("401"), "{}", refused.1);
+    assert!(
+        with_env.0 && with_env.1.starts_with("NAME"),
+        "{}",
+        with_env.1
+    );
+    assert!(
+        with_config.0 && with_config.1.starts_with("NAME"),
+        "{}",
+        with_config.1
+    );
+}

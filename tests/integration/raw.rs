@@ -48,6 +48,22 @@ impl RawClient {
         (client, replies)
     }
 
+    /// Writes `bytes` as they are (malformed messages).
+    pub async fn send_bytes(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).await.expect("send");
+    }
+
+    /// The next message from the server.
+    pub async fn reply(&mut self) -> Reply {
+        self.next().await
+    }
+
+    /// Whether the server closed the connection (the next read ends).
+    pub async fn closed(&mut self) -> bool {
+        let mut byte = [0u8; 1];
+        matches!(self.stream.read(&mut byte).await, Ok(0) | Err(_))
+    }
+
     pub async fn send(&mut self, kind: u8, body: &[u8]) {
         let mut message = vec![kind];
         message.extend_from_slice(&((body.len() + 4) as i32).to_be_bytes());

@@ -157,12 +157,24 @@ impl Process {
         datasets: &str,
         env: &[(&str, &str)],
     ) -> Process {
+        Process::start_with_runtime(folder, "", top, datasets, env)
+    }
+
+    /// [`Process::start_with_env`] with `runtime` (indented `runtime:`
+    /// entries besides the listeners) added.
+    pub fn start_with_runtime(
+        folder: &std::path::Path,
+        runtime: &str,
+        top: &str,
+        datasets: &str,
+        env: &[(&str, &str)],
+    ) -> Process {
         let (pg, http) = (free_port(), free_port());
         let config = folder.join("pgaccel.yaml");
         std::fs::write(
             &config,
             format!(
-                "runtime:\n  pg: {{ listen: 127.0.0.1:{pg} }}\n  http: {{ listen: 127.0.0.1:{http} }}\n{top}datasets:\n{datasets}"
+                "runtime:\n  pg: {{ listen: 127.0.0.1:{pg} }}\n  http: {{ listen: 127.0.0.1:{http} }}\n{runtime}{top}datasets:\n{datasets}"
             ),
         )
         .unwrap();
@@ -178,6 +190,31 @@ impl Process {
             .expect("start pgaccel");
         let endpoint = Endpoint::new(([127, 0, 0, 1], pg).into(), ([127, 0, 0, 1], http).into());
         Process { child, endpoint }
+    }
+
+    /// Sends SIGTERM, as a service manager stopping it would.
+    pub fn terminate(&self) {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success(), "SIGTERM was not delivered");
+    }
+
+    /// Waits up to 60 s for the process to exit; its status.
+    pub async fn exited(&mut self) -> std::process::ExitStatus {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = self
+                .child
+                .try_wait()
+                .expect("the process can be waited for")
+            {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "pgaccel did not exit within 60s");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// Stops it with SIGKILL: no shutdown code runs.
@@ -669,9 +706,19 @@ pub fn installed_clients_dir() -> std::path::PathBuf {
 /// Runs a script of `tests/clients` to the end, with a deadline; returns
 /// whether it succeeded and what it printed.
 pub async fn run_script(script: &str, env: &[(&str, String)]) -> (bool, String) {
+    run_script_with(script, &[], env).await
+}
+
+/// [`run_script`] with arguments.
+pub async fn run_script_with(
+    script: &str,
+    args: &[&str],
+    env: &[(&str, String)],
+) -> (bool, String) {
     let mut command = tokio::process::Command::new("bash");
     command
         .arg(clients_dir().join(script))
+        .args(args)
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .kill_on_drop(true);
     let output = tokio::time::timeout(Duration::from_secs(600), command.output())
