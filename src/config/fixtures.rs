@@ -235,3 +235,83 @@ fn a_missing_file_names_the_path() {
         "{errors}"
     );
 }
+
+/// Any document made by damaging a valid fixture (a value replaced by any
+/// text, a line dropped, doubled or re-indented) loads or fails with errors
+/// that say something; it never panics, and errors show no secret.
+#[test]
+fn damaged_fixtures_never_panic() {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config as Cases, RngAlgorithm, TestRng, TestRunner};
+
+    let documents: Vec<String> = fixtures("valid")
+        .iter()
+        .map(|path| std::fs::read_to_string(path).unwrap())
+        .collect();
+    let damage = prop_oneof![
+        ".{0,24}".prop_map(Damage::Value),
+        Just(Damage::Drop),
+        Just(Damage::Double),
+        (0usize..6).prop_map(Damage::Indent),
+    ];
+    let cases = (
+        0..documents.len(),
+        prop::collection::vec((any::<prop::sample::Index>(), damage), 1..4),
+    );
+    let mut runner = TestRunner::new_with_rng(
+        Cases {
+            cases: 500,
+            failure_persistence: None,
+            ..Cases::default()
+        },
+        TestRng::deterministic_rng(RngAlgorithm::ChaCha),
+    );
+    let outcome = runner.run(&cases, |(chosen, damages)| {
+        let mut lines: Vec<String> = documents[chosen].lines().map(str::to_owned).collect();
+        for (at, damage) in damages {
+            if lines.is_empty() {
+                break;
+            }
+            let i = at.index(lines.len());
+            match damage {
+                Damage::Value(text) => {
+                    if let Some((key, _)) = lines[i].split_once(':') {
+                        lines[i] = format!("{key}: {text}");
+                    }
+                }
+                Damage::Drop => {
+                    lines.remove(i);
+                }
+                Damage::Double => lines.insert(i, lines[i].clone()),
+                Damage::Indent(spaces) => {
+                    lines[i] = format!("{}{}", " ".repeat(spaces), lines[i].trim_start());
+                }
+            }
+        }
+        let text = lines.join("\n");
+        let overrides = ::config::Environment::with_prefix("PGACCEL")
+            .separator("__")
+            .source(Some(Default::default()));
+        let loaded = document(Input::Yaml(&text), overrides)
+            .and_then(|document| validate::validate(document, &fixture_env));
+        if let Err(errors) = loaded {
+            let message = errors.to_string();
+            prop_assert!(!message.trim().is_empty(), "{}", text);
+            for secret in SECRET_VALUES {
+                prop_assert!(!message.contains(secret), "{}\n{}", text, message);
+            }
+        }
+        Ok(())
+    });
+    if let Err(failure) = outcome {
+        panic!("{failure}");
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Damage {
+    Value(String),
+    Drop,
+    Double,
+    Indent(usize),
+}

@@ -16,7 +16,7 @@ use bytes::Bytes;
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::common::metadata::ScalarAndMetadata;
 use datafusion::common::{ParamValues, ScalarValue};
-use futures::SinkExt;
+use futures::{FutureExt, SinkExt};
 use pgwire::api::Type;
 use pgwire::error::ErrorInfo;
 use pgwire::messages::PgWireBackendMessage;
@@ -44,6 +44,17 @@ use crate::query::{
     Notice, Outcome, PgError, Prepared, Session, SimpleQuery, TransactionStatus as Status,
     display_name, sqlstate,
 };
+
+/// The FATAL error a client gets for a statement that panicked.
+fn panicked(panic: &Box<dyn std::any::Any + Send>) -> PgError {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|text| (*text).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown".to_owned());
+    tracing::error!("a statement panicked: {what}");
+    PgError::new(sqlstate::INTERNAL_ERROR, format!("internal error: {what}")).into_fatal()
+}
 
 /// Why a step stopped: the client gets an error, or the connection is gone.
 pub enum Failure {
@@ -117,6 +128,8 @@ pub struct Backend {
     /// next Sync is skipped.
     skip_until_sync: bool,
     cancel: Arc<QueryCancel>,
+    /// A FATAL error was sent: the connection ends.
+    ended: bool,
 }
 
 impl Backend {
@@ -128,6 +141,7 @@ impl Backend {
             portals: HashMap::new(),
             skip_until_sync: false,
             cancel,
+            ended: false,
         }
     }
 
@@ -141,6 +155,7 @@ impl Backend {
 
     async fn send_error(&mut self, error: &PgError) -> io::Result<()> {
         metrics::query_failed(&error.code);
+        self.ended |= error.fatal;
         self.send_notices().await?;
         self.send(PgWireBackendMessage::ErrorResponse(
             error_info(error).into(),
@@ -191,7 +206,11 @@ impl Backend {
         let deadline = timeout.map(|timeout| Instant::now() + timeout);
         tokio::select! {
             biased;
-            result = step => result,
+            // A statement that panics ends its connection with FATAL XX000
+            // (its session may be half-changed); the others go on.
+            result = std::panic::AssertUnwindSafe(step).catch_unwind() => {
+                result.unwrap_or_else(|panic| Err(Failure::Client(panicked(&panic))))
+            }
             _ = token.cancelled() => Err(Failure::Client(if cancel.terminating() {
                 sqlstate::admin_shutdown()
             } else {
@@ -240,8 +259,13 @@ impl Backend {
         Arc::clone(&self.cancel)
     }
 
-    /// Whether shutdown has ended this connection's statements (a FATAL
-    /// 57P01 was sent, or is to be sent before anything else runs).
+    /// Whether a FATAL error was sent (shutdown's 57P01, a statement that
+    /// panicked): the connection ends.
+    pub fn ended(&self) -> bool {
+        self.ended
+    }
+
+    /// Whether shutdown ends this connection's statements.
     pub fn terminating(&self) -> bool {
         self.cancel.terminating()
     }
@@ -429,6 +453,25 @@ impl Backend {
 
     /// Runs an extended-protocol step; an error is reported and everything
     /// up to the next Sync skipped.
+    /// A Query refused before it runs (its text is not UTF-8): the error,
+    /// then ReadyForQuery.
+    pub async fn refuse_query(&mut self, error: &PgError) -> io::Result<()> {
+        self.session.statement_failed();
+        self.send_error(error).await?;
+        self.ready_for_query().await
+    }
+
+    /// An extended-protocol message refused before it runs: the error, and
+    /// the rest of the batch is skipped up to Sync.
+    pub async fn refuse_extended(&mut self, error: &PgError) -> io::Result<()> {
+        if self.skip_until_sync {
+            return Ok(());
+        }
+        self.skip_until_sync = true;
+        self.session.statement_failed();
+        self.send_error(error).await
+    }
+
     pub async fn extended(&mut self, message: Extended) -> io::Result<()> {
         if self.skip_until_sync {
             return Ok(());

@@ -32,6 +32,7 @@ use tracing::debug;
 
 use super::backend::{Backend, Extended, error_info};
 use super::cancel::QueryCancel;
+use super::text_check::TextCheck;
 use super::{Handlers, Login};
 use crate::query::{Identity, PgError, Session, sqlstate};
 
@@ -257,9 +258,11 @@ async fn serve(backend: &mut Backend, drain: &super::Drain) -> io::Result<()> {
     };
     let mut mid_batch = false;
     loop {
-        if backend.terminating() {
-            // Its statement got FATAL 57P01.
+        if backend.ended() {
             return deliver_output(&mut backend.connection).await;
+        }
+        if backend.terminating() {
+            return end_with(&mut backend.connection, &sqlstate::admin_shutdown()).await;
         }
         let idle = backend.session().idle_timeout();
         let idle_after = idle.as_ref().map(|(timeout, _)| *timeout);
@@ -310,11 +313,19 @@ async fn serve(backend: &mut Backend, drain: &super::Drain) -> io::Result<()> {
         let deliver = match message {
             PgWireFrontendMessage::Terminate(_) => return Ok(()),
             PgWireFrontendMessage::Query(query) => {
-                backend.simple_query(&query.query).await?;
+                if backend.connection.get_mut().text_was_utf8() {
+                    backend.simple_query(&query.query).await?;
+                } else {
+                    backend.refuse_query(&not_utf8()).await?;
+                }
                 true
             }
             PgWireFrontendMessage::Parse(parse) => {
-                backend.extended(Extended::Parse(parse)).await?;
+                if backend.connection.get_mut().text_was_utf8() {
+                    backend.extended(Extended::Parse(parse)).await?;
+                } else {
+                    backend.refuse_extended(&not_utf8()).await?;
+                }
                 false
             }
             PgWireFrontendMessage::Bind(bind) => {
@@ -358,6 +369,15 @@ async fn serve(backend: &mut Backend, drain: &super::Drain) -> io::Result<()> {
     }
 }
 
+/// PostgreSQL's error for statement text that is not UTF-8 (pgaccel's
+/// only client encoding).
+fn not_utf8() -> PgError {
+    PgError::new(
+        sqlstate::CHARACTER_NOT_IN_REPERTOIRE,
+        "invalid byte sequence for encoding \"UTF8\"",
+    )
+}
+
 /// Fires `drain.timeout` after shutdown began.
 async fn past_timeout(drain: &super::Drain) {
     drain.token.cancelled().await;
@@ -396,20 +416,39 @@ fn in_startup(state: PgWireConnectionState) -> bool {
 /// or Flush still gets its answers rather than waiting forever.
 async fn next_message(connection: &mut Connection) -> io::Result<Option<PgWireFrontendMessage>> {
     let next = if connection.get_ref().has_held_output() {
-        match connection.next().now_or_never() {
+        match decoded(connection).now_or_never() {
             Some(next) => next,
             None => {
                 deliver_output(connection).await?;
-                connection.next().await
+                decoded(connection).await
             }
         }
     } else {
-        connection.next().await
+        decoded(connection).await
     };
     match next {
         None => Ok(None),
         Some(Ok(message)) => Ok(Some(message)),
         Some(Err(error)) => Err(io::Error::new(io::ErrorKind::InvalidData, error)),
+    }
+}
+
+/// The next frame, decoded. pgwire's decoders index into the frame as the
+/// client described it, and some malformed frames (counts that run past
+/// the end) make them panic: such a frame is a decoding error like any
+/// other, not the end of the connection task.
+async fn decoded(
+    connection: &mut Connection,
+) -> Option<Result<PgWireFrontendMessage, pgwire::error::PgWireError>> {
+    match std::panic::AssertUnwindSafe(connection.next())
+        .catch_unwind()
+        .await
+    {
+        Ok(next) => next,
+        Err(_) => Some(Err(pgwire::error::PgWireError::IoError(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "malformed message",
+        )))),
     }
 }
 
@@ -546,6 +585,8 @@ pub struct CorkedStream {
     inner: Transport,
     held: BytesMut,
     corked: bool,
+    /// Whether each statement's text arrived as UTF-8.
+    text_check: TextCheck,
 }
 
 impl CorkedStream {
@@ -554,7 +595,14 @@ impl CorkedStream {
             inner,
             held: BytesMut::with_capacity(8 * 1024),
             corked: true,
+            text_check: TextCheck::default(),
         }
+    }
+
+    /// Whether the text of the Query or Parse message just received was
+    /// UTF-8 (see [`TextCheck`]).
+    fn text_was_utf8(&mut self) -> bool {
+        self.text_check.next_verdict()
     }
 
     fn has_held_output(&self) -> bool {
@@ -579,7 +627,11 @@ impl AsyncRead for CorkedStream {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
+        this.text_check.feed(&buf.filled()[before..]);
+        Poll::Ready(Ok(()))
     }
 }
 

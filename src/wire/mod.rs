@@ -15,6 +15,7 @@ mod encode;
 mod forwarded;
 mod numeric;
 mod params;
+mod text_check;
 pub(crate) mod tls;
 
 use std::collections::HashMap;

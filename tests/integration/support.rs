@@ -169,19 +169,31 @@ impl Process {
         datasets: &str,
         env: &[(&str, &str)],
     ) -> Process {
-        let (pg, http) = (free_port(), free_port());
-        let config = folder.join("pgaccel.yaml");
-        std::fs::write(
-            &config,
-            format!(
-                "runtime:\n  pg: {{ listen: 127.0.0.1:{pg} }}\n  http: {{ listen: 127.0.0.1:{http} }}\n{runtime}{top}datasets:\n{datasets}"
-            ),
+        Process::start_config(
+            folder,
+            |pg, http| {
+                format!(
+                    "runtime:\n  pg: {{ listen: 127.0.0.1:{pg} }}\n  http: {{ listen: 127.0.0.1:{http} }}\n{runtime}{top}datasets:\n{datasets}"
+                )
+            },
+            env,
         )
-        .unwrap();
+    }
+
+    /// Starts `pgaccel run` in `folder` with the whole configuration that
+    /// `config` writes for the PostgreSQL and HTTP ports it is given.
+    pub fn start_config(
+        folder: &std::path::Path,
+        config: impl FnOnce(u16, u16) -> String,
+        env: &[(&str, &str)],
+    ) -> Process {
+        let (pg, http) = (free_port(), free_port());
+        let path = folder.join("pgaccel.yaml");
+        std::fs::write(&path, config(pg, http)).unwrap();
         let log = std::fs::File::create(folder.join("pgaccel.log")).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_pgaccel"))
             .args(["run", "--config"])
-            .arg(&config)
+            .arg(&path)
             .envs(env.iter().copied())
             .current_dir(folder)
             .stdout(log.try_clone().unwrap())
