@@ -10,12 +10,7 @@ fn pgaccel(args: &[&str]) -> (bool, String) {
         .args(args)
         .output()
         .expect("the pgaccel binary runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (output.status.success(), text)
+    crate::support::outcome(&output)
 }
 
 fn fixture(path: &str) -> String {
@@ -178,14 +173,7 @@ async fn the_api_key_guards_the_api_and_the_commands_send_it() {
                 command.env("PGACCEL_API_KEY", key);
             }
             let output = command.output().expect("the pgaccel binary runs");
-            (
-                output.status.success(),
-                format!(
-                    "{}{}",
-                    String::from_utf8_lossy(&output.stdout),
-                    String::from_utf8_lossy(&output.stderr)
-                ),
-            )
+            crate::support::outcome(&output)
         };
         (
             run(&["datasets", "--api", &api], None),

@@ -159,12 +159,8 @@ async fn secrets_appear_in_no_log_error_status_metric_or_check_output() {
         .envs(env.iter().copied())
         .output()
         .expect("pgaccel check runs");
-    let check_output = format!(
-        "{}{}",
-        String::from_utf8_lossy(&checked.stdout),
-        String::from_utf8_lossy(&checked.stderr)
-    );
-    assert!(checked.status.success(), "{check_output}");
+    let (checked, check_output) = crate::support::outcome(&checked);
+    assert!(checked, "{check_output}");
     assert_clean("pgaccel check", &check_output);
 
     // The configuration's Debug output, with the secrets written in.

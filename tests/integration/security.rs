@@ -91,12 +91,7 @@ fn psql(conninfo: &str, command: &str) -> (bool, String) {
         .env_remove("PGPASSWORD")
         .output()
         .expect("psql runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (output.status.success(), text)
+    crate::support::outcome(&output)
 }
 
 fn conninfo(server: &Server, rest: &str) -> String {
@@ -492,14 +487,7 @@ async fn the_admin_api_speaks_https_and_the_commands_verify_it() {
                 .env_remove("PGACCEL_API_CA")
                 .output()
                 .expect("the pgaccel binary runs");
-            (
-                output.status.success(),
-                format!(
-                    "{}{}",
-                    String::from_utf8_lossy(&output.stdout),
-                    String::from_utf8_lossy(&output.stderr)
-                ),
-            )
+            crate::support::outcome(&output)
         };
         (
             run(&["datasets", "--api", &api, "--api-ca", &ca_path]),

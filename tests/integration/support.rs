@@ -407,6 +407,11 @@ pub fn psql(port: u16, command: &str) -> (bool, String) {
         .arg(command)
         .output()
         .expect("psql runs");
+    outcome(&output)
+}
+
+/// Whether a command succeeded, and what it printed (stdout, then stderr).
+pub fn outcome(output: &std::process::Output) -> (bool, String) {
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
@@ -737,12 +742,7 @@ pub async fn run_script_with(
         .await
         .unwrap_or_else(|_| panic!("{script} did not finish within 10 minutes"))
         .unwrap_or_else(|e| panic!("run {script}: {e}"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (output.status.success(), text)
+    outcome(&output)
 }
 
 /// Installs the clients and moto_server once per test process (tests run
