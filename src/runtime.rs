@@ -104,7 +104,8 @@ impl Runtime {
                 source,
             })?;
         let server =
-            query::settings::ServerValues::new(pg_addr.port(), config.runtime.pg.max_connections);
+            query::settings::ServerValues::new(pg_addr.port(), config.runtime.pg.max_connections)
+                .with_statement_timeout(config.runtime.statement_timeout);
         let engine = query::engine(
             &registry,
             server,

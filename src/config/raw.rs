@@ -128,6 +128,7 @@ pub(crate) struct RawRuntime {
 pub(crate) struct RawQuery {
     pub unsupported: Option<Scalar>,
     pub memory_limit: Option<Scalar>,
+    pub statement_timeout: Option<Scalar>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -31,6 +31,9 @@ pub struct RuntimeConfig {
     /// aggregations (`runtime.query.memory_limit`); beyond it sorts and
     /// aggregations spill to disk and other operators fail with 53200.
     pub query_memory_limit: usize,
+    /// `statement_timeout` of sessions that set none
+    /// (`runtime.query.statement_timeout`); zero is none.
+    pub statement_timeout: Duration,
     /// At shutdown, how long running statements may go on before they are
     /// ended with 57P01 (`runtime.shutdown_timeout`).
     pub shutdown_timeout: Duration,
@@ -180,6 +183,17 @@ pub(crate) fn parse_runtime(values: &mut Values<'_, '_>, raw: &RawRuntime) -> Ru
             .and_then(|q| values.bytes("runtime.query.memory_limit", &q.memory_limit, 1 << 20))
             .and_then(|bytes| usize::try_from(bytes).ok())
             .unwrap_or_else(default_query_memory_limit),
+        statement_timeout: raw
+            .query
+            .as_ref()
+            .and_then(|q| {
+                values.duration(
+                    "runtime.query.statement_timeout",
+                    &q.statement_timeout,
+                    true,
+                )
+            })
+            .unwrap_or(Duration::ZERO),
         shutdown_timeout: values
             .duration("runtime.shutdown_timeout", &raw.shutdown_timeout, true)
             .unwrap_or(SHUTDOWN_TIMEOUT_DEFAULT),

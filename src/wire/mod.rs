@@ -60,6 +60,8 @@ pub async fn serve(
     let slots = Arc::new(Semaphore::new(max_connections));
     loop {
         let (socket, peer) = tokio::select! {
+            // No connection is accepted once shutdown began.
+            biased;
             _ = shutdown.cancelled() => break,
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,

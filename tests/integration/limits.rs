@@ -97,3 +97,45 @@ async fn a_one_gigabyte_message_is_refused_with_08p01() {
     let one: i32 = client.query_one("SELECT 1", &[]).await.unwrap().get(0);
     assert_eq!(one, 1);
 }
+
+/// `runtime.query.statement_timeout` is every session's default, as in
+/// postgresql.conf: SHOW shows it, a statement over it ends with 57014, and
+/// a session may set its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_configured_statement_timeout_is_the_default_of_every_session() {
+    let server = Server::start_with_config(
+        "runtime:\n  pg: { listen: 127.0.0.1:0 }\n  http: { listen: 127.0.0.1:0 }\n  query: { statement_timeout: 500ms }\ndatasets: []\n",
+    )
+    .await;
+    let client = server.client().await;
+    let shown: String = client
+        .query_one("SHOW statement_timeout", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(shown, "500ms");
+    let error = client
+        .simple_query("SELECT pg_sleep(30)")
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&error), "57014");
+    assert_eq!(
+        error.as_db_error().unwrap().message(),
+        "canceling statement due to statement timeout"
+    );
+    client
+        .batch_execute("SET statement_timeout = 0")
+        .await
+        .unwrap();
+    client.simple_query("SELECT pg_sleep(1)").await.unwrap();
+    client
+        .batch_execute("RESET statement_timeout")
+        .await
+        .unwrap();
+    let shown: String = client
+        .query_one("SHOW statement_timeout", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(shown, "500ms");
+}

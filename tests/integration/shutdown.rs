@@ -88,7 +88,15 @@ async fn sigterm_lets_running_statements_finish_and_ends_idle_connections() {
     let io = std::error::Error::source(&refused)
         .and_then(|source| source.downcast_ref::<std::io::Error>())
         .unwrap_or_else(|| panic!("{refused}"));
-    assert_eq!(io.kind(), std::io::ErrorKind::ConnectionRefused);
+    // Refused once the listener is closed; reset when it was still queued
+    // in the listener's backlog as the listener closed.
+    assert!(
+        matches!(
+            io.kind(),
+            std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::ConnectionReset
+        ),
+        "{io}"
+    );
     // The running statement finishes with its answer.
     assert_eq!(statement.await.unwrap().unwrap(), "finished");
     assert!(process.exited().await.success());

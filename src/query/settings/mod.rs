@@ -111,6 +111,17 @@ impl ServerValues {
                 .collect(),
         }
     }
+
+    /// `statement_timeout` for every session that does not set its own
+    /// (`runtime.query.statement_timeout`, as in postgresql.conf); zero is
+    /// none.
+    pub fn with_statement_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.values.insert(
+            "statement_timeout".to_owned(),
+            timeout.as_millis().to_string(),
+        );
+        self
+    }
 }
 
 /// The values a transaction or savepoint restores when rolled back.
