@@ -140,6 +140,8 @@ pub fn free_port() -> u16 {
 pub struct Process {
     child: std::process::Child,
     endpoint: Endpoint,
+    /// Its log, printed when a test fails while it runs.
+    log: std::path::PathBuf,
 }
 
 impl Process {
@@ -190,7 +192,8 @@ impl Process {
         let (pg, http) = (free_port(), free_port());
         let path = folder.join("pgaccel.yaml");
         std::fs::write(&path, config(pg, http)).unwrap();
-        let log = std::fs::File::create(folder.join("pgaccel.log")).unwrap();
+        let log_path = folder.join("pgaccel.log");
+        let log = std::fs::File::create(&log_path).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_pgaccel"))
             .args(["run", "--config"])
             .arg(&path)
@@ -201,7 +204,11 @@ impl Process {
             .spawn()
             .expect("start pgaccel");
         let endpoint = Endpoint::new(([127, 0, 0, 1], pg).into(), ([127, 0, 0, 1], http).into());
-        Process { child, endpoint }
+        Process {
+            child,
+            endpoint,
+            log: log_path,
+        }
     }
 
     /// Sends SIGTERM, as a service manager stopping it would.
@@ -240,6 +247,15 @@ impl Drop for Process {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if std::thread::panicking() {
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+            eprintln!(
+                "the log of pgaccel ({}), last lines:\n{tail}",
+                self.log.display()
+            );
+        }
     }
 }
 
