@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 
 /// The protocol version 3.0 code of a StartupMessage (after it, every
-/// message has a type byte).
+/// message has a type byte); minor versions (3.2) start typed messages too.
 const PROTOCOL_3: u32 = 196_608;
 
 #[derive(Debug, Default)]
@@ -81,7 +81,7 @@ impl TextCheck {
         let (kind, length, startup, consumed) = if self.typed {
             (header[0], word(1) as usize, false, 4)
         } else {
-            (0, word(0) as usize, word(4) == PROTOCOL_3, 8)
+            (0, word(0) as usize, word(4) >> 16 == PROTOCOL_3 >> 16, 8)
         };
         let strings = match kind {
             b'Q' => 1,
@@ -192,6 +192,16 @@ mod tests {
             let verdicts: Vec<bool> = std::iter::from_fn(|| check.verdicts.pop_front()).collect();
             assert_eq!(verdicts, [true, false, true, false], "chunks of {chunk}");
         }
+    }
+
+    #[test]
+    fn a_startup_of_protocol_3_2_starts_typed_messages() {
+        let mut startup = startup();
+        startup[4..8].copy_from_slice(&(PROTOCOL_3 + 2).to_be_bytes());
+        let mut check = TextCheck::default();
+        check.feed(&startup);
+        check.feed(&typed(b'Q', b"SELECT '\xff'\0"));
+        assert!(!check.next_verdict());
     }
 
     #[test]
