@@ -178,6 +178,11 @@ pub fn restored(
     gauge!(INDEX_BYTES, "dataset" => label).set(index_bytes as f64);
 }
 
+/// The primary-key index of rows served from a file, built after them.
+pub fn index_built(dataset: &str, index_bytes: usize) {
+    gauge!(INDEX_BYTES, "dataset" => dataset.to_owned()).set(index_bytes as f64);
+}
+
 /// A query whose accelerated result was empty, answered by the source.
 pub fn zero_results_fallback(dataset: &str) {
     counter!(ZERO_RESULTS_FALLBACK, "dataset" => dataset.to_owned()).increment(1);

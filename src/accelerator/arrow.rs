@@ -166,6 +166,26 @@ impl TableData {
         ))
     }
 
+    /// This version's rows indexed by `primary_key` (column names), as a new
+    /// version that shares the batches; `None` for an empty key. Lets rows
+    /// read back from a file be served before their index is built.
+    pub fn indexed(&self, primary_key: &[String]) -> Result<Option<TableData>, ArrowError> {
+        let Some(mut index) = key_index(&self.schema, primary_key, self.rows)? else {
+            return Ok(None);
+        };
+        for number in 0..self.batch_count() as u32 {
+            index.insert_batch(number, self.batch(number))?;
+        }
+        index.fold_if_due();
+        Ok(Some(TableData {
+            schema: Arc::clone(&self.schema),
+            partitions: self.partitions.clone(),
+            rows: self.rows,
+            bytes: self.bytes,
+            primary_key: Some(index),
+        }))
+    }
+
     /// Deals `batches` (in load order) round-robin over `partitions`.
     fn spread(
         schema: SchemaRef,
@@ -298,6 +318,9 @@ pub struct ArrowAcceleration {
     /// The file that keeps every published version (file engines only),
     /// attached when the refresh loop opens it.
     store: OnceLock<Arc<Store>>,
+    /// Held from the start of a version's commit to the file until it is
+    /// published (see `refresh::full::publish`).
+    commit: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl ArrowAcceleration {
@@ -306,6 +329,7 @@ impl ArrowAcceleration {
             dataset,
             current: ArcSwapOption::empty(),
             store: OnceLock::new(),
+            commit: Arc::new(tokio::sync::Mutex::new(())),
         }
     }
 
@@ -326,6 +350,35 @@ impl ArrowAcceleration {
     /// The published version, or `None` before the first load completes.
     pub fn current(&self) -> Option<Arc<TableData>> {
         self.current.load_full()
+    }
+
+    /// Publishes `indexed` (the rows of `served` with their primary-key
+    /// index) if `served` is still the published version; `false` when a
+    /// newer version replaced it meanwhile.
+    pub fn publish_index(&self, served: &Arc<TableData>, indexed: TableData) -> bool {
+        let expected = Some(Arc::clone(served));
+        let previous = self
+            .current
+            .compare_and_swap(&expected, Some(Arc::new(indexed)));
+        previous
+            .as_ref()
+            .is_some_and(|previous| Arc::ptr_eq(previous, served))
+    }
+
+    /// The commit lock: held while a version is committed and published.
+    pub async fn commit_lock(&self) -> tokio::sync::OwnedMutexGuard<()> {
+        Arc::clone(&self.commit).lock_owned().await
+    }
+
+    /// Whether a version is being committed and published now.
+    pub fn committing(&self) -> bool {
+        self.commit.try_lock().is_err()
+    }
+
+    /// Returns once no commit is in flight: a refresh whose predecessor was
+    /// cancelled during its commit sees what that commit published.
+    pub async fn settled(&self) {
+        drop(self.commit.lock().await);
     }
 
     /// Publishes a complete new version; readers holding the old one keep it.

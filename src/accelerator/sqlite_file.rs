@@ -125,18 +125,6 @@ impl SqliteFile {
         Ok(row.map(CheckpointRow::decode).transpose()?.flatten())
     }
 
-    pub fn row_count(&self) -> Result<usize, String> {
-        let count: i64 = self
-            .connection()
-            .query_row(
-                &format!("SELECT count(*) FROM {}", quote(&self.table)),
-                [],
-                |row| row.get(0),
-            )
-            .map_err(text)?;
-        Ok(usize::try_from(count).unwrap_or(0))
-    }
-
     /// Hands the rows to `sink` batch by batch, in the columns and types of
     /// `checkpoint.schema`.
     pub fn scan(

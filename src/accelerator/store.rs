@@ -140,22 +140,27 @@ impl Store {
     }
 
     /// The rows of the write `checkpoint` records, as the version queries
-    /// are served from: spread over `partitions` and indexed by
-    /// `checkpoint.primary_key`. Reading the file (this thread) and building
-    /// the version (coalescing and indexing, another thread) overlap, so a
-    /// restart or a restored snapshot takes about as long as the read.
+    /// are served from, spread over `partitions`. Reading the file (this
+    /// thread) and coalescing its batches (another thread) overlap, so a
+    /// restart or a restored snapshot takes about as long as the read. The
+    /// primary-key index is not built here: the rows can be served while it
+    /// is ([`TableData::indexed`]), which takes a restart's first answer off
+    /// the index's critical path.
     pub fn read(
         &self,
         checkpoint: &Checkpoint,
         partitions: usize,
     ) -> Result<TableData, StoreError> {
-        let rows = self.row_count()?;
-        let builder = TableDataBuilder::keyed(
-            Arc::clone(&checkpoint.schema),
-            &checkpoint.primary_key,
-            rows,
-        )
-        .map_err(|e| self.error(e.to_string()))?;
+        if let Some(missing) = checkpoint
+            .primary_key
+            .iter()
+            .find(|name| checkpoint.schema.index_of(name).is_err())
+        {
+            return Err(self.error(format!(
+                "primary key column `{missing}` is not a column of the table"
+            )));
+        }
+        let builder = TableDataBuilder::new(Arc::clone(&checkpoint.schema));
         // A few stored batches' worth in flight bounds the memory held
         // between the two threads.
         let (sender, receiver) = std::sync::mpsc::sync_channel::<RecordBatch>(32);
@@ -201,14 +206,6 @@ impl Store {
             checkpoint,
             batches,
         }))
-    }
-
-    fn row_count(&self) -> Result<usize, StoreError> {
-        match self {
-            Store::Duckdb(file) => file.row_count(),
-            Store::Sqlite(file) => file.row_count(),
-        }
-        .map_err(|message| self.error(message))
     }
 
     fn scan(
@@ -654,7 +651,12 @@ mod tests {
             let folder = tempfile::tempdir().unwrap();
             let rows = 20_000;
             let (store, checkpoint) = written_with_gaps(engine, &folder.path().join("t.db"), rows);
-            let data = store.read(&checkpoint, 3).unwrap();
+            let served = store.read(&checkpoint, 3).unwrap();
+            assert!(
+                served.primary_key().is_none(),
+                "served before it is indexed"
+            );
+            let data = served.indexed(&checkpoint.primary_key).unwrap().unwrap();
             let kept: Vec<i64> = (0..rows).filter(|i| i % 3 != 0).collect();
             assert_eq!(data.rows(), kept.len(), "{engine:?}");
             assert_eq!(data.partitions().len(), 3);

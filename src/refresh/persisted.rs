@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use tracing::{debug, error, info};
+use tracing::{debug, error, info, warn};
 
-use crate::accelerator::Store;
+use crate::accelerator::{Store, TableData};
 use crate::config::{
     DatasetConfig, Mode, OnSchemaChange, RefreshMode, RefreshOnStartup, SourceRef,
 };
@@ -140,12 +140,13 @@ pub async fn open(
         last_refresh = %checkpoint.last_refresh,
         "serving the acceleration file from the last run"
     );
-    dataset.acceleration.publish(data);
+    let served = dataset.acceleration.publish(data);
     dataset.loaded_with(checkpoint.refresh_sql.clone());
     match from_snapshot {
         Some(snapshot) => dataset.snapshot_restored(snapshot),
         None => dataset.restored(keeps_time.then_some(checkpoint.last_refresh)),
     }
+    index_served(dataset, served, &checkpoint.primary_key).await;
     let acceleration = &config.acceleration;
     let configured_sql = dataset.refresh_sql().map(|sql| sql.as_str().to_owned());
     if configured_sql != checkpoint.refresh_sql {
@@ -171,6 +172,40 @@ pub async fn open(
                 &mut rand::rng(),
             );
             Startup::At(due)
+        }
+    }
+}
+
+/// Builds the primary-key index of `served`, rows read back from a file
+/// and already answering queries, and publishes it unless a newer version
+/// replaced them meanwhile. Awaited before the dataset's next refresh, which
+/// extends the index of the version it revises. Until it is published a
+/// lookup by key scans the rows: slower, never different.
+pub(super) async fn index_served(
+    dataset: &Dataset,
+    served: Arc<TableData>,
+    primary_key: &[String],
+) {
+    let name = dataset.name();
+    let started = std::time::Instant::now();
+    let built = {
+        let (rows, key) = (Arc::clone(&served), primary_key.to_vec());
+        tokio::task::spawn_blocking(move || rows.indexed(&key)).await
+    };
+    match built {
+        Ok(Ok(Some(indexed))) => {
+            let bytes = indexed.index_bytes();
+            if dataset.acceleration.publish_index(&served, indexed) {
+                metrics::index_built(&name, bytes);
+                debug!(dataset = %name, took_ms = started.elapsed().as_millis() as u64, "the primary-key index of the served rows is built");
+            }
+        }
+        Ok(Ok(None)) => {}
+        Ok(Err(e)) => {
+            warn!(dataset = %name, "building the primary-key index failed, so lookups by key scan the table: {e}");
+        }
+        Err(e) => {
+            warn!(dataset = %name, "building the primary-key index failed, so lookups by key scan the table: {e}");
         }
     }
 }

@@ -17,7 +17,7 @@ use crate::accelerator::{Store, TableData};
 use crate::config::{BootstrapOnFailure, Engine, Schedule};
 use crate::dataset::{Dataset, SnapshotReport};
 use crate::metrics;
-use crate::refresh::retry;
+use crate::refresh::{persisted, retry};
 use crate::snapshot::files::{DownloadError, sibling};
 use crate::snapshot::location::Location;
 use crate::snapshot::metadata::{self, DatasetSnapshots, Read, SnapshotEntry, SnapshotSchema};
@@ -267,8 +267,8 @@ impl Follower {
             tokio::task::spawn_blocking(move || read_file(&table, engine, &file, partitions))
                 .await
                 .map_err(|e| e.to_string())?;
-        let data = match data {
-            Ok(data) => data,
+        let (data, primary_key) = match data {
+            Ok(read) => read,
             Err(e) => {
                 let _ = std::fs::remove_file(&incoming);
                 return Err(format!("snapshot {} cannot be read: {e}", entry.id));
@@ -300,7 +300,7 @@ impl Follower {
             data.bytes(),
             data.index_bytes(),
         );
-        self.dataset.acceleration.publish(data);
+        let served = self.dataset.acceleration.publish(data);
         self.dataset.snapshot_loaded(
             SnapshotReport {
                 id: entry.id.clone(),
@@ -311,25 +311,28 @@ impl Follower {
         );
         info!(dataset = %name, snapshot = %entry.id, rows, "dataset '{name}' serves snapshot {}", entry.id);
         self.loaded = Some(entry.clone());
+        persisted::index_served(&self.dataset, served, &primary_key).await;
         Ok(())
     }
 }
 
-/// The rows of the acceleration file at `file`.
+/// The rows of the acceleration file at `file`, and the primary key to
+/// index them by once they are served.
 fn read_file(
     table: &str,
     engine: crate::config::Engine,
     file: &Path,
     partitions: usize,
-) -> Result<TableData, String> {
+) -> Result<(TableData, Vec<String>), String> {
     let store = Store::open(table, engine, file, false).map_err(|e| e.to_string())?;
     let checkpoint = store
         .checkpoint()
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("the file holds no acceleration of dataset '{table}'"))?;
-    store
+    let data = store
         .read(&checkpoint, partitions)
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())?;
+    Ok((data, checkpoint.primary_key))
 }
 
 /// Moves `incoming` onto `file` (and drops the journal files an engine may

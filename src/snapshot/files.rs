@@ -4,8 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
+use bytes::Bytes;
 use futures::StreamExt;
-use object_store::{ObjectStoreExt, WriteMultipart};
+use futures::stream::BoxStream;
+use object_store::{GetResultPayload, ObjectStoreExt, WriteMultipart};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -85,8 +87,7 @@ pub enum DownloadError {
 }
 
 /// Downloads `entry` into a new file beside `to` and verifies its size and
-/// SHA-256; returns the downloaded file (the caller moves it into place)
-/// and the bytes read.
+/// SHA-256; returns the downloaded file (the caller moves it into place).
 pub async fn download(
     location: &Location,
     entry: &SnapshotEntry,
@@ -108,25 +109,19 @@ pub async fn download(
         Err(e) => return Err(failed(e.to_string())),
     };
     let partial = sibling(to, "download");
-    let mut file = tokio::fs::File::create(&partial)
-        .await
-        .map_err(|e| failed(format!("cannot create {}: {e}", partial.display())))?;
-    let mut hasher = Sha256::new();
-    let mut size = 0u64;
-    let mut stream = result.into_stream();
-    let outcome: Result<(), DownloadError> = async {
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| failed(e.to_string()))?;
-            hasher.update(&chunk);
-            size += chunk.len() as u64;
-            file.write_all(&chunk)
+    let received = match result.payload {
+        // A local folder: copied on a blocking thread in large reads (the
+        // payload's own stream yields 8 KiB chunks, a blocking task each).
+        GetResultPayload::File(file, _) => {
+            let into = partial.clone();
+            tokio::task::spawn_blocking(move || copy_file(file, &into))
                 .await
-                .map_err(|e| failed(format!("cannot write {}: {e}", partial.display())))?;
+                .map_err(|e| e.to_string())
+                .and_then(|copied| copied)
         }
-        file.sync_all()
-            .await
-            .map_err(|e| failed(format!("cannot write {}: {e}", partial.display())))?;
-        let sha256 = hex(&hasher.finalize());
+        GetResultPayload::Stream(stream) => receive(stream, &partial).await,
+    };
+    let outcome = received.map_err(failed).and_then(|(sha256, size)| {
         let mismatch = if size != entry.size {
             Some(format!(
                 "it has {size} bytes where metadata.json records {}",
@@ -140,20 +135,69 @@ pub async fn download(
         } else {
             None
         };
-        if let Some(message) = mismatch {
-            return Err(DownloadError::Corrupt {
+        match mismatch {
+            Some(message) => Err(DownloadError::Corrupt {
                 id: entry.id.clone(),
                 message,
-            });
+            }),
+            None => Ok(()),
         }
-        Ok(())
-    }
-    .await;
+    });
     if let Err(e) = outcome {
         let _ = tokio::fs::remove_file(&partial).await;
         return Err(e);
     }
     Ok(partial)
+}
+
+/// Size of the writes (and local reads) of a download.
+const DOWNLOAD_BUFFER: usize = 4 * 1024 * 1024;
+
+/// Writes `stream` to a new file at `into`, synced; its SHA-256 and size.
+async fn receive(
+    mut stream: BoxStream<'static, object_store::Result<Bytes>>,
+    into: &Path,
+) -> Result<(String, u64), String> {
+    let cannot_write = |e: std::io::Error| format!("cannot write {}: {e}", into.display());
+    let file = tokio::fs::File::create(into).await.map_err(cannot_write)?;
+    // Each write of a tokio file is a blocking task: a large buffer keeps
+    // them few whatever the size of the chunks the store sends.
+    let mut file = tokio::io::BufWriter::with_capacity(DOWNLOAD_BUFFER, file);
+    let mut hasher = Sha256::new();
+    let mut size = 0u64;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| e.to_string())?;
+        hasher.update(&chunk);
+        size += chunk.len() as u64;
+        file.write_all(&chunk).await.map_err(cannot_write)?;
+    }
+    file.flush().await.map_err(cannot_write)?;
+    file.get_ref().sync_all().await.map_err(cannot_write)?;
+    Ok((hex(&hasher.finalize()), size))
+}
+
+/// Copies `from` (a file of a local snapshot folder) to a new file at
+/// `into`, synced; its SHA-256 and size.
+fn copy_file(mut from: std::fs::File, into: &Path) -> Result<(String, u64), String> {
+    use std::io::{Read, Write};
+    let cannot_write = |e: std::io::Error| format!("cannot write {}: {e}", into.display());
+    let mut file = std::fs::File::create(into).map_err(cannot_write)?;
+    let mut hasher = Sha256::new();
+    let mut size = 0u64;
+    let mut buffer = vec![0u8; DOWNLOAD_BUFFER];
+    loop {
+        let read = match from.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(read) => read,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(format!("cannot read the snapshot: {e}")),
+        };
+        hasher.update(&buffer[..read]);
+        size += read as u64;
+        file.write_all(&buffer[..read]).map_err(cannot_write)?;
+    }
+    file.sync_all().map_err(cannot_write)?;
+    Ok((hex(&hasher.finalize()), size))
 }
 
 /// `file` with `.suffix` appended to its name, in the same folder (so that
