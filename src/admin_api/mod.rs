@@ -174,6 +174,9 @@ pub struct DatasetInfo {
     /// The snapshot served (restored or followed) or last published.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<SnapshotInfo>,
+    /// `reading` or `committing` while a refresh is in flight.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refresh_phase: Option<String>,
 }
 
 /// The `snapshot` of a [`DatasetInfo`].
@@ -213,6 +216,7 @@ fn info(dataset: &Dataset, with_status: bool) -> DatasetInfo {
         next_refresh: None,
         rows: None,
         snapshot: None,
+        refresh_phase: None,
     };
     if with_status {
         let report = dataset.report();
@@ -221,6 +225,7 @@ fn info(dataset: &Dataset, with_status: bool) -> DatasetInfo {
         info.last_refresh = report.last_refresh.map(rfc3339);
         info.next_refresh = report.next_refresh.map(rfc3339);
         info.rows = report.rows;
+        info.refresh_phase = report.refresh_phase.map(str::to_owned);
         info.snapshot = report.snapshot.map(|snapshot| SnapshotInfo {
             id: snapshot.id,
             created_at: rfc3339(snapshot.created_at),

@@ -55,6 +55,9 @@ pub struct StatusReport {
     pub rows: Option<usize>,
     /// The acceleration snapshot served or last published, if any.
     pub snapshot: Option<SnapshotReport>,
+    /// What a refresh in flight is doing: `reading` the source, or
+    /// `committing` the new version (to the file, then to queries).
+    pub refresh_phase: Option<&'static str>,
 }
 
 /// A snapshot a dataset serves (restored or followed) or last published.
@@ -195,6 +198,13 @@ impl Dataset {
             error_message: state.error_message.clone(),
             rows: self.acceleration.current().map(|data| data.rows()),
             snapshot: state.snapshot.clone(),
+            refresh_phase: if self.acceleration.committing() {
+                Some("committing")
+            } else if state.status == DatasetStatus::Refreshing {
+                Some("reading")
+            } else {
+                None
+            },
         }
     }
 

@@ -84,7 +84,7 @@ pub struct Watermark {
 /// the acceleration's: the caller reloads in full.
 pub async fn run(
     source: &Source,
-    acceleration: &ArrowAcceleration,
+    acceleration: &Arc<ArrowAcceleration>,
     held: Arc<TableData>,
     plan: &Plan,
     base: ReadFilter,

@@ -51,7 +51,7 @@ pub struct Published {
 
 pub async fn run(
     source: &Source,
-    acceleration: &ArrowAcceleration,
+    acceleration: &Arc<ArrowAcceleration>,
     partitions: usize,
     configured_key: &[String],
     filter: &ReadFilter,
@@ -92,34 +92,46 @@ pub async fn run(
 /// records). With a file engine, `change` (what makes the file's
 /// rows `data`'s) and the checkpoint are committed to the file first: a
 /// version queries see is always one a restart finds again.
+///
+/// The commit and the publish form one section that is never cancelled
+/// half-way: they run on a blocking thread that finishes them even when the
+/// refresh awaiting them is dropped (an on-demand request restarting it, a
+/// shutdown). Otherwise a file could hold rows the served version lacks, and
+/// the next append would write them again. The section holds the
+/// acceleration's commit lock, which the next refresh awaits
+/// ([`ArrowAcceleration::settled`]) before it reads what is served.
 pub(super) async fn publish(
-    acceleration: &ArrowAcceleration,
+    acceleration: &Arc<ArrowAcceleration>,
     data: TableData,
     change: Change,
     refresh_sql: Option<String>,
     completed: DateTime<Utc>,
 ) -> Result<(Published, Arc<TableData>), RefreshError> {
-    if let Some(store) = acceleration.store() {
-        let checkpoint = Checkpoint {
-            last_refresh: completed,
-            schema: Arc::clone(data.schema()),
-            primary_key: data.key_names(),
-            refresh_sql,
-        };
-        let store = Arc::clone(store);
-        let dataset = acceleration.dataset().to_owned();
-        tokio::task::spawn_blocking(move || store.write(&change, &checkpoint))
-            .await
-            .map_err(|e| RefreshError::build(&dataset, e))?
-            .map_err(|e| RefreshError::build(&dataset, e))?;
-    }
+    let section = acceleration.commit_lock().await;
     let published = Published {
         rows: data.rows(),
         bytes: data.bytes(),
         index_bytes: data.index_bytes(),
         completed,
     };
-    Ok((published, acceleration.publish(data)))
+    let dataset = acceleration.dataset().to_owned();
+    let acceleration = Arc::clone(acceleration);
+    tokio::task::spawn_blocking(move || {
+        let _section = section;
+        if let Some(store) = acceleration.store() {
+            let checkpoint = Checkpoint {
+                last_refresh: completed,
+                schema: Arc::clone(data.schema()),
+                primary_key: data.key_names(),
+                refresh_sql,
+            };
+            store.write(&change, &checkpoint)?;
+        }
+        Ok::<_, crate::accelerator::StoreError>((published, acceleration.publish(data)))
+    })
+    .await
+    .map_err(|e| RefreshError::build(&dataset, e))?
+    .map_err(|e| RefreshError::build(&dataset, e))
 }
 
 /// How the columns `read` from the source differ from those `held`, in

@@ -10,6 +10,7 @@ mod data_window;
 mod differential;
 mod duckdb_source;
 mod end_to_end;
+mod faults;
 mod forward;
 mod generator;
 mod hostile;
