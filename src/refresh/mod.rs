@@ -512,8 +512,19 @@ impl Refresher {
 
     async fn load(&mut self) -> Result<Published, RefreshError> {
         self.connect().await?;
-        let source = self.source.as_ref().expect("connected just above");
+        match self.load_connected().await {
+            Err(RefreshError::Source(error)) => {
+                let source = self.source.as_ref().expect("connected just above");
+                Err(RefreshError::Source(source.classify_read(error).await))
+            }
+            outcome => outcome,
+        }
+    }
+
+    async fn load_connected(&mut self) -> Result<Published, RefreshError> {
+        let source = self.source.as_ref().expect("connected by load");
         let acceleration = &self.dataset.acceleration;
+        acceleration.settled().await;
         let filter = self.read_filter();
         let refresh_sql = full::refresh_sql_text(&filter);
         // The columns the source should answer with: those served, unless

@@ -113,7 +113,7 @@ async fn open(
     table: &str,
 ) -> Result<Arc<dyn TableProvider>, SourceError> {
     let pool = DuckDbConnectionPool::new_file(&file.to_string_lossy(), &AccessMode::ReadOnly)
-        .map_err(|e| SourceError::connecting(dataset, e.to_string()))?;
+        .map_err(|e| SourceError::connect_failed(dataset, &*e))?;
     DuckDBTableFactory::new(Arc::new(pool))
         .table_provider(TableReference::bare(table))
         .await
@@ -145,8 +145,8 @@ async fn primary_key(dataset: &str, file: &Path, table: &str) -> Result<Vec<Stri
         Ok::<_, duckdb::Error>((exists > 0, key))
     })
     .await
-    .map_err(|e| SourceError::connecting(dataset, e.to_string()))?
-    .map_err(|e| SourceError::connecting(dataset, e.to_string()))?;
+    .map_err(|e| SourceError::connect_failed(dataset, &e))?
+    .map_err(|e| SourceError::connect_failed(dataset, &e))?;
     match found {
         (true, key) => Ok(key),
         (false, _) => Err(SourceError::Schema {

@@ -5,6 +5,7 @@
 //! it for a stream and decides what to do with it. Errors are classified here,
 //! once, as transient (worth retrying) or permanent.
 
+pub mod classify;
 mod duckdb;
 mod file;
 mod mysql;
@@ -27,6 +28,8 @@ use futures::StreamExt;
 use datafusion::prelude::DataFrame;
 
 use crate::config::{DatasetConfig, RefreshSql, SourceParams, SourceRef};
+
+use self::classify::Class;
 
 pub use self::duckdb::DuckdbSource;
 pub use file::FileSource;
@@ -64,58 +67,28 @@ pub enum SourceError {
 }
 
 impl SourceError {
-    /// A connection failure, classified: rejected credentials and TLS
-    /// failures are configuration errors that no retry resolves.
-    pub fn connecting(dataset: &str, message: String) -> Self {
-        const REJECTIONS: &[&str] = &[
-            "password authentication failed",
-            "no pg_hba.conf entry",
-            "28P01",
-            "28000",
-            "access denied",
-            "authentication failed",
-            "certificate",
-            "tls",
-            "ssl",
-        ];
-        let lower = message.to_lowercase();
+    /// A connection failure, classified by the typed error of the driver
+    /// in its causes (see [`classify`]): rejected credentials, a failed
+    /// TLS handshake or certificate check, a database that does not exist
+    /// or may not be connected to are configuration errors no retry
+    /// resolves; anything else (refused, reset, timed out, the server
+    /// starting or shutting down) is worth retrying.
+    pub fn connect_failed(dataset: &str, error: &(dyn std::error::Error + 'static)) -> Self {
         let dataset = dataset.to_owned();
-        if REJECTIONS
-            .iter()
-            .any(|needle| lower.contains(&needle.to_lowercase()))
-        {
-            SourceError::Rejected { dataset, message }
-        } else {
-            SourceError::Connect { dataset, message }
+        let message = with_causes(error);
+        match classify::of(error) {
+            Some(Class::Rejected | Class::Refused) => SourceError::Rejected { dataset, message },
+            Some(Class::Transient) | None => SourceError::Connect { dataset, message },
         }
     }
 
-    /// A read failure, classified: the source refusing the query itself
-    /// (no privilege on the table, a table or column that does not exist,
-    /// SQL it cannot run) is not resolved by retrying; anything else (a
-    /// connection lost mid-read, a timeout) may be.
+    /// A read failure. The table providers pass a read's errors on as text
+    /// only, so it is classified afterwards, by asking the source again
+    /// ([`Source::classify_read`]); until then it counts as transient.
     pub fn reading(dataset: &str, message: String) -> Self {
-        const REFUSALS: &[&str] = &[
-            "permission denied",
-            "does not exist",
-            "syntax error",
-            "42501",
-            "42p01",
-            "42703",
-            "42601",
-            "42883",
-            // MySQL and MariaDB
-            "doesn't exist",
-            "command denied",
-            "unknown column",
-            "you have an error in your sql syntax",
-        ];
-        let lower = message.to_lowercase();
-        let dataset = dataset.to_owned();
-        if REFUSALS.iter().any(|needle| lower.contains(needle)) {
-            SourceError::Query { dataset, message }
-        } else {
-            SourceError::Read { dataset, message }
+        SourceError::Read {
+            dataset: dataset.to_owned(),
+            message,
         }
     }
 
@@ -244,6 +217,32 @@ impl Source {
             Source::Sqlite(source) => source.read_all(filter).await,
             Source::Duckdb(source) => source.read_all(filter).await,
             Source::File(source) => source.read_all(filter).await,
+        }
+    }
+
+    /// Classifies a failed read (which the table providers report as text)
+    /// by reading the table again on a connection of pgaccel's own and
+    /// typing the error that meets, if any: a source that now refuses the
+    /// table (privilege, table gone) or the credentials is not retried;
+    /// one that answers, or cannot be reached, may be. Other errors, and
+    /// sources without a server, are returned as they are.
+    pub async fn classify_read(&self, error: SourceError) -> SourceError {
+        /// A probe that hangs (a source that stopped answering) says nothing.
+        const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+        let SourceError::Read { dataset, message } = error else {
+            return error;
+        };
+        let probe = async {
+            match self {
+                Source::Postgres(source) => source.probe().await,
+                Source::Mysql(source) => source.probe().await,
+                _ => None,
+            }
+        };
+        match tokio::time::timeout(PROBE_TIMEOUT, probe).await {
+            Ok(Some(Class::Refused)) => SourceError::Query { dataset, message },
+            Ok(Some(Class::Rejected)) => SourceError::Rejected { dataset, message },
+            _ => SourceError::Read { dataset, message },
         }
     }
 }
@@ -459,17 +458,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rejected_credentials_are_not_transient() {
-        let rejected = SourceError::connecting(
-            "orders",
-            "db error: FATAL: password authentication failed for user \"app\"".into(),
-        );
+    fn connect_failures_are_classified_by_their_typed_cause() {
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        let unreachable = SourceError::connect_failed("orders", &refused);
+        assert!(unreachable.is_transient());
+        assert_eq!(unreachable.reason(), "connect");
+        let denied = mysql_async::Error::Server(mysql_async::ServerError {
+            code: 1045,
+            message: "Access denied for user 'app'@'localhost'".into(),
+            state: "28000".into(),
+        });
+        let rejected = SourceError::connect_failed("orders", &denied);
         assert!(!rejected.is_transient());
         assert_eq!(rejected.reason(), "credentials");
-        let refused = SourceError::connecting(
-            "orders",
-            "error connecting to server: Connection refused (os error 111)".into(),
-        );
-        assert!(refused.is_transient());
+        // Words alone decide nothing.
+        let worded = std::io::Error::other("password authentication failed");
+        assert!(SourceError::connect_failed("orders", &worded).is_transient());
     }
 }

@@ -19,7 +19,7 @@ use datafusion_table_providers::sql::db_connection_pool::mysqlpool::MySQLConnect
 use mysql_async::prelude::Queryable;
 use secrecy::SecretString;
 
-use super::with_causes;
+use super::classify::{self, Class};
 use super::{ReadFilter, Snapshot, SourceError};
 use crate::accelerator::{
     DECLARED_TYPE_METADATA, NOT_NULL_METADATA, PG_TYPE_METADATA, TYPMOD_METADATA,
@@ -52,9 +52,7 @@ impl MysqlSource {
         database: Option<&str>,
         table: &str,
     ) -> Result<Self, SourceError> {
-        let pool = connect_pool(params)
-            .await
-            .map_err(|e| SourceError::connecting(&dataset, e))?;
+        let pool = connect_pool(&dataset, params).await?;
         let mut source = MysqlSource {
             dataset,
             pool: Arc::new(pool),
@@ -102,13 +100,31 @@ impl MysqlSource {
         Ok((provider, columns))
     }
 
+    /// The class of the error that reading the table meets now, on a
+    /// connection of pgaccel's own; `None` when it reads.
+    pub async fn probe(&self) -> Option<Class> {
+        let connection = match self.pool.connect_direct().await {
+            Ok(connection) => connection,
+            Err(e) => return classify::of(&e),
+        };
+        let mut conn = connection.conn.lock().await;
+        let quote = |name: &str| format!("`{}`", name.replace('`', "``"));
+        let table = match &self.database {
+            Some(database) => format!("{}.{}", quote(database), quote(&self.table)),
+            None => quote(&self.table),
+        };
+        let read: Result<Vec<mysql_async::Row>, _> =
+            conn.query(format!("SELECT * FROM {table} LIMIT 0")).await;
+        read.err().and_then(|e| classify::of(&e))
+    }
+
     async fn columns(&self) -> Result<Columns, SourceError> {
-        let failed = |e: mysql_async::Error| SourceError::connecting(&self.dataset, e.to_string());
+        let failed = |e: mysql_async::Error| SourceError::connect_failed(&self.dataset, &e);
         let connection = self
             .pool
             .connect_direct()
             .await
-            .map_err(|e| SourceError::connecting(&self.dataset, e.to_string()))?;
+            .map_err(|e| SourceError::connect_failed(&self.dataset, &e))?;
         let mut conn = connection.conn.lock().await;
         let key = (self.database.clone(), self.table.clone());
         type Row = (
@@ -170,12 +186,20 @@ struct Columns {
 
 /// The pool, with `prefer` done as libpq does it: TLS if the server offers
 /// it, else plain (the provider's own "preferred" insists on TLS).
-async fn connect_pool(params: &MysqlParams) -> Result<MySQLConnectionPool, String> {
-    super::check_root_cert("params.mysql_sslrootcert", params.sslrootcert.as_deref())?;
+async fn connect_pool(
+    dataset: &str,
+    params: &MysqlParams,
+) -> Result<MySQLConnectionPool, SourceError> {
+    super::check_root_cert("params.mysql_sslrootcert", params.sslrootcert.as_deref()).map_err(
+        |message| SourceError::Rejected {
+            dataset: dataset.to_owned(),
+            message,
+        },
+    )?;
     let attempt = |mode: &'static str| async move {
         MySQLConnectionPool::new(pool_params(params, mode))
             .await
-            .map_err(|e| with_causes(&e))
+            .map_err(|e| SourceError::connect_failed(dataset, &e))
     };
     match params.sslmode {
         SslMode::Disable => attempt("disabled").await,

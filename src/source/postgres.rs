@@ -17,6 +17,7 @@ use datafusion_table_providers::sql::db_connection_pool::postgrespool::PostgresC
 use datafusion_table_providers::sql::sql_provider_datafusion::{SqlExec, SqlTable};
 use secrecy::SecretString;
 
+use super::classify::{self, Class};
 use super::{ReadFilter, Snapshot, SourceError};
 use crate::accelerator::{
     DECLARED_TYPE_METADATA, DESCRIPTION_METADATA, NOT_NULL_METADATA, PG_TYPE_METADATA,
@@ -116,11 +117,15 @@ impl PostgresSource {
         schema: &str,
         table: &str,
     ) -> Result<Self, SourceError> {
-        super::check_root_cert("params.pg_sslrootcert", params.sslrootcert.as_deref())
-            .map_err(|e| SourceError::connecting(&dataset, e))?;
+        super::check_root_cert("params.pg_sslrootcert", params.sslrootcert.as_deref()).map_err(
+            |message| SourceError::Rejected {
+                dataset: dataset.clone(),
+                message,
+            },
+        )?;
         let pool = PostgresConnectionPool::new(pool_params(params))
             .await
-            .map_err(|e| SourceError::connecting(&dataset, super::with_causes(&e)))?
+            .map_err(|e| SourceError::connect_failed(&dataset, &e))?
             .with_unsupported_type_action(UnsupportedTypeAction::Ignore);
         let pool = Arc::new(pool);
         let (provider, columns, _) = describe_table(&dataset, &pool, schema, table).await?;
@@ -145,6 +150,22 @@ impl PostgresSource {
         &self,
     ) -> Result<(Arc<dyn TableProvider>, SchemaRef, Vec<String>), SourceError> {
         describe_table(&self.dataset, &self.pool, &self.schema, &self.table).await
+    }
+
+    /// The class of the error that reading the table meets now, on a
+    /// connection of pgaccel's own; `None` when it reads.
+    pub async fn probe(&self) -> Option<Class> {
+        let connection = match self.pool.connect_direct().await {
+            Ok(connection) => connection,
+            Err(e) => return classify::of(&e),
+        };
+        let sql = format!(
+            "SELECT * FROM {}.{} LIMIT 0",
+            quote_ident(&self.schema),
+            quote_ident(&self.table)
+        );
+        let read = connection.conn.query(&sql, &[]).await;
+        read.err().and_then(|e| classify::of(&e))
     }
 
     pub async fn read_all(&self, filter: &ReadFilter) -> Result<Snapshot, SourceError> {
@@ -190,7 +211,7 @@ async fn describe_table(
 ) -> Result<(Arc<dyn TableProvider>, SchemaRef, Vec<String>), SourceError> {
     let described = describe(pool, schema, table)
         .await
-        .map_err(|e| SourceError::connecting(dataset, e.to_string()))?;
+        .map_err(|e| SourceError::connect_failed(dataset, &*e))?;
     if described.columns.is_empty() {
         return Err(SourceError::Schema {
             dataset: dataset.to_owned(),

@@ -64,7 +64,7 @@ impl SqliteSource {
         )
         .build()
         .await
-        .map_err(|e| SourceError::connecting(&self.dataset, e.to_string()))?;
+        .map_err(|e| SourceError::connect_failed(&self.dataset, &*e))?;
         let provider = SqliteTableFactory::new(Arc::new(pool))
             .table_provider(TableReference::bare(self.table.as_str()))
             .await
@@ -93,8 +93,8 @@ impl SqliteSource {
             Ok::<_, rusqlite::Error>(rows)
         })
         .await
-        .map_err(|e| SourceError::connecting(&self.dataset, e.to_string()))?
-        .map_err(|e| SourceError::connecting(&self.dataset, e.to_string()))?;
+        .map_err(|e| SourceError::connect_failed(&self.dataset, &e))?
+        .map_err(|e| SourceError::connect_failed(&self.dataset, &e))?;
         if found.is_empty() {
             return Err(SourceError::Schema {
                 dataset: self.dataset.clone(),
