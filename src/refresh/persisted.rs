@@ -190,20 +190,20 @@ pub(super) async fn index_served(
     let started = std::time::Instant::now();
     let built = {
         let (rows, key) = (Arc::clone(&served), primary_key.to_vec());
-        tokio::task::spawn_blocking(move || rows.indexed(&key)).await
+        match tokio::task::spawn_blocking(move || rows.indexed(&key)).await {
+            Ok(built) => built.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        }
     };
     match built {
-        Ok(Ok(Some(indexed))) => {
+        Ok(Some(indexed)) => {
             let bytes = indexed.index_bytes();
             if dataset.acceleration.publish_index(&served, indexed) {
                 metrics::index_built(&name, bytes);
                 debug!(dataset = %name, took_ms = started.elapsed().as_millis() as u64, "the primary-key index of the served rows is built");
             }
         }
-        Ok(Ok(None)) => {}
-        Ok(Err(e)) => {
-            warn!(dataset = %name, "building the primary-key index failed, so lookups by key scan the table: {e}");
-        }
+        Ok(None) => {}
         Err(e) => {
             warn!(dataset = %name, "building the primary-key index failed, so lookups by key scan the table: {e}");
         }

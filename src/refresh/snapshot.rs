@@ -18,7 +18,7 @@ use crate::config::{BootstrapOnFailure, Engine, Schedule};
 use crate::dataset::{Dataset, SnapshotReport};
 use crate::metrics;
 use crate::refresh::{persisted, retry};
-use crate::snapshot::files::{DownloadError, sibling};
+use crate::snapshot::files::{self, DownloadError, sibling};
 use crate::snapshot::location::Location;
 use crate::snapshot::metadata::{self, DatasetSnapshots, Read, SnapshotEntry, SnapshotSchema};
 use crate::snapshot::queue::Notified;
@@ -246,9 +246,14 @@ impl Follower {
         self.dataset.refresh_started();
         let started = std::time::Instant::now();
         let incoming = sibling(&self.file, "incoming");
-        restore::fetch(&self.location, &name, entry, &incoming)
+        restore::fetch(&self.location, &name, entry, &incoming, false)
             .await
             .map_err(|e: DownloadError| e.to_string())?;
+        // Synced to disk while it is read; moved into place after both.
+        let durable = tokio::spawn({
+            let incoming = incoming.clone();
+            async move { files::make_durable(&incoming).await }
+        });
         // The engine the writer kept it in (a `file_format: snapshot`
         // dataset names none of its own).
         let engine = match entry.engine.as_str() {
@@ -284,6 +289,10 @@ impl Follower {
                 entry.id
             ));
         }
+        durable
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("snapshot {} cannot be kept: {e}", entry.id))?;
         replace(&incoming, &self.file).map_err(|e| {
             format!(
                 "cannot keep snapshot {} at {}: {e}",

@@ -87,7 +87,8 @@ pub enum DownloadError {
 }
 
 /// Downloads `entry` into a new file beside `to` and verifies its size and
-/// SHA-256; returns the downloaded file (the caller moves it into place).
+/// SHA-256; returns the downloaded file, not yet synced to disk: the caller
+/// makes it durable ([`make_durable`]) before it moves it into place.
 pub async fn download(
     location: &Location,
     entry: &SnapshotEntry,
@@ -153,7 +154,7 @@ pub async fn download(
 /// Size of the writes (and local reads) of a download.
 const DOWNLOAD_BUFFER: usize = 4 * 1024 * 1024;
 
-/// Writes `stream` to a new file at `into`, synced; its SHA-256 and size.
+/// Writes `stream` to a new file at `into`; its SHA-256 and size.
 async fn receive(
     mut stream: BoxStream<'static, object_store::Result<Bytes>>,
     into: &Path,
@@ -172,12 +173,11 @@ async fn receive(
         file.write_all(&chunk).await.map_err(cannot_write)?;
     }
     file.flush().await.map_err(cannot_write)?;
-    file.get_ref().sync_all().await.map_err(cannot_write)?;
     Ok((hex(&hasher.finalize()), size))
 }
 
 /// Copies `from` (a file of a local snapshot folder) to a new file at
-/// `into`, synced; its SHA-256 and size.
+/// `into`; its SHA-256 and size.
 fn copy_file(mut from: std::fs::File, into: &Path) -> Result<(String, u64), String> {
     use std::io::{Read, Write};
     let cannot_write = |e: std::io::Error| format!("cannot write {}: {e}", into.display());
@@ -196,8 +196,18 @@ fn copy_file(mut from: std::fs::File, into: &Path) -> Result<(String, u64), Stri
         size += read as u64;
         file.write_all(&buffer[..read]).map_err(cannot_write)?;
     }
-    file.sync_all().map_err(cannot_write)?;
     Ok((hex(&hasher.finalize()), size))
+}
+
+/// Syncs the downloaded file at `path` to disk, so that once it is moved
+/// into place a crash cannot leave a torn file there. Runs on a blocking
+/// thread, so that it can overlap reading the file.
+pub async fn make_durable(path: &Path) -> Result<(), String> {
+    let file = path.to_owned();
+    tokio::task::spawn_blocking(move || std::fs::File::open(&file).and_then(|f| f.sync_all()))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// `file` with `.suffix` appended to its name, in the same folder (so that

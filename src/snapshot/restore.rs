@@ -28,19 +28,31 @@ pub fn of_dataset<'a>(read: &'a Read, dataset: &str) -> Option<&'a DatasetSnapsh
     }
 }
 
-/// Downloads `entry` to `to` (moved into place only once verified),
-/// waiting up to [`FILE_WAIT`] for a file metadata.json names before it
-/// arrived; a file that fails verification is reported at once.
+/// Downloads `entry` to `to` (moved into place only once verified, and
+/// with `durable` once synced to disk), waiting up to [`FILE_WAIT`] for a
+/// file metadata.json names before it arrived; a file that fails
+/// verification is reported at once. Without `durable` the caller syncs
+/// `to` ([`files::make_durable`]) before it serves it from where a restart
+/// would find it.
 pub async fn fetch(
     location: &Location,
     dataset: &str,
     entry: &SnapshotEntry,
     to: &Path,
+    durable: bool,
 ) -> Result<(), DownloadError> {
     let deadline = tokio::time::Instant::now() + FILE_WAIT;
     loop {
         match files::download(location, entry, to).await {
             Ok(partial) => {
+                if durable {
+                    files::make_durable(&partial).await.map_err(|message| {
+                        DownloadError::Failed {
+                            id: entry.id.clone(),
+                            message,
+                        }
+                    })?;
+                }
                 tokio::fs::rename(&partial, to)
                     .await
                     .map_err(|e| DownloadError::Failed {
@@ -82,7 +94,7 @@ pub async fn bootstrap(
                     metrics::snapshot_bootstrap(dataset, "not_found");
                     return None;
                 };
-                match fetch(location, dataset, entry, to).await {
+                match fetch(location, dataset, entry, to, true).await {
                     Ok(()) => {
                         metrics::snapshot_bootstrap(dataset, "restored");
                         info!(dataset = %dataset, snapshot = %entry.id, "restored dataset '{dataset}' from snapshot {}", entry.id);
@@ -92,7 +104,7 @@ pub async fn bootstrap(
                         warn!(dataset = %dataset, "{e}; trying older snapshots of dataset '{dataset}'");
                         let snapshots = of_dataset(&read, dataset).expect("found above");
                         for older in snapshots.older() {
-                            match fetch(location, dataset, older, to).await {
+                            match fetch(location, dataset, older, to, true).await {
                                 Ok(()) => {
                                     metrics::snapshot_bootstrap(dataset, "fallback");
                                     info!(dataset = %dataset, snapshot = %older.id, "restored dataset '{dataset}' from the older snapshot {}", older.id);
