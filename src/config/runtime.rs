@@ -350,6 +350,22 @@ fn parse_auth(values: &mut Values<'_, '_>, raw: &RawAuth, tls: bool) -> AuthConf
                 format!("user '{name}' is listed twice"),
             );
         }
+        if let Some(password) = &password
+            && crate::wire::scram::Verifier::is_verifier(password)
+        {
+            // Stored as PostgreSQL keeps it in pg_authid.rolpassword.
+            if let Err(reason) = crate::wire::scram::Verifier::parse(password) {
+                values.error(
+                    &format!("{prefix}.password"),
+                    format!("a malformed SCRAM verifier: {reason}"),
+                );
+            } else if method == AuthMethod::Md5 {
+                values.error(
+                    &format!("{prefix}.password"),
+                    "a SCRAM verifier cannot check an MD5 answer; use method: scram-sha-256, or give this user's password itself",
+                );
+            }
+        }
         if let (Some(name), Some(password)) = (name, password) {
             users.push(UserConfig {
                 name,

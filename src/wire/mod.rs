@@ -1,5 +1,5 @@
 //! The PostgreSQL wire protocol front end: accepts connections, runs the
-//! startup handshake (trust authentication for now), then speaks the simple
+//! startup handshake (trust or password authentication), then speaks the simple
 //! and extended query protocols for one [`Session`] per connection
 //! ([`backend`]), and encodes results ([`encode`], [`copy`]).
 //!
@@ -15,6 +15,7 @@ mod encode;
 mod forwarded;
 mod numeric;
 mod params;
+pub mod scram;
 mod text_check;
 pub(crate) mod tls;
 
@@ -24,7 +25,6 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::{Sink, SinkExt};
-use pgwire::api::auth::sasl::SASLState;
 use pgwire::api::auth::{
     ServerParameterProvider, StartupHandler, finish_authentication, protocol_negotiation,
     save_startup_parameters_to_metadata,
@@ -33,7 +33,7 @@ use pgwire::api::{
     ClientInfo, PgWireConnectionState, PidSecretKeyGenerator, RandomPidSecretKeyGenerator,
 };
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
-use pgwire::messages::startup::{Authentication, PasswordMessageFamily};
+use pgwire::messages::startup::Authentication;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -199,7 +199,12 @@ enum Stage {
 enum Asked {
     Cleartext,
     Md5([u8; 4]),
-    Scram(SASLState),
+    /// SASL mechanisms were offered; `plus` when SCRAM-SHA-256-PLUS was.
+    ScramStart {
+        plus: bool,
+    },
+    /// The server's first SCRAM message was sent.
+    ScramFinal(Box<scram::Pending>),
 }
 
 impl Login {
@@ -237,6 +242,19 @@ fn authentication_failed(user: &str, method: AuthMethod) -> PgWireError {
         )
         .into_fatal(),
     )
+}
+
+/// FATAL 08P01 for a SCRAM message that breaks the protocol.
+fn scram_refused(message: String) -> PgWireError {
+    user_error(PgError::new(crate::query::sqlstate::PROTOCOL_VIOLATION, message).into_fatal())
+}
+
+/// The error a client sees when its SCRAM exchange stops.
+fn scram_failed(error: scram::ScramError, failed: impl Fn() -> PgWireError) -> PgWireError {
+    match error {
+        scram::ScramError::Malformed(message) => scram_refused(message),
+        scram::ScramError::Failed => failed(),
+    }
 }
 
 #[async_trait]
@@ -280,14 +298,12 @@ impl StartupHandler for Login {
                         (Authentication::MD5Password(salt.to_vec()), Asked::Md5(salt))
                     }
                     AuthMethod::ScramSha256 => {
+                        let plus = client.is_secure() && auth.certificate_hash.is_some();
                         let mut mechanisms = vec!["SCRAM-SHA-256".to_owned()];
-                        if client.is_secure() && auth.scram_plus.is_some() {
+                        if plus {
                             mechanisms.push("SCRAM-SHA-256-PLUS".to_owned());
                         }
-                        (
-                            Authentication::SASL(mechanisms),
-                            Asked::Scram(SASLState::Initial),
-                        )
+                        (Authentication::SASL(mechanisms), Asked::ScramStart { plus })
                     }
                 };
                 client.set_state(PgWireConnectionState::AuthenticationInProgress);
@@ -319,47 +335,44 @@ impl StartupHandler for Login {
                         }
                         self.complete(client, settings).await
                     }
-                    Asked::Scram(state) => {
-                        let login = login_view(client);
-                        let (answer, state) = match state {
-                            SASLState::Initial => {
-                                let first = answer.into_sasl_initial_response()?;
-                                let scram = match first.auth_method.as_str() {
-                                    "SCRAM-SHA-256" => &auth.scram,
-                                    "SCRAM-SHA-256-PLUS" if client.is_secure() => {
-                                        auth.scram_plus.as_ref().ok_or_else(failed)?
-                                    }
-                                    _ => return Err(failed()),
-                                };
-                                scram
-                                    .process_scram_message(
-                                        &login,
-                                        PasswordMessageFamily::SASLInitialResponse(first),
-                                        &SASLState::ScramClientFirstReceived,
-                                    )
-                                    .await
-                                    .map_err(|_| failed())?
-                            }
-                            state => {
-                                let response = answer.into_sasl_response()?;
-                                auth.scram
-                                    .process_scram_message(
-                                        &login,
-                                        PasswordMessageFamily::SASLResponse(response),
-                                        &state,
-                                    )
-                                    .await
-                                    .map_err(|_| failed())?
-                            }
-                        };
-                        client
-                            .send(PgWireBackendMessage::Authentication(answer))
-                            .await?;
-                        if matches!(state, SASLState::Finished) {
-                            return self.complete(client, settings).await;
+                    Asked::ScramStart { plus } => {
+                        let first = answer.into_sasl_initial_response()?;
+                        let hash = auth.certificate_hash.as_deref().filter(|_| plus);
+                        let offered = first.auth_method == "SCRAM-SHA-256"
+                            || (plus && first.auth_method == "SCRAM-SHA-256-PLUS");
+                        if !offered {
+                            return Err(scram_refused(format!(
+                                "the client selected an invalid SASL authentication mechanism \"{}\"",
+                                first.auth_method
+                            )));
                         }
-                        *stage = Stage::Asked(settings, Asked::Scram(state));
+                        let data = first.data.as_deref().unwrap_or_default();
+                        let (server_first, pending) = scram::server_first(
+                            auth.verifier(&user),
+                            &first.auth_method,
+                            data,
+                            hash,
+                        )
+                        .map_err(|error| scram_failed(error, failed))?;
+                        client
+                            .send(PgWireBackendMessage::Authentication(
+                                Authentication::SASLContinue(server_first.into()),
+                            ))
+                            .await?;
+                        *stage = Stage::Asked(settings, Asked::ScramFinal(Box::new(pending)));
                         Ok(())
+                    }
+                    Asked::ScramFinal(pending) => {
+                        let response = answer.into_sasl_response()?;
+                        let server_final = pending
+                            .server_final(&response.data)
+                            .map_err(|error| scram_failed(error, failed))?;
+                        client
+                            .send(PgWireBackendMessage::Authentication(
+                                Authentication::SASLFinal(server_final.into()),
+                            ))
+                            .await?;
+                        self.complete(client, settings).await
                     }
                 }
             }
@@ -372,15 +385,6 @@ impl StartupHandler for Login {
             )),
         }
     }
-}
-
-/// What SCRAM reads of the client (user, database, address) in a value that
-/// may be held across an await: pgwire's SCRAM exchange borrows the client
-/// over its awaits, which the connection's own client type does not allow.
-fn login_view<C: ClientInfo>(client: &C) -> pgwire::api::DefaultClient<String> {
-    let mut view = pgwire::api::DefaultClient::new(client.socket_addr(), client.is_secure());
-    view.metadata = client.metadata().clone();
-    view
 }
 
 /// The settings reported at startup.

@@ -293,6 +293,117 @@ async fn md5_and_cleartext_passwords() {
     assert!(ok, "{out}");
 }
 
+/// The SCRAM verifier the real PostgreSQL stores for a role created with
+/// `password`, as `pg_authid.rolpassword` shows it.
+async fn postgres_verifier(source: &SourceSchema, password: &str) -> String {
+    let role = format!("{}_role", source.name);
+    source
+        .execute(&format!(
+            "SET password_encryption = 'scram-sha-256'; DROP ROLE IF EXISTS {role}; CREATE ROLE {role} PASSWORD '{password}'"
+        ))
+        .await;
+    let row = source
+        .client
+        .query_one(
+            "SELECT rolpassword FROM pg_authid WHERE rolname = $1",
+            &[&role],
+        )
+        .await
+        .expect("the role's verifier");
+    source.execute(&format!("DROP ROLE {role}")).await;
+    row.get(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_given_by_a_stored_scram_verifier_logs_in() {
+    let holder = SourceSchema::create("verifier").await;
+    let verifier = postgres_verifier(&holder, "pa ss").await;
+    assert!(verifier.starts_with("SCRAM-SHA-256$4096:"), "{verifier}");
+    let certificates = Certificates::new();
+    let (source, server) = serve(
+        "auth_verifier",
+        &format!(
+            "{}, auth: {{ users: [{{ name: app, password: '{verifier}' }}] }}",
+            certificates.tls(false)
+        ),
+    )
+    .await;
+    // Over TLS with channel binding, and over plain text.
+    let ca = certificates.path("ca.pem");
+    let (ok, out) = psql(
+        &conninfo(
+            &server,
+            &format!(
+                "user=app password='pa ss' sslmode=verify-full sslrootcert={} channel_binding=require",
+                ca.display()
+            ),
+        ),
+        &format!("SELECT id FROM {}.t", source.name),
+    );
+    assert!(ok, "{out}");
+    assert_eq!(out.trim(), "42");
+    let (ok, out) = psql(
+        &conninfo(&server, "user=app password='pa ss' sslmode=disable"),
+        "SELECT current_user",
+    );
+    assert!(ok, "{out}");
+    assert_eq!(out.trim(), "app");
+    let error = tokio_postgres::connect(&conninfo(&server, "user=app password=pass"), NoTls)
+        .await
+        .err()
+        .expect("a wrong password is refused");
+    assert_eq!(sqlstate(&error), "28P01", "{error}");
+
+    // The verifier itself is no password.
+    let (ok, out) = psql(
+        &conninfo(
+            &server,
+            &format!("user=app password='{verifier}' sslmode=disable"),
+        ),
+        "SELECT 1",
+    );
+    assert!(!ok);
+    assert!(out.contains("password authentication failed"), "{out}");
+
+    // The clear-text method checks a password against the verifier too.
+    let (_source, cleartext) = serve(
+        "auth_verifier_cleartext",
+        &format!(
+            "auth: {{ method: password, allow_cleartext_without_tls: true, users: [{{ name: app, password: '{verifier}' }}] }}"
+        ),
+    )
+    .await;
+    let (ok, out) = psql(
+        &conninfo(&cleartext, "user=app password='pa ss'"),
+        "SELECT 1",
+    );
+    assert!(ok, "{out}");
+    let (ok, out) = psql(&conninfo(&cleartext, "user=app password=pass"), "SELECT 1");
+    assert!(!ok);
+    assert!(out.contains("password authentication failed"), "{out}");
+
+    // MD5 cannot be checked against a verifier, and a malformed one is
+    // refused, each naming the user's entry.
+    for (method, password, expected) in [
+        ("md5", verifier.as_str(), "cannot check an MD5 answer"),
+        (
+            "scram-sha-256",
+            "SCRAM-SHA-256$4096:c2FsdA==$AAAA:AAAA",
+            "StoredKey",
+        ),
+    ] {
+        let refused = pgaccel::config::from_yaml_str(&format!(
+            "runtime:\n  pg: {{ auth: {{ method: {method}, users: [{{ name: app, password: '{password}' }}] }} }}\ndatasets: []\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            refused.contains("runtime.pg.auth.users[0].password") && refused.contains(expected),
+            "{refused}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_certificate_that_cannot_be_loaded_stops_startup() {
     let certificates = Certificates::new();
