@@ -26,7 +26,6 @@
 #[path = "tpch/server.rs"]
 mod server;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -51,14 +50,8 @@ struct Args {
     /// Appends measured per dataset (the median is reported).
     #[arg(long, default_value_t = 5)]
     rounds: usize,
-    /// The pgaccel binary (default: the release build in CARGO_TARGET_DIR or ./target).
-    #[arg(long)]
-    pgaccel: Option<PathBuf>,
-    #[arg(long, default_value = "postgres")]
-    pg_user: String,
-    /// Passed by `cargo bench`; ignored.
-    #[arg(long, hide = true)]
-    bench: bool,
+    #[command(flatten)]
+    common: server::Common,
 }
 
 #[tokio::main]
@@ -73,9 +66,12 @@ async fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> Result<()> {
-    let binary = server::locate_binary(args.pgaccel.as_deref())?;
+    let binary = server::locate_binary(args.common.pgaccel.as_deref())?;
     let (admin, connection) = tokio_postgres::connect(
-        &format!("host=127.0.0.1 port=5432 user={} dbname=test", args.pg_user),
+        &format!(
+            "host=127.0.0.1 port=5432 user={} dbname=test",
+            args.common.pg_user
+        ),
         NoTls,
     )
     .await?;
@@ -90,7 +86,7 @@ async fn run(args: Args) -> Result<()> {
                 "  - from: postgres:{SCHEMA}.{table}\n    name: {table}\n    params: {{ pg_host: 127.0.0.1, \
                  pg_port: 5432, pg_db: test, pg_user: {user}, pg_sslmode: disable }}\n    time_column: at\n    \
                  acceleration:\n      refresh_mode: append\n      refresh_append_overlap: 1s\n",
-                user = args.pg_user
+                user = args.common.pg_user
             )
         })
         .collect();

@@ -30,7 +30,7 @@ mod load;
 #[path = "tpch/server.rs"]
 mod server;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -60,14 +60,8 @@ struct Args {
     /// Reuse the TPC-H schema of an earlier run when its row counts match.
     #[arg(long)]
     skip_load: bool,
-    /// The pgaccel binary (default: the release build in CARGO_TARGET_DIR or ./target).
-    #[arg(long)]
-    pgaccel: Option<PathBuf>,
-    #[arg(long, default_value = "postgres")]
-    pg_user: String,
-    /// Passed by `cargo bench`; ignored.
-    #[arg(long, hide = true)]
-    bench: bool,
+    #[command(flatten)]
+    common: server::Common,
 }
 
 #[tokio::main]
@@ -93,10 +87,13 @@ struct Start {
 }
 
 async fn run(args: Args) -> Result<()> {
-    let binary = server::locate_binary(args.pgaccel.as_deref())?;
+    let binary = server::locate_binary(args.common.pgaccel.as_deref())?;
     let schema = format!("pgaccel_bench_sf{}", args.sf).replace('.', "_");
     let (admin, connection) = tokio_postgres::connect(
-        &format!("host=127.0.0.1 port=5432 user={} dbname=test", args.pg_user),
+        &format!(
+            "host=127.0.0.1 port=5432 user={} dbname=test",
+            args.common.pg_user
+        ),
         NoTls,
     )
     .await?;
@@ -125,7 +122,7 @@ async fn run(args: Args) -> Result<()> {
     };
     let params = format!(
         "pg_host: 127.0.0.1, pg_port: 5432, pg_db: test, pg_user: {}, pg_sslmode: disable",
-        args.pg_user
+        args.common.pg_user
     );
     let entry = |file: &Path, params: &str, extra: &str| {
         format!(

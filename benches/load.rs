@@ -27,7 +27,6 @@
 #[path = "tpch/server.rs"]
 mod server;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -55,14 +54,8 @@ struct Args {
     seconds: u64,
     #[arg(long, default_value_t = 1_000_000)]
     rows: i64,
-    /// The pgaccel binary (default: the release build in CARGO_TARGET_DIR or ./target).
-    #[arg(long)]
-    pgaccel: Option<PathBuf>,
-    #[arg(long, default_value = "postgres")]
-    pg_user: String,
-    /// Passed by `cargo bench`; ignored.
-    #[arg(long, hide = true)]
-    bench: bool,
+    #[command(flatten)]
+    common: server::Common,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -145,8 +138,11 @@ async fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> Result<bool> {
-    let binary = server::locate_binary(args.pgaccel.as_deref())?;
-    let dsn = format!("host=127.0.0.1 port=5432 user={} dbname=test", args.pg_user);
+    let binary = server::locate_binary(args.common.pgaccel.as_deref())?;
+    let dsn = format!(
+        "host=127.0.0.1 port=5432 user={} dbname=test",
+        args.common.pg_user
+    );
     let admin = connect(&dsn).await?;
     load_table(&admin, args.rows).await?;
     let max_connections: usize = admin
@@ -156,7 +152,7 @@ async fn run(args: Args) -> Result<bool> {
         .parse()?;
     let datasets = format!(
         "  - from: postgres:{SCHEMA}.items\n    name: items\n    params: {{ pg_host: 127.0.0.1, pg_port: 5432, pg_db: test, pg_user: {user}, pg_sslmode: disable }}\n    acceleration:\n      refresh_check_interval: 1h\n",
-        user = args.pg_user
+        user = args.common.pg_user
     );
     eprintln!("starting pgaccel and loading {} rows", args.rows);
     let pgaccel = Arc::new(Pgaccel::start_with(&binary, &datasets).await?);

@@ -48,12 +48,8 @@ struct Args {
     /// that both see the same machine; the medians are reported.
     #[arg(long, default_value_t = 3)]
     rounds: u32,
-    #[arg(long)]
-    pgaccel: Option<PathBuf>,
-    #[arg(long, default_value = "postgres")]
-    pg_user: String,
-    #[arg(long, hide = true)]
-    bench: bool,
+    #[command(flatten)]
+    common: server::Common,
 }
 
 /// One pgbench run's figures.
@@ -90,9 +86,12 @@ async fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> Result<()> {
-    let binary = server::locate_binary(args.pgaccel.as_deref())?;
+    let binary = server::locate_binary(args.common.pgaccel.as_deref())?;
     let schema = format!("pgaccel_bench_sf{}", args.sf).replace('.', "_");
-    let dsn = format!("host=127.0.0.1 port=5432 user={} dbname=test", args.pg_user);
+    let dsn = format!(
+        "host=127.0.0.1 port=5432 user={} dbname=test",
+        args.common.pg_user
+    );
     let (admin, connection) = tokio_postgres::connect(&dsn, NoTls).await?;
     tokio::spawn(connection);
     let rows = load::prepare(&admin, &schema, args.sf, true).await?.rows;
@@ -100,7 +99,7 @@ async fn run(args: Args) -> Result<()> {
     println!("starting pgaccel (initial load) ...");
     let source = server::Source {
         schema: &schema,
-        user: &args.pg_user,
+        user: &args.common.pg_user,
     };
     let pgaccel = server::Pgaccel::start(&binary, Some(&source)).await?;
     let dir = tempfile::tempdir()?;
@@ -110,12 +109,12 @@ async fn run(args: Args) -> Result<()> {
     let postgres = Target {
         port: 5432,
         search_path: Some(schema.as_str()),
-        user: &args.pg_user,
+        user: &args.common.pg_user,
     };
     let accelerated = Target {
         port: pgaccel.pg_port,
         search_path: None,
-        user: &args.pg_user,
+        user: &args.common.pg_user,
     };
     println!(
         "\n{:<34} {:>12} {:>12} {:>9} {:>10} {:>10} {:>9}",

@@ -35,7 +35,7 @@ mod report;
 #[path = "tpch/server.rs"]
 mod server;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -62,21 +62,14 @@ struct Args {
     /// TPC-H scale factor (1 = 6M lineitem rows; 0.1 for a quick run).
     #[arg(long, default_value_t = 1.0)]
     sf: f64,
-    /// The pgaccel binary (default: the release build in CARGO_TARGET_DIR or ./target).
-    #[arg(long)]
-    pgaccel: Option<PathBuf>,
     /// Reuse the existing schema when its row counts match instead of reloading it.
     #[arg(long)]
     skip_load: bool,
     /// Measure only the PostgreSQL side (no pgaccel binary needed).
     #[arg(long)]
     baseline_only: bool,
-    /// PostgreSQL user, for the bench and for pgaccel's source params.
-    #[arg(long, default_value = "postgres")]
-    pg_user: String,
-    /// Passed by `cargo bench`; ignored.
-    #[arg(long, hide = true)]
-    bench: bool,
+    #[command(flatten)]
+    common: server::Common,
 }
 
 /// The PostgreSQL side of every figure.
@@ -130,10 +123,10 @@ async fn run(args: Args) -> Result<()> {
     let binary = if args.baseline_only {
         None
     } else {
-        Some(server::locate_binary(args.pgaccel.as_deref())?)
+        Some(server::locate_binary(args.common.pgaccel.as_deref())?)
     };
     let schema = schema_name(args.sf);
-    let postgres = Endpoint::postgres(&args.pg_user, &schema);
+    let postgres = Endpoint::postgres(&args.common.pg_user, &schema);
     let admin = postgres.connect().await?;
     let loaded = load::prepare(&admin, &schema, args.sf, args.skip_load).await?;
     let rows = loaded.rows;
@@ -151,14 +144,14 @@ async fn run(args: Args) -> Result<()> {
     let keys = Arc::new(measure::sample_order_keys(&admin, LOOKUP_KEYS).await?);
     let source = Source {
         schema: &schema,
-        user: &args.pg_user,
+        user: &args.common.pg_user,
     };
     let report = measure_all(binary.as_deref(), &source, &postgres, &admin, keys, rows).await?;
     report.print();
     println!(
         "\nThe schema is kept for reruns (--skip-load). Drop it with:\n  \
          psql -h 127.0.0.1 -U {} -d test -c 'DROP SCHEMA {schema} CASCADE'",
-        args.pg_user
+        args.common.pg_user
     );
     if report.has_failures() {
         return Err("some figures could not be measured (see the notes above)".into());

@@ -19,6 +19,20 @@ const LOAD_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 const EMPTY_START_TIMEOUT: Duration = Duration::from_secs(120);
 const POLL_EVERY: Duration = Duration::from_millis(100);
 
+/// The options every bench takes.
+#[derive(clap::Args, Debug)]
+pub struct Common {
+    /// The pgaccel binary (default: the release build in CARGO_TARGET_DIR or ./target).
+    #[arg(long)]
+    pub pgaccel: Option<PathBuf>,
+    /// PostgreSQL user, for the bench and for pgaccel's source params.
+    #[arg(long, default_value = "postgres")]
+    pub pg_user: String,
+    /// Passed by `cargo bench`; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
 /// How pgaccel reaches the PostgreSQL that holds the TPC-H schema.
 pub struct Source<'a> {
     pub schema: &'a str,

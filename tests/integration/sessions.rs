@@ -9,7 +9,9 @@
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 use crate::raw::{RawClient, Reply, error_code, status};
-use crate::support::{SOURCE_DSN, Server, SourceSchema, connect, simple_rows, sqlstate};
+use crate::support::{
+    SOURCE_DSN, Server, SourceSchema, assert_statement_timeout, connect, simple_rows, sqlstate,
+};
 
 const ITEMS: &str = "CREATE TABLE {schema}.items (id bigint PRIMARY KEY, name varchar(40) NOT NULL, price float8, day date, added timestamptz, span interval);
      INSERT INTO {schema}.items SELECT g, 'item ' || g, g * 1.1, date '2024-02-27' + g, timestamptz '2024-01-01 00:00:00+00' + g * interval '97 days 1 hour 3.5 seconds', g * interval '1 day 1 hour' - interval '1 month' FROM generate_series(1, 20) g;";
@@ -482,15 +484,7 @@ async fn statement_timeout_and_pg_sleep_end_with_57014() {
         .batch_execute("SET statement_timeout = '200ms'")
         .await
         .unwrap();
-    let error = client
-        .simple_query("SELECT pg_sleep(30)")
-        .await
-        .unwrap_err();
-    assert_eq!(sqlstate(&error), "57014");
-    assert_eq!(
-        error.as_db_error().unwrap().message(),
-        "canceling statement due to statement timeout"
-    );
+    assert_statement_timeout(&client).await;
     client
         .batch_execute("RESET statement_timeout")
         .await

@@ -437,6 +437,20 @@ pub fn outcome(output: &std::process::Output) -> (bool, String) {
 }
 
 /// The SQLSTATE of a failed statement.
+/// Asserts that a 30 s sleep on `client` ends with the statement timeout's
+/// 57014 and PostgreSQL's message.
+pub async fn assert_statement_timeout(client: &Client) {
+    let error = client
+        .simple_query("SELECT pg_sleep(30)")
+        .await
+        .expect_err("the sleep outlives the statement timeout");
+    assert_eq!(sqlstate(&error), "57014", "{error}");
+    assert_eq!(
+        error.as_db_error().unwrap().message(),
+        "canceling statement due to statement timeout"
+    );
+}
+
 pub fn sqlstate(error: &tokio_postgres::Error) -> String {
     error
         .as_db_error()
