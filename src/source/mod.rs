@@ -10,6 +10,7 @@ mod duckdb;
 mod file;
 mod mysql;
 mod objects;
+pub mod pgoutput;
 mod postgres;
 mod sqlite;
 mod time;

@@ -3,6 +3,7 @@
 //! (DataFusion links once); a module per capability.
 
 mod append;
+mod cdc;
 mod cli;
 mod client_queries;
 mod clients;
