@@ -10,6 +10,7 @@
 //! literals share one plan ([`super::parameterize`]). Everything here runs
 //! without a socket, so it is unit-tested directly.
 
+use std::collections::HashMap;
 use std::num::NonZeroUsize;
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -746,7 +747,7 @@ fn unknown_outputs_as_text(plan: LogicalPlan) -> datafusion::error::Result<Logic
         .fields()
         .iter()
         .any(|field| field.data_type() == &DataType::Null)
-        || !plan.get_parameter_types()?.is_empty()
+        || !placeholder_types(&plan).is_empty()
     {
         return Ok(plan);
     }
@@ -1001,10 +1002,67 @@ fn array_parameter_types(plan: &LogicalPlan) -> Vec<(String, DataType)> {
     found
 }
 
+/// The type DataFusion gave each placeholder, as PostgreSQL would settle
+/// it: the first known type of its uses wins (DataFusion's own walk refuses
+/// a parameter used twice when one use is typed and another is not, as
+/// `$1` in `id >= $1 AND id < $1 + $2`), and a parameter with no type of
+/// its own in an operation with a typed parameter takes that one's type
+/// (`$2` there is `int8`, as PostgreSQL infers it).
+fn placeholder_types(plan: &LogicalPlan) -> HashMap<String, Option<DataType>> {
+    use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+    use datafusion::logical_expr::Expr;
+    let known = |data_type: &DataType| !matches!(data_type, DataType::Null);
+    let mut types: HashMap<String, Option<DataType>> = HashMap::new();
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    let _ = plan.apply_with_subqueries(|node| {
+        let _ = node.apply_expressions(|expr| {
+            expr.apply(|e| {
+                match e {
+                    Expr::Placeholder(placeholder) => {
+                        let data_type = placeholder
+                            .field
+                            .as_ref()
+                            .map(|field| field.data_type().clone())
+                            .filter(known);
+                        let slot = types.entry(placeholder.id.clone()).or_default();
+                        if slot.is_none() {
+                            *slot = data_type;
+                        }
+                    }
+                    Expr::BinaryExpr(binary) => {
+                        if let (Expr::Placeholder(left), Expr::Placeholder(right)) =
+                            (binary.left.as_ref(), binary.right.as_ref())
+                        {
+                            pairs.push((left.id.clone(), right.id.clone()));
+                        }
+                    }
+                    _ => {}
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })
+        });
+        Ok(TreeNodeRecursion::Continue)
+    });
+    // Spread known types along `$a op $b` until nothing changes.
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for (left, right) in &pairs {
+            for (from, to) in [(left, right), (right, left)] {
+                if let Some(Some(data_type)) = types.get(from).cloned()
+                    && let Some(slot @ None) = types.get_mut(to)
+                {
+                    *slot = Some(data_type);
+                    changed = true;
+                }
+            }
+        }
+    }
+    types
+}
+
 fn parameter_types(plan: &LogicalPlan) -> Result<Vec<Option<DataType>>, PgError> {
-    let mut types = plan
-        .get_parameter_types()
-        .map_err(sqlstate::from_datafusion)?;
+    let mut types = placeholder_types(plan);
     for (id, data_type) in array_parameter_types(plan) {
         if let Some(slot @ None) = types.get_mut(&id) {
             *slot = Some(data_type);

@@ -67,7 +67,7 @@ async fn errors_carry_postgres_sqlstates_and_the_connection_stays_usable() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prepared_statements_bind_typed_parameters() {
-    let (_source, server) = server_with_items("prepared").await;
+    let (source, server) = server_with_items("prepared").await;
     let client = server.client().await;
     let statement = client
         .prepare("SELECT id, name, price FROM items WHERE id = $1 AND price > $2")
@@ -99,6 +99,33 @@ async fn prepared_statements_bind_typed_parameters() {
         .map(|r| r.get(0))
         .collect();
     assert_eq!(names, ["item 1", "item 10"]);
+
+    // A parameter used both alone and in an operation with another one
+    // (`$2` untyped on its own): typed as PostgreSQL types them, and
+    // answering as it does.
+    let range = "SELECT count(*), max(id) FROM items WHERE id >= $1 AND id < $1 + $2";
+    let statement = client.prepare(range).await.unwrap();
+    assert_eq!(statement.params(), &[Type::INT8, Type::INT8]);
+    let postgres = crate::support::connect(&format!(
+        "{} options='-c search_path={}'",
+        crate::support::SOURCE_DSN,
+        source.name
+    ))
+    .await;
+    let expected = postgres.prepare(range).await.unwrap();
+    assert_eq!(expected.params(), statement.params());
+    for (from, span) in [(1i64, 10i64), (95, 20), (200, 5)] {
+        let ours = client.query_one(&statement, &[&from, &span]).await.unwrap();
+        let theirs = postgres
+            .query_one(&expected, &[&from, &span])
+            .await
+            .unwrap();
+        assert_eq!(ours.get::<_, i64>(0), theirs.get::<_, i64>(0));
+        assert_eq!(
+            ours.get::<_, Option<i64>>(1),
+            theirs.get::<_, Option<i64>>(1)
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
