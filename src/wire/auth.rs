@@ -16,7 +16,6 @@ use super::scram::{ITERATIONS, Verifier};
 use crate::config::{AuthConfig, AuthMethod, Secret};
 
 /// The users allowed in and how they prove who they are.
-#[derive(Debug)]
 pub struct Auth {
     pub method: AuthMethod,
     pub allow_cleartext_without_tls: bool,
@@ -28,7 +27,20 @@ pub struct Auth {
     pub certificate_hash: Option<Vec<u8>>,
 }
 
-#[derive(Debug)]
+impl std::fmt::Debug for Auth {
+    /// The method and the user names: never a password, a verifier or the
+    /// key of the made-up salts.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut users: Vec<&str> = self.users.keys().map(String::as_str).collect();
+        users.sort_unstable();
+        f.debug_struct("Auth")
+            .field("method", &self.method)
+            .field("users", &users)
+            .field("channel_binding", &self.certificate_hash.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 struct Account {
     /// The password itself, when configured as one (MD5 needs it).
     password: Option<Secret>,
