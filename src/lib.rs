@@ -56,4 +56,5 @@ pub mod refresh;
 pub mod runtime;
 pub mod snapshot;
 pub mod source;
+pub mod threads;
 pub mod wire;

@@ -127,6 +127,7 @@ fn main() -> ExitCode {
     // enough, and the space is only reserved, not used.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .thread_name(pgaccel::threads::QUERY_THREADS)
         .thread_stack_size(16 * 1024 * 1024)
         .build();
     let runtime = match runtime {

@@ -33,6 +33,9 @@ pub const SNAPSHOT_BOOTSTRAPS: &str = "dataset_acceleration_snapshot_bootstraps"
 pub const SNAPSHOT_POLLS: &str = "dataset_acceleration_snapshot_polls";
 pub const SNAPSHOT_NOTIFICATIONS: &str = "snapshot_notifications";
 pub const AUTH_FAILURES: &str = "pg_auth_failures_total";
+pub const CHANGES_APPLIED: &str = "dataset_acceleration_changes_applied_total";
+pub const CHANGES_LAG: &str = "dataset_acceleration_changes_lag_ms";
+pub const SLOT_RETAINED_WAL: &str = "dataset_acceleration_slot_retained_wal_bytes";
 
 /// The process-wide Prometheus recorder. The `metrics` facade has one global
 /// recorder, so every runtime in the process (tests start several) shares it.
@@ -65,6 +68,19 @@ fn describe() {
         "Duration of successful refreshes"
     );
     describe_gauge!(ROWS, "Rows held by the acceleration");
+    describe_counter!(
+        CHANGES_APPLIED,
+        "Row changes of the source's change stream applied (refresh_mode: changes), by op"
+    );
+    describe_gauge!(
+        CHANGES_LAG,
+        "Milliseconds between a transaction's commit at the source and its application (refresh_mode: changes)"
+    );
+    describe_gauge!(
+        SLOT_RETAINED_WAL,
+        Unit::Bytes,
+        "WAL the dataset's replication slot keeps on the PostgreSQL source"
+    );
     describe_gauge!(BYTES, Unit::Bytes, "Arrow memory held by the acceleration");
     describe_gauge!(
         INDEX_BYTES,
@@ -181,6 +197,23 @@ pub fn restored(
 /// The primary-key index of rows served from a file, built after them.
 pub fn index_built(dataset: &str, index_bytes: usize) {
     gauge!(INDEX_BYTES, "dataset" => dataset.to_owned()).set(index_bytes as f64);
+}
+
+/// `refresh_mode: changes` applied `count` row changes of kind `op`
+/// (`insert`, `update`, `delete`, `truncate`).
+pub fn changes_applied(dataset: &str, op: &'static str, count: u64) {
+    counter!(CHANGES_APPLIED, "dataset" => dataset.to_owned(), "op" => op).increment(count);
+}
+
+/// How long after its commit at the source the last applied transaction
+/// was applied.
+pub fn changes_lag(dataset: &str, lag_ms: u64) {
+    gauge!(CHANGES_LAG, "dataset" => dataset.to_owned()).set(lag_ms as f64);
+}
+
+/// The WAL the dataset's replication slot keeps on the source.
+pub fn slot_retained_wal(dataset: &str, bytes: i64) {
+    gauge!(SLOT_RETAINED_WAL, "dataset" => dataset.to_owned()).set(bytes as f64);
 }
 
 /// A query whose accelerated result was empty, answered by the source.

@@ -15,10 +15,10 @@ use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
 use crate::config::{
-    BootstrapOnFailure, Config, ConfigError, ConfigErrors, SnapshotMode, SourceParams,
+    BootstrapOnFailure, Config, ConfigError, ConfigErrors, RefreshMode, SnapshotMode, SourceParams,
 };
 use crate::dataset::{Dataset, Registry};
-use crate::{admin_api, metrics, query, refresh, snapshot, wire};
+use crate::{admin_api, metrics, query, refresh, snapshot, threads, wire};
 
 /// How long shutdown waits, after `runtime.shutdown_timeout`, for
 /// connections whose statements were ended and for refreshes to wind down.
@@ -63,6 +63,8 @@ pub struct Runtime {
     /// Refresh work runs here, apart from the query threads, so that a bulk
     /// load cannot starve queries. `None` with `dedicated_thread_pool: disabled`.
     refresh_runtime: Option<tokio::runtime::Runtime>,
+    /// `refresh_mode: changes` datasets run here (see [`changes_runtime`]).
+    changes_runtime: Option<tokio::runtime::Runtime>,
 }
 
 impl Runtime {
@@ -92,6 +94,7 @@ impl Runtime {
         let security = wire::Security::load(&config.runtime.pg).map_err(StartError::Security)?;
         let api_access =
             admin_api::Access::load(&config.runtime.http).map_err(StartError::Security)?;
+        let registry_datasets = datasets.clone();
         let registry = Arc::new(Registry::new(datasets));
         let pg_listener = bind(config.runtime.pg.listen).await?;
         if security.auth.is_none() && !pg_addr_is_loopback(&pg_listener) {
@@ -129,8 +132,20 @@ impl Runtime {
             shutdown_timeout: config.runtime.shutdown_timeout,
             tracker: TaskTracker::new(),
             refresh_runtime: refresh_runtime(config.runtime.dedicated_thread_pool)?,
+            changes_runtime: changes_runtime(
+                config.runtime.dedicated_thread_pool,
+                &registry_datasets,
+            )?,
         };
         runtime.start_refresh_loops(partitions, snapshots);
+        let configs: Vec<_> = runtime
+            .registry
+            .iter()
+            .map(|dataset| dataset.config.clone())
+            .collect();
+        runtime.tracker.spawn(async move {
+            crate::source::slots::clean_up(&configs).await;
+        });
         if let Some((sqs, watches)) = queue {
             let listener = snapshot::queue::listen(sqs, watches, runtime.shutdown.clone());
             runtime.tracker.spawn(listener);
@@ -167,6 +182,7 @@ impl Runtime {
             if !accelerated {
                 dataset.mark_ready();
             }
+            let dataset_streams = dataset.config.acceleration.refresh_mode == RefreshMode::Changes;
             let (dataset, setup) = (Arc::clone(dataset), snapshots.remove(&dataset.name()));
             let shutdown = self.shutdown.clone();
             let task = async move {
@@ -176,7 +192,12 @@ impl Runtime {
                     refresh::federate(dataset, shutdown).await;
                 }
             };
-            match &self.refresh_runtime {
+            let streams = dataset_streams;
+            let runtime = match (&self.changes_runtime, streams) {
+                (Some(changes_runtime), true) => Some(changes_runtime),
+                _ => self.refresh_runtime.as_ref(),
+            };
+            match runtime {
                 Some(refresh_runtime) => {
                     // Tracked from the query runtime so shutdown can await it.
                     let handle = refresh_runtime.spawn(task);
@@ -223,8 +244,11 @@ impl Runtime {
         {
             warn!("tasks still running after {grace:?}; stopping anyway");
         }
-        if let Some(refresh_runtime) = self.refresh_runtime.take() {
-            refresh_runtime.shutdown_background();
+        for runtime in [self.refresh_runtime.take(), self.changes_runtime.take()]
+            .into_iter()
+            .flatten()
+        {
+            runtime.shutdown_background();
         }
     }
 }
@@ -232,10 +256,13 @@ impl Runtime {
 impl Drop for Runtime {
     fn drop(&mut self) {
         self.shutdown.cancel();
-        if let Some(refresh_runtime) = self.refresh_runtime.take() {
-            // Dropping a runtime from async code panics; this one is left to
-            // wind down on its own threads.
-            refresh_runtime.shutdown_background();
+        // Dropping a runtime from async code panics; these are left to
+        // wind down on their own threads.
+        for runtime in [self.refresh_runtime.take(), self.changes_runtime.take()]
+            .into_iter()
+            .flatten()
+        {
+            runtime.shutdown_background();
         }
     }
 }
@@ -307,8 +334,47 @@ fn refresh_runtime(dedicated: bool) -> Result<Option<tokio::runtime::Runtime>, S
         .worker_threads(2)
         .thread_name("refresh-worker")
         .thread_stack_size(16 * 1024 * 1024)
+        .on_thread_start(|| {
+            // A bulk refresh yields to queries on a saturated host.
+            let _ = threads::set_current_nice(threads::REFRESH_NICE);
+        })
         .enable_all()
         .build()
         .map(Some)
         .map_err(StartError::RefreshThreads)
+}
+
+/// The `cdc-apply-worker` runtime, when any dataset streams changes and
+/// refresh has threads of its own: the apply of changes runs at the default
+/// priority, while the query threads are lowered to nice 5.
+fn changes_runtime(
+    dedicated: bool,
+    datasets: &[Arc<Dataset>],
+) -> Result<Option<tokio::runtime::Runtime>, StartError> {
+    let streams = datasets.iter().any(|dataset| {
+        dataset.config.acceleration.enabled
+            && dataset.config.acceleration.refresh_mode == RefreshMode::Changes
+    });
+    if !dedicated || !streams {
+        return Ok(None);
+    }
+    let built = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("cdc-apply-worker")
+        .thread_stack_size(16 * 1024 * 1024)
+        .on_thread_start(|| {
+            // Created from a thread that may already be lowered.
+            let _ = threads::set_current_nice(0);
+        })
+        .enable_all()
+        .build()
+        .map_err(StartError::RefreshThreads)?;
+    let lowered =
+        threads::renice_threads(threads::QUERY_THREADS, threads::QUERY_NICE_WHILE_STREAMING);
+    info!(
+        threads = lowered,
+        "a dataset streams changes: query threads run at nice {}, change apply at 0",
+        threads::QUERY_NICE_WHILE_STREAMING
+    );
+    Ok(Some(built))
 }

@@ -13,8 +13,9 @@ use datafusion_table_providers_common::arrow_bridge;
 use duckdb::{Connection, OptionalExt, Transaction, params};
 
 use super::store::{
-    Change, Checkpoint, CheckpointRow, SELECT_CHECKPOINT, UPSERT_CHECKPOINT, column_definitions,
-    create_checkpoint_sql, from_storage, quote, recreate_table_sql, storage_schema, to_storage,
+    Change, Checkpoint, CheckpointRow, DELETE_POSITION, SELECT_CHECKPOINT, SELECT_POSITION,
+    UPSERT_CHECKPOINT, UPSERT_POSITION, column_definitions, create_checkpoint_sql,
+    create_position_sql, from_storage, quote, recreate_table_sql, storage_schema, to_storage,
 };
 
 /// A table of fewer rows than this per core is read on one connection
@@ -94,7 +95,11 @@ impl DuckdbFile {
     pub fn open(path: &Path, table: String) -> Result<DuckdbFile, String> {
         let connection = Connection::open(path).map_err(text)?;
         connection
-            .execute_batch(&create_checkpoint_sql("VARCHAR", "BIGINT"))
+            .execute_batch(&format!(
+                "{}; {}",
+                create_checkpoint_sql("VARCHAR", "BIGINT"),
+                create_position_sql("VARCHAR")
+            ))
             .map_err(text)?;
         Ok(DuckdbFile {
             path: path.to_owned(),
@@ -131,8 +136,8 @@ impl DuckdbFile {
     }
 
     pub fn checkpoint(&self) -> Result<Option<Checkpoint>, String> {
-        let row = self
-            .connection()
+        let connection = self.connection();
+        let row = connection
             .query_row(SELECT_CHECKPOINT, [&self.table], |row| {
                 Ok(CheckpointRow {
                     format: row.get(0)?,
@@ -144,7 +149,14 @@ impl DuckdbFile {
             })
             .optional()
             .map_err(text)?;
-        Ok(row.map(CheckpointRow::decode).transpose()?.flatten())
+        let Some(mut checkpoint) = row.map(CheckpointRow::decode).transpose()?.flatten() else {
+            return Ok(None);
+        };
+        checkpoint.position = connection
+            .query_row(SELECT_POSITION, [&self.table], |row| row.get(0))
+            .optional()
+            .map_err(text)?;
+        Ok(Some(checkpoint))
     }
 
     /// Hands the rows to `sink` batch by batch, in the columns and types of
@@ -248,6 +260,11 @@ impl DuckdbFile {
                 ],
             )
             .map_err(text)?;
+        match &checkpoint.position {
+            Some(position) => transaction.execute(UPSERT_POSITION, params![self.table, position]),
+            None => transaction.execute(DELETE_POSITION, params![self.table]),
+        }
+        .map_err(text)?;
         transaction.commit().map_err(text)
     }
 }

@@ -17,8 +17,9 @@ use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::store::{
-    Change, Checkpoint, CheckpointRow, SELECT_CHECKPOINT, UPSERT_CHECKPOINT, create_checkpoint_sql,
-    from_storage, quote, recreate_table_sql, storage_schema, to_storage,
+    Change, Checkpoint, CheckpointRow, DELETE_POSITION, SELECT_CHECKPOINT, SELECT_POSITION,
+    UPSERT_CHECKPOINT, UPSERT_POSITION, create_checkpoint_sql, create_position_sql, from_storage,
+    quote, recreate_table_sql, storage_schema, to_storage,
 };
 
 /// Rows per batch read back from the file.
@@ -71,8 +72,9 @@ impl SqliteFile {
         // the file or rolled back when the file is next opened.
         connection
             .execute_batch(&format!(
-                "PRAGMA journal_mode = DELETE; PRAGMA synchronous = FULL; {}",
-                create_checkpoint_sql("TEXT", "INTEGER")
+                "PRAGMA journal_mode = DELETE; PRAGMA synchronous = FULL; {}; {}",
+                create_checkpoint_sql("TEXT", "INTEGER"),
+                create_position_sql("TEXT")
             ))
             .map_err(text)?;
         Ok(SqliteFile {
@@ -109,8 +111,8 @@ impl SqliteFile {
     }
 
     pub fn checkpoint(&self) -> Result<Option<Checkpoint>, String> {
-        let row = self
-            .connection()
+        let connection = self.connection();
+        let row = connection
             .query_row(SELECT_CHECKPOINT, [&self.table], |row| {
                 Ok(CheckpointRow {
                     format: row.get(0)?,
@@ -122,7 +124,14 @@ impl SqliteFile {
             })
             .optional()
             .map_err(text)?;
-        Ok(row.map(CheckpointRow::decode).transpose()?.flatten())
+        let Some(mut checkpoint) = row.map(CheckpointRow::decode).transpose()?.flatten() else {
+            return Ok(None);
+        };
+        checkpoint.position = connection
+            .query_row(SELECT_POSITION, [&self.table], |row| row.get(0))
+            .optional()
+            .map_err(text)?;
+        Ok(Some(checkpoint))
     }
 
     /// Hands the rows to `sink` batch by batch, in the columns and types of
@@ -180,6 +189,11 @@ impl SqliteFile {
                 ],
             )
             .map_err(text)?;
+        match &checkpoint.position {
+            Some(position) => transaction.execute(UPSERT_POSITION, params![self.table, position]),
+            None => transaction.execute(DELETE_POSITION, params![self.table]),
+        }
+        .map_err(text)?;
         transaction.commit().map_err(text)
     }
 }

@@ -55,6 +55,11 @@ pub struct Checkpoint {
     pub primary_key: Vec<String>,
     /// The `refresh_sql` the rows were read with.
     pub refresh_sql: Option<String>,
+    /// For `refresh_mode: changes`, the position in the source's change
+    /// stream the rows are current to (a PostgreSQL LSN, a MySQL binlog
+    /// position), so a restart resumes the stream exactly there; `None` for
+    /// rows not kept by a stream.
+    pub position: Option<String>,
 }
 
 /// The rows and checkpoint found in a file.
@@ -277,6 +282,24 @@ pub(super) fn create_checkpoint_sql(text: &str, integer: &str) -> String {
     )
 }
 
+/// The table of stream positions (see [`Checkpoint::position`]), beside
+/// the checkpoint: a table of its own, so files written before positions
+/// existed open unchanged.
+pub(super) fn create_position_sql(text: &str) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS pgaccel_stream_position (
+             dataset {text} PRIMARY KEY, position {text} NOT NULL)"
+    )
+}
+
+pub(super) const SELECT_POSITION: &str =
+    "SELECT position FROM pgaccel_stream_position WHERE dataset = ?";
+
+pub(super) const UPSERT_POSITION: &str =
+    "INSERT OR REPLACE INTO pgaccel_stream_position (dataset, position) VALUES (?, ?)";
+
+pub(super) const DELETE_POSITION: &str = "DELETE FROM pgaccel_stream_position WHERE dataset = ?";
+
 /// Reads the checkpoint of one dataset (bound as the only parameter) in
 /// [`CheckpointRow`]'s column order.
 pub(super) const SELECT_CHECKPOINT: &str = "SELECT format, last_refresh_us, schema, primary_key, refresh_sql \
@@ -317,6 +340,7 @@ impl CheckpointRow {
             schema: decode_schema(&self.schema).map_err(|e| e.to_string())?,
             primary_key: decode_key(&self.primary_key)?,
             refresh_sql: self.refresh_sql,
+            position: None,
         }))
     }
 }
@@ -535,6 +559,7 @@ mod tests {
             schema,
             primary_key: vec!["i8".to_owned()],
             refresh_sql: refresh_sql.map(str::to_owned),
+            position: None,
         }
     }
 
@@ -618,6 +643,7 @@ mod tests {
             schema: Arc::clone(&schema),
             primary_key: vec!["id".to_owned()],
             refresh_sql: None,
+            position: None,
         };
         let store = Store::open("t", engine, path, false).unwrap();
         store
@@ -695,6 +721,32 @@ mod tests {
                 .unwrap()
                 .unwrap_or_default();
             assert!(gone.is_empty(), "{engine:?}: a removed key is not indexed");
+        }
+    }
+
+    /// A stream position is written with the rows of the same transaction,
+    /// read back with the checkpoint, and cleared by a write without one
+    /// (a full reload that no stream keeps).
+    #[test]
+    fn the_stream_position_is_kept_with_the_checkpoint() {
+        for engine in [Engine::Duckdb, Engine::Sqlite] {
+            let folder = tempfile::tempdir().unwrap();
+            let path = folder.path().join("t.db");
+            let (store, mut checkpoint) = written_with_gaps(engine, &path, 10);
+            assert_eq!(store.checkpoint().unwrap().unwrap().position, None);
+            checkpoint.position = Some("16/B374D848".to_owned());
+            store.write(&Change::Nothing, &checkpoint).unwrap();
+            drop(store);
+            let reopened = Store::open("t", engine, &path, false).unwrap();
+            let found = reopened.checkpoint().unwrap().unwrap();
+            assert_eq!(found.position.as_deref(), Some("16/B374D848"), "{engine:?}");
+            checkpoint.position = None;
+            reopened.write(&Change::Nothing, &checkpoint).unwrap();
+            assert_eq!(
+                reopened.checkpoint().unwrap().unwrap().position,
+                None,
+                "{engine:?}"
+            );
         }
     }
 

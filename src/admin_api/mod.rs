@@ -177,6 +177,17 @@ pub struct DatasetInfo {
     /// `reading` or `committing` while a refresh is in flight.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refresh_phase: Option<String>,
+    /// `refresh_mode: changes`: the stream position applied and the lag.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changes: Option<ChangesInfo>,
+}
+
+/// The `changes` of a [`DatasetInfo`].
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ChangesInfo {
+    pub position: String,
+    pub lag_ms: u64,
+    pub applied_at: String,
 }
 
 /// The `snapshot` of a [`DatasetInfo`].
@@ -217,6 +228,7 @@ fn info(dataset: &Dataset, with_status: bool) -> DatasetInfo {
         rows: None,
         snapshot: None,
         refresh_phase: None,
+        changes: None,
     };
     if with_status {
         let report = dataset.report();
@@ -230,6 +242,11 @@ fn info(dataset: &Dataset, with_status: bool) -> DatasetInfo {
             id: snapshot.id,
             created_at: rfc3339(snapshot.created_at),
             origin: snapshot.origin.to_owned(),
+        });
+        info.changes = report.changes.map(|changes| ChangesInfo {
+            position: changes.position,
+            lag_ms: changes.lag_ms,
+            applied_at: rfc3339(changes.applied_at),
         });
     }
     info

@@ -222,6 +222,9 @@ pub(crate) fn parse(
         );
         values.error("acceleration.refresh_sql", message);
     }
+    if acceleration.refresh_mode == acceleration::RefreshMode::Changes {
+        check_changes(values, from.as_ref(), &acceleration);
+    }
     Some(DatasetConfig {
         name: name?,
         from: from?,
@@ -235,6 +238,42 @@ pub(crate) fn parse(
         acceleration,
         description: values.text("description", &raw.description),
     })
+}
+
+/// `refresh_mode: changes` applies the source's own change stream to the
+/// whole table: it needs a source that has one, and a `refresh_sql` may
+/// choose columns but not filter rows (a change cannot be tested against a
+/// filter the source evaluates), as the seeds say.
+fn check_changes(
+    values: &mut Values<'_, '_>,
+    from: Option<&SourceRef>,
+    acceleration: &acceleration::Acceleration,
+) {
+    if let Some(from) = from
+        && !matches!(from, SourceRef::Postgres { .. } | SourceRef::Mysql { .. })
+    {
+        let message = format!(
+            "refresh_mode: changes streams the changes of a PostgreSQL table (logical decoding) or a MySQL/MariaDB table (the row binlog); the {} source has no change stream: use refresh_mode: full or append",
+            from.kind()
+        );
+        values.error("acceleration.refresh_mode", message);
+    }
+    if acceleration
+        .refresh_sql
+        .as_ref()
+        .is_some_and(|sql| sql.filter().is_some())
+    {
+        values.error(
+            "acceleration.refresh_sql",
+            "with refresh_mode: changes, refresh_sql can only choose the columns, not filter rows: remove the WHERE clause",
+        );
+    }
+    if acceleration.refresh_data_window.is_some() {
+        values.error(
+            "acceleration.refresh_data_window",
+            "does not apply to refresh_mode: changes, which keeps every row of the table; use retention to drop old rows",
+        );
+    }
 }
 
 /// `from` as written (after substitution) and parsed.

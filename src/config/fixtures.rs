@@ -203,7 +203,7 @@ fn jitter_defaults_to_a_tenth_of_the_interval() {
 
 #[test]
 fn unsupported_names_dataset_and_key() {
-    let yaml = "datasets:\n  - from: postgres:public.t\n    name: t\n    acceleration: { refresh_mode: changes }\n";
+    let yaml = "datasets:\n  - from: postgres:public.t\n    name: t\n    acceleration: { refresh_mode: caching }\n";
     let refused: Vec<String> = from_yaml(yaml)
         .unwrap()
         .unsupported()
@@ -213,9 +213,51 @@ fn unsupported_names_dataset_and_key() {
     assert_eq!(
         refused,
         [
-            "dataset 't': acceleration.refresh_mode: refresh_mode: changes is not supported yet by this version of pgaccel"
+            "dataset 't': acceleration.refresh_mode: refresh_mode: caching is not supported yet by this version of pgaccel"
         ]
     );
+}
+
+/// `refresh_mode: changes` is accepted on PostgreSQL tables, with its
+/// slot parameters; a source without a change stream, a filtering
+/// `refresh_sql` and a malformed slot name are refused, each naming its key.
+#[test]
+fn changes_mode_is_checked_against_its_source() {
+    let accepted = "datasets:\n  - from: postgres:public.t\n    name: t\n    params: { pg_db: test, pg_user: root, pg_replication_slot: my_slot, drop_slot_on_remove: true }\n    acceleration: { refresh_mode: changes, refresh_sql: 'SELECT id, name FROM t' }\n";
+    let config = from_yaml(accepted).unwrap();
+    assert!(
+        config.unsupported().is_empty(),
+        "{:?}",
+        config.unsupported()
+    );
+    let crate::config::SourceParams::Postgres(params) = &config.datasets[0].params else {
+        panic!("postgres params");
+    };
+    assert_eq!(params.replication_slot.as_deref(), Some("my_slot"));
+    assert!(params.drop_slot_on_remove);
+    for (yaml, key, words) in [
+        (
+            "datasets:\n  - from: duckdb:t\n    name: t\n    params: { duckdb_open: x.db }\n    acceleration: { refresh_mode: changes }\n",
+            "acceleration.refresh_mode",
+            "has no change stream",
+        ),
+        (
+            "datasets:\n  - from: postgres:public.t\n    name: t\n    params: { pg_db: test, pg_user: root }\n    acceleration: { refresh_mode: changes, refresh_sql: 'SELECT * FROM t WHERE id > 3' }\n",
+            "acceleration.refresh_sql",
+            "not filter rows",
+        ),
+        (
+            "datasets:\n  - from: postgres:public.t\n    name: t\n    params: { pg_db: test, pg_user: root, pg_replication_slot: My-Slot }\n    acceleration: { refresh_mode: changes }\n",
+            "params.pg_replication_slot",
+            "lower-case letters",
+        ),
+    ] {
+        let errors = from_yaml(yaml).unwrap_err().to_string();
+        assert!(
+            errors.contains(key) && errors.contains(words),
+            "{key}: {errors}"
+        );
+    }
 }
 
 #[test]

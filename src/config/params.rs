@@ -51,6 +51,13 @@ pub struct PostgresParams {
     /// (`verify-ca`, `verify-full`); else the system's roots.
     pub sslrootcert: Option<PathBuf>,
     pub connection_string: Option<Secret>,
+    /// `refresh_mode: changes`: the logical replication slot and the
+    /// publication the changes stream through; `None` takes the default
+    /// derived from the dataset's name (`pgaccel_<dataset>`).
+    pub replication_slot: Option<String>,
+    pub publication: Option<String>,
+    /// Whether removing the dataset from the configuration drops its slot.
+    pub drop_slot_on_remove: bool,
 }
 
 /// `mysql_*` parameters; same rules as `PostgresParams`, but the database is optional
@@ -376,7 +383,33 @@ fn parse_postgres(values: &mut Values<'_, '_>, get: &Get<'_>, connects: bool) ->
         sslmode: conn.sslmode,
         sslrootcert: conn.sslrootcert,
         connection_string: conn.connection_string,
+        replication_slot: replication_name(values, "pg_replication_slot", get),
+        publication: replication_name(values, "pg_publication", get),
+        drop_slot_on_remove: values.flag(
+            "params.drop_slot_on_remove",
+            &get("drop_slot_on_remove"),
+            false,
+        ),
     }
+}
+
+/// A slot or publication name: PostgreSQL allows lower-case letters,
+/// digits and underscores in slot names, at most 63 bytes; the same rule
+/// keeps publication names free of quoting.
+fn replication_name(values: &mut Values<'_, '_>, key: &str, get: &Get<'_>) -> Option<String> {
+    let name = values.non_empty(&format!("params.{key}"), &get(key), "a name")?;
+    let valid = name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if !valid {
+        values.error(
+            &format!("params.{key}"),
+            format!("'{name}' is not a valid name: use at most 63 lower-case letters, digits and underscores"),
+        );
+        return None;
+    }
+    Some(name)
 }
 
 fn parse_mysql(values: &mut Values<'_, '_>, get: &Get<'_>, connects: bool) -> MysqlParams {

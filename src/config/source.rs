@@ -63,6 +63,9 @@ impl SourceRef {
                 "pg_sslmode",
                 "pg_sslrootcert",
                 "pg_connection_string",
+                "pg_replication_slot",
+                "pg_publication",
+                "drop_slot_on_remove",
             ],
             SourceRef::Mysql { .. } => &[
                 "mysql_host",

@@ -58,6 +58,23 @@ pub struct StatusReport {
     /// What a refresh in flight is doing: `reading` the source, or
     /// `committing` the new version (to the file, then to queries).
     pub refresh_phase: Option<&'static str>,
+    /// `refresh_mode: changes`: where the applied changes stand.
+    pub changes: Option<ChangesReport>,
+}
+
+/// How far a `refresh_mode: changes` dataset has applied its source's
+/// change stream.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChangesReport {
+    /// The stream position the served rows are current to (a PostgreSQL
+    /// LSN).
+    pub position: String,
+    /// How long before its application the last applied transaction was
+    /// committed at the source, in milliseconds; 0 while the stream is idle.
+    pub lag_ms: u64,
+    /// When a change was last applied, or the stream last found nothing to
+    /// apply.
+    pub applied_at: DateTime<Utc>,
 }
 
 /// A snapshot a dataset serves (restored or followed) or last published.
@@ -79,6 +96,7 @@ struct State {
     next_refresh: Option<DateTime<Utc>>,
     error_message: Option<String>,
     snapshot: Option<SnapshotReport>,
+    changes: Option<ChangesReport>,
 }
 
 /// One configured dataset: its configuration, its acceleration and its state.
@@ -117,6 +135,7 @@ impl Dataset {
                 next_refresh: None,
                 error_message: None,
                 snapshot: None,
+                changes: None,
             }),
             refresh_requested: Notify::new(),
             refresh_sql: Mutex::new(config.acceleration.refresh_sql.clone()),
@@ -205,6 +224,20 @@ impl Dataset {
             } else {
                 None
             },
+            changes: state.changes.clone(),
+        }
+    }
+
+    /// The change stream is applied up to `report` (`refresh_mode:
+    /// changes`); a dataset in Error because the stream failed is Ready
+    /// again.
+    pub fn changes_applied(&self, report: ChangesReport) {
+        let mut state = self.state();
+        state.changes = Some(report);
+        if state.status != DatasetStatus::Ready && self.acceleration.current().is_some() {
+            state.error_message = None;
+            self.set_status(&mut state, DatasetStatus::Ready);
+            self.ever_ready.store(true, Ordering::Release);
         }
     }
 

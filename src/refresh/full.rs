@@ -56,11 +56,46 @@ pub async fn run(
     configured_key: &[String],
     filter: &ReadFilter,
     expected: Option<&SchemaRef>,
+    position: Option<String>,
 ) -> Result<(Published, Arc<TableData>), RefreshError> {
+    let data = read(
+        source,
+        acceleration.dataset(),
+        partitions,
+        configured_key,
+        filter,
+        expected,
+    )
+    .await?;
+    // Invariant: the data, and its primary-key index, are complete before
+    // they become visible; a refresh that fails or is cancelled above
+    // publishes nothing.
+    let change = Change::Replace(data.batches());
+    publish_at(
+        acceleration,
+        data,
+        change,
+        refresh_sql_text(filter),
+        now(),
+        position,
+    )
+    .await
+}
+
+/// Reads the whole (filtered) table into a new version, indexed by the
+/// configured key or else the source's primary key; publishes nothing.
+pub(super) async fn read(
+    source: &Source,
+    dataset: &str,
+    partitions: usize,
+    configured_key: &[String],
+    filter: &ReadFilter,
+    expected: Option<&SchemaRef>,
+) -> Result<TableData, RefreshError> {
     let snapshot = source.read_all(filter).await?;
     if let Some(change) = expected.and_then(|held| column_change(held, &snapshot.schema)) {
         return Err(RefreshError::SchemaChanged {
-            dataset: acceleration.dataset().to_owned(),
+            dataset: dataset.to_owned(),
             change,
         });
     }
@@ -69,7 +104,6 @@ pub async fn run(
     } else {
         configured_key
     };
-    let dataset = acceleration.dataset();
     let mut builder = TableDataBuilder::keyed(snapshot.schema, primary_key, 0)
         .map_err(|e| RefreshError::build(dataset, e))?;
     drain(snapshot.stream, dataset, |batch| {
@@ -78,14 +112,9 @@ pub async fn run(
             .map_err(|e| RefreshError::build(dataset, e))
     })
     .await?;
-    let data = builder
+    builder
         .finish(partitions)
-        .map_err(|e| RefreshError::build(dataset, e))?;
-    // Invariant: the data, and its primary-key index, are complete before
-    // they become visible; a refresh that fails or is cancelled above
-    // publishes nothing.
-    let change = Change::Replace(data.batches());
-    publish(acceleration, data, change, refresh_sql_text(filter), now()).await
+        .map_err(|e| RefreshError::build(dataset, e))
 }
 
 /// Publishes `data` as of `completed` (the last refresh time the checkpoint
@@ -107,6 +136,19 @@ pub(super) async fn publish(
     refresh_sql: Option<String>,
     completed: DateTime<Utc>,
 ) -> Result<(Published, Arc<TableData>), RefreshError> {
+    publish_at(acceleration, data, change, refresh_sql, completed, None).await
+}
+
+/// [`publish`], recording `position`: where in the source's change stream
+/// the rows are current to (`refresh_mode: changes`).
+pub(super) async fn publish_at(
+    acceleration: &Arc<ArrowAcceleration>,
+    data: TableData,
+    change: Change,
+    refresh_sql: Option<String>,
+    completed: DateTime<Utc>,
+    position: Option<String>,
+) -> Result<(Published, Arc<TableData>), RefreshError> {
     let section = acceleration.commit_lock().await;
     let published = Published {
         rows: data.rows(),
@@ -124,6 +166,7 @@ pub(super) async fn publish(
                 schema: Arc::clone(data.schema()),
                 primary_key: data.key_names(),
                 refresh_sql,
+                position,
             };
             store.write(&change, &checkpoint)?;
         }

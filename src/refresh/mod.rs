@@ -7,6 +7,7 @@
 //! and to [`metrics`]; it never serves queries.
 
 mod append;
+mod changes;
 mod full;
 mod persisted;
 mod retention;
@@ -91,6 +92,10 @@ pub async fn run(
     shutdown: CancellationToken,
 ) {
     let acceleration = &dataset.config.acceleration;
+    if acceleration.refresh_mode == RefreshMode::Changes {
+        changes::run(dataset, partitions, shutdown).await;
+        return;
+    }
     if acceleration.refresh_mode == RefreshMode::Snapshot {
         match snapshots {
             Some(setup) => snapshot::run(dataset, setup, partitions, shutdown).await,
@@ -561,6 +566,7 @@ impl Refresher {
             primary_key,
             &filter,
             expected.as_ref(),
+            None,
         )
         .await?;
         self.dataset.loaded_with(refresh_sql);

@@ -10,8 +10,10 @@ mod duckdb;
 mod file;
 mod mysql;
 mod objects;
+pub mod pg_stream;
 pub mod pgoutput;
 mod postgres;
+pub mod slots;
 mod sqlite;
 mod time;
 

@@ -117,16 +117,69 @@ impl PostgresSource {
         schema: &str,
         table: &str,
     ) -> Result<Self, SourceError> {
+        Self::connect_with(dataset, params, schema, table, None).await
+    }
+
+    /// Connects on one connection whose transaction reads the snapshot
+    /// `snapshot` exported (a new replication slot's), so that everything
+    /// this source reads is the table as of that snapshot. The source
+    /// reads the table once: its connection is held in that transaction.
+    pub async fn connect_at_snapshot(
+        dataset: String,
+        params: &PostgresParams,
+        schema: &str,
+        table: &str,
+        snapshot: &str,
+    ) -> Result<Self, SourceError> {
+        Self::connect_with(dataset, params, schema, table, Some(snapshot)).await
+    }
+
+    async fn connect_with(
+        dataset: String,
+        params: &PostgresParams,
+        schema: &str,
+        table: &str,
+        snapshot: Option<&str>,
+    ) -> Result<Self, SourceError> {
         super::check_root_cert("params.pg_sslrootcert", params.sslrootcert.as_deref()).map_err(
             |message| SourceError::Rejected {
                 dataset: dataset.clone(),
                 message,
             },
         )?;
-        let pool = PostgresConnectionPool::new(pool_params(params))
+        let mut settings = pool_params(params);
+        if snapshot.is_some() {
+            // One connection, so every read of the pool is in its transaction.
+            settings.insert(
+                "connection_pool_size".to_owned(),
+                SecretString::from("1".to_owned()),
+            );
+        }
+        let pool = PostgresConnectionPool::new(settings)
             .await
             .map_err(|e| SourceError::connect_failed(&dataset, &e))?
             .with_unsupported_type_action(UnsupportedTypeAction::Ignore);
+        if let Some(snapshot) = snapshot {
+            let connection = pool
+                .connect_direct()
+                .await
+                .map_err(|e| SourceError::connect_failed(&dataset, &e))?;
+            let begin = format!(
+                "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT '{}'",
+                snapshot.replace('\'', "''")
+            );
+            connection
+                .conn
+                .batch_execute(&begin)
+                .await
+                .map_err(|e| SourceError::Query {
+                    dataset: dataset.clone(),
+                    message: format!(
+                        "cannot read the table in the replication slot's snapshot: {}",
+                        super::with_causes(&e)
+                    ),
+                })?;
+        }
         let pool = Arc::new(pool);
         let (provider, columns, _) = describe_table(&dataset, &pool, schema, table).await?;
         let federated = super::federated_view(&dataset, provider, &columns)?;
@@ -372,7 +425,7 @@ async fn describe(
     })
 }
 
-fn quote_ident(name: &str) -> String {
+pub(super) fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 

@@ -2,10 +2,14 @@
 //! (`wal_level = logical`, set by tests/cdc/setup.sh).
 
 use std::process::Command;
+use std::sync::Arc;
 
 use pgaccel::source::pgoutput::{self, Datum, Lsn, Message, Old};
 
-use crate::support::SourceSchema;
+use crate::support::{
+    Endpoint, Process, SOURCE_DSN, Server, SourceSchema, connect, eventually, logs, simple_rows,
+    text_rows,
+};
 
 /// A publication and a logical replication slot of one test, dropped at the
 /// end (also when the test panics): a slot left behind would hold WAL.
@@ -207,4 +211,481 @@ async fn pgoutput_messages_of_the_real_postgres_decode() {
 
     // Nothing is decoded twice: the slot has moved on.
     assert!(slot.changes(&source).await.is_empty());
+}
+
+/// Drops the slot and publication a `refresh_mode: changes` dataset made,
+/// also when the test fails: the slot's stream is ended first (pgaccel may
+/// still hold it while the test unwinds).
+struct StreamObjects {
+    slot: String,
+    publication: String,
+}
+
+impl StreamObjects {
+    fn of(source: &SourceSchema) -> StreamObjects {
+        StreamObjects {
+            slot: format!("{}_slot", source.name),
+            publication: format!("{}_pub", source.name),
+        }
+    }
+
+    /// The dataset's `params` entries naming them.
+    fn params(&self) -> String {
+        format!(
+            "pg_replication_slot: {}, pg_publication: {}",
+            self.slot, self.publication
+        )
+    }
+}
+
+impl Drop for StreamObjects {
+    fn drop(&mut self) {
+        let _ = Command::new("psql")
+            .args(["-h", "127.0.0.1", "-U", "postgres", "-d", "test", "-q", "-c"])
+            .arg(format!(
+                "DO $$ BEGIN FOR i IN 1..100 LOOP BEGIN \
+                   PERFORM pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = '{slot}' AND active_pid IS NOT NULL; \
+                   PERFORM pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = '{slot}'; \
+                   EXIT; \
+                 EXCEPTION WHEN object_in_use THEN PERFORM pg_sleep(0.05); END; END LOOP; END $$; \
+                 DROP PUBLICATION IF EXISTS {publication}",
+                slot = self.slot,
+                publication = self.publication
+            ))
+            .output();
+    }
+}
+
+/// A `refresh_mode: changes` dataset of table `t` of `source`.
+fn changes_dataset(
+    source: &SourceSchema,
+    objects: &StreamObjects,
+    name: &str,
+    more: &str,
+) -> String {
+    format!(
+        "  - from: postgres:{schema}.t\n    name: {name}\n    params: {{ pg_host: 127.0.0.1, pg_port: 5432, pg_db: test, pg_user: postgres, pg_sslmode: disable, {params} }}\n    acceleration:\n      refresh_mode: changes\n{more}",
+        schema = source.name,
+        params = objects.params()
+    )
+}
+
+/// Waits until pgaccel answers `query` (over dataset `name`) exactly as
+/// PostgreSQL answers it over the source table, as text.
+async fn converges(server: &Endpoint, source: &SourceSchema, name: &str, query: &str) {
+    let replica = server.client().await;
+    let primary_query = query.replace("{table}", &format!("{}.t", source.name));
+    let replica_query = query.replace("{table}", name);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let expected = simple_rows(&source.client, &primary_query).await;
+        let found = replica.simple_query(&replica_query).await.map(text_rows);
+        match found {
+            Ok(found) if found == expected => return,
+            found => {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{replica_query}: pgaccel still answers {found:?}, PostgreSQL {expected:?}; status {}; log:\n{}",
+                    server.dataset_status(name).await,
+                    dataset_log(name)
+                );
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// The lines of the log that name dataset `name`.
+fn dataset_log(name: &str) -> String {
+    logs()
+        .into_iter()
+        .filter(|line| line.contains(name))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+const TYPED_TABLE: &str = "CREATE TABLE {schema}.t (
+    id int8 PRIMARY KEY, name text, amount numeric(12,2), ratio float8, flag bool,
+    day date, local timestamp, at timestamptz, raw bytea, tags int4[], doc jsonb,
+    ref uuid, span interval, big text)";
+
+const TYPED_DUMP: &str = "SELECT id, name, amount, ratio, flag, day, local, at, raw, tags, doc, ref, span, length(big) FROM {table} ORDER BY id";
+
+/// The copy and every kind of change, each step compared with
+/// PostgreSQL's own answer: inserts, updates (of a TOASTed row without
+/// touching its large value, and of the key), deletes, a transaction of
+/// several statements, a truncate. The status shows the applied position
+/// and the metrics count the changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_mode_follows_every_kind_of_change() {
+    let source = SourceSchema::create("changes").await;
+    let objects = StreamObjects::of(&source);
+    source.execute(TYPED_TABLE).await;
+    source
+        .execute(
+            "INSERT INTO {schema}.t SELECT g, 'row ' || g, g * 1.25, g / 3.0, g % 2 = 0,
+                 date '2024-01-01' + g, timestamp '2024-01-01 10:00:00.5' + g * interval '1 hour',
+                 timestamptz '2024-01-01 10:00:00+02' + g * interval '1 minute', decode('00ff' || lpad(g::text, 4, '0'), 'hex'),
+                 ARRAY[g, -g], jsonb_build_object('g', g, 'list', jsonb_build_array(1, 'two')),
+                 md5(g::text)::uuid, make_interval(0, 1, 0, g, 4, 5, 6.5), NULL
+             FROM generate_series(1, 50) g",
+        )
+        .await;
+    let name = "followed";
+    let server = Server::start(&changes_dataset(&source, &objects, name, "")).await;
+    server
+        .wait_for_status(name, |s| {
+            s["status"] == "Ready" || s["error_message"].is_string()
+        })
+        .await;
+    converges(&server, &source, name, TYPED_DUMP).await;
+    let status = server
+        .wait_for_status(name, |s| s["changes"]["position"].is_string())
+        .await;
+    assert_eq!(status["status"], "Ready", "{status}");
+    // The stream is applied on its own default-priority threads.
+    let threads: Vec<String> = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("comm")).ok())
+        .map(|name| name.trim_end().to_owned())
+        .collect();
+    assert!(
+        // Thread names are cut to 15 bytes.
+        threads
+            .iter()
+            .any(|name| name.starts_with("cdc-apply-work")),
+        "{threads:?}"
+    );
+
+    for step in [
+        "INSERT INTO {schema}.t (id, name, big) SELECT 100, 'toasted', string_agg(md5(g::text), '') FROM generate_series(1, 3000) g",
+        "INSERT INTO {schema}.t (id, name, amount, day, at, tags, doc, span) VALUES (101, 'odd values', -0.01, '0044-03-15 BC', '1969-12-31 23:59:59.999999-08', '{}', '\"text\"', '-1 year -2 days')",
+        "UPDATE {schema}.t SET name = 'updated, big kept' WHERE id = 100",
+        "UPDATE {schema}.t SET id = 1000, ratio = 'NaN' WHERE id = 1",
+        "DELETE FROM {schema}.t WHERE id BETWEEN 10 AND 20",
+        "BEGIN; INSERT INTO {schema}.t (id, name) VALUES (200, 'first'); UPDATE {schema}.t SET name = 'second' WHERE id = 200; UPDATE {schema}.t SET flag = NULL WHERE id < 5; DELETE FROM {schema}.t WHERE id = 2; COMMIT",
+    ] {
+        source.execute(step).await;
+        converges(&server, &source, name, TYPED_DUMP).await;
+    }
+    source
+        .execute("TRUNCATE {schema}.t; INSERT INTO {schema}.t (id, name) VALUES (7, 'after the truncate')")
+        .await;
+    converges(&server, &source, name, TYPED_DUMP).await;
+    // A key lookup finds the row a change inserted (the index follows).
+    let replica = server.client().await;
+    let found = simple_rows(&replica, &format!("SELECT name FROM {name} WHERE id = 7")).await;
+    assert_eq!(found, [[Some("after the truncate".to_owned())]]);
+
+    let status = server.dataset_status(name).await;
+    let position: String = status["changes"]["position"].as_str().unwrap().to_owned();
+    let flushed: String = source
+        .client
+        .query_one(
+            "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1",
+            &[&objects.slot],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(!position.is_empty() && !flushed.is_empty(), "{status}");
+    let (_, metrics) = server.get("/metrics").await;
+    for op in ["insert", "update", "delete", "truncate"] {
+        assert!(
+            metrics.lines().any(|line| line
+                .starts_with("dataset_acceleration_changes_applied_total")
+                && line.contains(&format!("op=\"{op}\""))
+                && line.contains(name)),
+            "no {op} count in\n{metrics}"
+        );
+    }
+    server.runtime.shutdown().await;
+}
+
+/// Rows written while the table is being copied (at the start, and again
+/// for an on-demand refresh while the stream goes on) are all there once
+/// the writer stops: each copy and the stream meet with nothing lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_written_during_the_copy_are_not_lost() {
+    let source = SourceSchema::create("changes_copy").await;
+    let objects = StreamObjects::of(&source);
+    source
+        .execute("CREATE TABLE {schema}.t (id int8 PRIMARY KEY, n int8 NOT NULL)")
+        .await;
+    source
+        .execute("INSERT INTO {schema}.t SELECT g, 0 FROM generate_series(1, 200000) g")
+        .await;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let stop = Arc::clone(&stop);
+        let schema = source.name.clone();
+        tokio::spawn(async move {
+            let client = connect(SOURCE_DSN).await;
+            let mut next = 1_000_000i64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                client
+                    .batch_execute(&format!(
+                        "INSERT INTO {schema}.t VALUES ({next}, 1); UPDATE {schema}.t SET n = n + 1 WHERE id = {}",
+                        next % 200_000 + 1
+                    ))
+                    .await
+                    .unwrap();
+                next += 1;
+            }
+            next - 1_000_000
+        })
+    };
+    let name = "copied_while_written";
+    let server = Server::start(&changes_dataset(&source, &objects, name, "")).await;
+    server.wait_ready().await;
+    // An on-demand refresh copies the table again while the writer goes
+    // on and the stream keeps applying; what it applies meanwhile is
+    // replayed on the new copy.
+    let (status, body) = server
+        .post(&format!("/v1/datasets/{name}/acceleration/refresh"))
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !logs()
+        .iter()
+        .any(|line| line.contains(name) && line.contains("copied the table again"))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the copy taken while streaming did not replace the served rows: {}\n{}",
+            server.dataset_status(name).await,
+            dataset_log(name)
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let written = writer.await.unwrap();
+    assert!(written > 0, "the writer wrote nothing");
+    converges(
+        &server,
+        &source,
+        name,
+        "SELECT count(*), sum(id), sum(n), count(*) FILTER (WHERE n > 0) FROM {table}",
+    )
+    .await;
+    server.runtime.shutdown().await;
+}
+
+/// A file acceleration keeps its stream position: after a restart it
+/// serves its rows and resumes the slot where it stopped, applying what
+/// was committed meanwhile, without copying the table again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_acceleration_resumes_its_stream_after_a_restart() {
+    for engine in ["duckdb", "sqlite"] {
+        let source = SourceSchema::create(&format!("changes_resume_{engine}")).await;
+        let objects = StreamObjects::of(&source);
+        source
+            .execute("CREATE TABLE {schema}.t (id int8 PRIMARY KEY, name text)")
+            .await;
+        source
+            .execute("INSERT INTO {schema}.t SELECT g, 'row ' || g FROM generate_series(1, 100) g")
+            .await;
+        let folder = tempfile::tempdir().unwrap();
+        let file = folder.path().join(format!("t.{engine}.db"));
+        let name = format!("resumed_{engine}");
+        let config = changes_dataset(
+            &source,
+            &objects,
+            &name,
+            &format!(
+                "      engine: {engine}\n      mode: file\n      params: {{ {engine}_file: '{}' }}\n",
+                file.display()
+            ),
+        );
+        let dump = "SELECT id, name FROM {table} ORDER BY id";
+        let server = Server::start(&config).await;
+        server.wait_ready().await;
+        source
+            .execute("UPDATE {schema}.t SET name = 'before the restart' WHERE id <= 10")
+            .await;
+        converges(&server, &source, &name, dump).await;
+        server.runtime.shutdown().await;
+
+        source
+            .execute("DELETE FROM {schema}.t WHERE id > 90; INSERT INTO {schema}.t VALUES (500, 'while down'); UPDATE {schema}.t SET name = 'while down' WHERE id = 1")
+            .await;
+        let copies_before = copies(&name);
+        let server = Server::start(&config).await;
+        server.wait_ready().await;
+        converges(&server, &source, &name, dump).await;
+        assert_eq!(
+            copies(&name),
+            copies_before,
+            "{engine}: the restart copied the table again instead of resuming"
+        );
+        assert!(
+            logs()
+                .iter()
+                .any(|line| line.contains(&name) && line.contains("resuming its change stream")),
+            "{engine}: no resume in the log"
+        );
+        source
+            .execute("INSERT INTO {schema}.t VALUES (501, 'after the restart')")
+            .await;
+        converges(&server, &source, &name, dump).await;
+        server.runtime.shutdown().await;
+    }
+}
+
+/// How many times dataset `name` copied its table, by the log.
+fn copies(name: &str) -> usize {
+    logs()
+        .iter()
+        .filter(|line| {
+            line.contains(name)
+                && line.contains("copied the table in the replication slot's snapshot")
+        })
+        .count()
+}
+
+/// What stops a stream is reported with what to change: a table without a
+/// replica identity, a role that may not replicate, a column added to the
+/// table while it streams (the dataset keeps serving its last state).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_stops_a_stream_is_reported_with_the_fix() {
+    let source = SourceSchema::create("changes_refused").await;
+    let objects = StreamObjects::of(&source);
+    source
+        .execute("CREATE TABLE {schema}.t (id int8, name text)")
+        .await;
+    let name = "keyless";
+    let server = Server::start(&changes_dataset(&source, &objects, name, "")).await;
+    let status = server
+        .wait_for_status(name, |s| s["status"] == "Error")
+        .await;
+    let message = status["error_message"].as_str().unwrap();
+    assert!(message.contains("REPLICA IDENTITY FULL"), "{message}");
+    server.runtime.shutdown().await;
+
+    let role = format!("{}_reader", source.name);
+    source
+        .execute(&format!(
+            "CREATE ROLE {role} LOGIN; GRANT USAGE ON SCHEMA {{schema}} TO {role}; ALTER TABLE {{schema}}.t ADD PRIMARY KEY (id); GRANT SELECT ON {{schema}}.t TO {role}"
+        ))
+        .await;
+    let entry = changes_dataset(&source, &objects, "unprivileged", "")
+        .replace("pg_user: postgres", &format!("pg_user: {role}"));
+    let server = Server::start(&entry).await;
+    let status = server
+        .wait_for_status("unprivileged", |s| s["status"] == "Error")
+        .await;
+    let message = status["error_message"].as_str().unwrap().to_owned();
+    server.runtime.shutdown().await;
+    source
+        .execute(&format!("REVOKE ALL ON SCHEMA {{schema}} FROM {role}; REVOKE ALL ON {{schema}}.t FROM {role}; DROP ROLE {role}"))
+        .await;
+    assert!(
+        message.contains(&format!("ALTER ROLE \"{role}\" REPLICATION")),
+        "{message}"
+    );
+
+    source
+        .execute("INSERT INTO {schema}.t VALUES (1, 'one')")
+        .await;
+    let name = "reshaped";
+    let server = Server::start(&changes_dataset(&source, &objects, name, "")).await;
+    server.wait_ready().await;
+    converges(&server, &source, name, "SELECT * FROM {table} ORDER BY id").await;
+    source
+        .execute("ALTER TABLE {schema}.t ADD COLUMN extra int; INSERT INTO {schema}.t VALUES (2, 'two', 2)")
+        .await;
+    let status = server
+        .wait_for_status(name, |s| s["status"] == "Error")
+        .await;
+    let message = status["error_message"].as_str().unwrap();
+    assert!(message.contains("column \"extra\" was added"), "{message}");
+    // Still served, as it was.
+    let replica = server.client().await;
+    assert_eq!(
+        simple_rows(&replica, &format!("SELECT id, name FROM {name}")).await,
+        [[Some("1".to_owned()), Some("one".to_owned())]]
+    );
+    server.runtime.shutdown().await;
+}
+
+/// A dataset removed from the configuration: its slot is dropped at the
+/// next start with `drop_slot_on_remove: true`, and left (named in a
+/// warning) without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removed_dataset_drops_its_slot_only_when_asked() {
+    let source = SourceSchema::create("changes_removed").await;
+    let dropped = StreamObjects {
+        slot: format!("{}_dropped", source.name),
+        publication: format!("{}_pub_dropped", source.name),
+    };
+    let left = StreamObjects {
+        slot: format!("{}_left", source.name),
+        publication: format!("{}_pub_left", source.name),
+    };
+    source
+        .execute("CREATE TABLE {schema}.t (id int8 PRIMARY KEY); CREATE TABLE {schema}.u (id int8 PRIMARY KEY)")
+        .await;
+    let entry = |table: &str, name: &str, objects: &StreamObjects, extra: &str| {
+        format!(
+            "  - from: postgres:{schema}.{table}\n    name: {name}\n    params: {{ pg_host: 127.0.0.1, pg_port: 5432, pg_db: test, pg_user: postgres, pg_sslmode: disable, {params}{extra} }}\n    acceleration:\n      refresh_mode: changes\n",
+            schema = source.name,
+            params = objects.params()
+        )
+    };
+    let folder = tempfile::tempdir().unwrap();
+    let both = format!(
+        "{}{}",
+        entry(
+            "t",
+            "dropped_on_remove",
+            &dropped,
+            ", drop_slot_on_remove: true"
+        ),
+        entry("u", "left_on_remove", &left, "")
+    );
+    let process = Process::start(folder.path(), "", &both);
+    process.wait_ready().await;
+    for name in ["dropped_on_remove", "left_on_remove"] {
+        process
+            .wait_for_status(name, |s| s["changes"]["position"].is_string())
+            .await;
+    }
+    process.terminate();
+    drop(process);
+
+    let slot_exists = |slot: String| {
+        let client = &source.client;
+        async move {
+            client
+                .query_opt(
+                    "SELECT 1 FROM pg_replication_slots WHERE slot_name = $1",
+                    &[&slot],
+                )
+                .await
+                .unwrap()
+                .is_some()
+        }
+    };
+    assert!(slot_exists(dropped.slot.clone()).await && slot_exists(left.slot.clone()).await);
+    // Only a full-refresh dataset of the same source remains.
+    let remaining = source.dataset("t", "still_here", "");
+    let process = Process::start(folder.path(), "", &remaining);
+    process.wait_ready().await;
+    eventually("the removed dataset's slot is dropped", || {
+        let slot = dropped.slot.clone();
+        let exists = slot_exists(slot);
+        async move { !exists.await }
+    })
+    .await;
+    assert!(
+        slot_exists(left.slot.clone()).await,
+        "a slot without drop_slot_on_remove is kept"
+    );
+    eventually("a warning names the slot left behind", || {
+        let found = process.log_text().contains(&left.slot)
+            && process.log_text().contains("is left on the source");
+        async move { found }
+    })
+    .await;
 }

@@ -72,7 +72,7 @@ fn check_refuses_keys_that_are_not_implemented_yet() {
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(
         file.path(),
-        "datasets:\n  - from: postgres:public.a\n    name: a\n    params: { pg_db: test, pg_user: postgres }\n    time_column: t\n    acceleration:\n      refresh_mode: changes\n",
+        "datasets:\n  - from: postgres:public.a\n    name: a\n    params: { pg_db: test, pg_user: postgres }\n    time_column: t\n    acceleration:\n      refresh_mode: caching\n",
     )
     .unwrap();
     let (ok, out) = pgaccel(&["check", "-c", file.path().to_str().unwrap()]);
