@@ -76,7 +76,19 @@ pub fn value_text(
         }
         DataType::List(_) => {
             let values = array.as_list::<i32>().value(row);
-            list(&values, vector)
+            if !vector && prints_by_settings(values.data_type()) {
+                let items = (0..values.len())
+                    .map(|index| {
+                        Ok(match value_text(&values, index, output, false)? {
+                            Some(item) => quote_array_item(&item),
+                            None => "NULL".to_owned(),
+                        })
+                    })
+                    .collect::<Result<Vec<_>, PgError>>()?;
+                format!("{{{}}}", items.join(","))
+            } else {
+                list(&values, vector)
+            }
         }
         DataType::Binary | DataType::LargeBinary | DataType::BinaryView => {
             let bytes = temporal::bytes(array, row).ok_or_else(unsupported)?;
@@ -94,6 +106,23 @@ pub fn value_text(
         _ => return Err(unsupported()),
     };
     Ok(Some(text))
+}
+
+/// Whether values of `data_type` print by the session's settings (and
+/// PostgreSQL's own spellings, such as `Infinity`), so that an array of
+/// them prints its elements through [`value_text`] too.
+pub fn prints_by_settings(data_type: &DataType) -> bool {
+    matches!(
+        data_type,
+        DataType::Float32
+            | DataType::Float64
+            | DataType::Timestamp(..)
+            | DataType::Time32(_)
+            | DataType::Time64(_)
+            | DataType::Date32
+            | DataType::Date64
+            | DataType::Interval(_)
+    )
 }
 
 /// The `date` PostgreSQL calls `infinity`, after every other date. Arrow

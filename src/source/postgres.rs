@@ -34,7 +34,9 @@ const TYPES_KEPT_AS_METADATA: &[&str] = &[
 
 /// Types the table provider reads natively except for some values, read as
 /// the text PostgreSQL prints and parsed back into the provider's Arrow
-/// type: `timestamp`, whose values before 1970 the provider drops.
+/// type: `timestamp`, whose values before 1970 the provider drops. Arrays
+/// are parsed back too: the provider fails on an array holding a NULL
+/// element (see [`ArrayFromText`]).
 const PARSED_BACK: &[&str] = &["timestamp"];
 
 /// Whether the table provider reads a `numeric` of this type modifier
@@ -404,6 +406,7 @@ async fn describe(
                 type_name: row.get(1),
                 native: kind == "e" || READ_NATIVELY.contains(&read_as.as_str()),
                 parsed_back: PARSED_BACK.contains(&read_as.as_str())
+                    || read_as.starts_with('_')
                     || (read_as == "numeric" && !exact_numeric(row.get(2))),
                 typmod: row.get(2),
                 not_null: row.get(3),
@@ -608,6 +611,9 @@ impl TableProvider for TextCastTable {
         filters: &[datafusion::logical_expr::Expr],
         limit: Option<usize>,
     ) -> datafusion::error::Result<Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
+        use datafusion::common::config::ConfigOptions;
+        use datafusion::logical_expr::ScalarUDF;
+        use datafusion::physical_expr::ScalarFunctionExpr;
         use datafusion::physical_expr::expressions::{CastExpr, Column};
         use datafusion::physical_plan::projection::ProjectionExec;
         let sql = self.cast_columns(&self.inner.scan_to_sql(projection, filters, limit)?)?;
@@ -633,15 +639,90 @@ impl TableProvider for TextCastTable {
             .map(|(index, field)| {
                 let column: Arc<dyn datafusion::physical_plan::PhysicalExpr> =
                     Arc::new(Column::new(field.name(), index));
-                let expr: Arc<dyn datafusion::physical_plan::PhysicalExpr> =
-                    if self.parsed_back.contains(field.name()) {
-                        Arc::new(CastExpr::new(column, field.data_type().clone(), None))
-                    } else {
-                        column
-                    };
+                let expr: Arc<dyn datafusion::physical_plan::PhysicalExpr> = match field.data_type()
+                {
+                    _ if !self.parsed_back.contains(field.name()) => column,
+                    DataType::List(_) => Arc::new(ScalarFunctionExpr::new(
+                        ArrayFromText::NAME,
+                        Arc::new(ScalarUDF::new_from_impl(ArrayFromText::new(field))),
+                        vec![column],
+                        Arc::clone(field),
+                        Arc::new(ConfigOptions::default()),
+                    )),
+                    data_type => Arc::new(CastExpr::new(column, data_type.clone(), None)),
+                };
                 (expr, field.name().clone())
             })
             .collect::<Vec<_>>();
         Ok(Arc::new(ProjectionExec::try_new(exprs, read)?))
+    }
+}
+
+/// Parses an array column read as the text PostgreSQL prints for it
+/// (`{1,NULL,3}`) into the list the table provider's own type gives it.
+/// The provider decodes arrays through tokio-postgres's `Vec<T>`, which
+/// cannot hold a NULL element, so a table with one would not load.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct ArrayFromText {
+    /// The column, as a list field.
+    target: Field,
+    signature: datafusion::logical_expr::Signature,
+}
+
+impl ArrayFromText {
+    const NAME: &str = "pgaccel_array_from_text";
+
+    fn new(target: &Field) -> Self {
+        ArrayFromText {
+            target: target.clone(),
+            signature: datafusion::logical_expr::Signature::exact(
+                vec![DataType::Utf8],
+                datafusion::logical_expr::Volatility::Immutable,
+            ),
+        }
+    }
+}
+
+impl datafusion::logical_expr::ScalarUDFImpl for ArrayFromText {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn signature(&self) -> &datafusion::logical_expr::Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _: &[DataType]) -> datafusion::error::Result<DataType> {
+        Ok(self.target.data_type().clone())
+    }
+
+    fn invoke_with_args(
+        &self,
+        args: datafusion::logical_expr::ScalarFunctionArgs,
+    ) -> datafusion::error::Result<datafusion::logical_expr::ColumnarValue> {
+        use datafusion::arrow::array::{Array, AsArray, new_empty_array};
+        use datafusion::common::ScalarValue;
+        let texts = args.args[0].to_array(args.number_rows)?;
+        if texts.is_empty() {
+            return Ok(datafusion::logical_expr::ColumnarValue::Array(
+                new_empty_array(self.target.data_type()),
+            ));
+        }
+        let texts = texts.as_string::<i32>();
+        let values = texts
+            .iter()
+            .map(|text| match text {
+                None => ScalarValue::try_from(self.target.data_type()),
+                Some(text) => super::pg_stream::parse_text(text, &self.target).map_err(|e| {
+                    datafusion::error::DataFusionError::Execution(format!(
+                        "column \"{}\": cannot read the array {text}: {e}",
+                        self.target.name()
+                    ))
+                }),
+            })
+            .collect::<datafusion::error::Result<Vec<_>>>()?;
+        Ok(datafusion::logical_expr::ColumnarValue::Array(
+            ScalarValue::iter_to_array(values)?,
+        ))
     }
 }

@@ -171,9 +171,14 @@ fn column_kind(field: &Field, pg_field: &FieldInfo) -> ColumnKind {
     if forwarded_type(field).is_some() {
         return ColumnKind::Forwarded;
     }
-    if let DataType::List(_) = field.data_type() {
-        // Vectors print space-separated; other lists as array literals.
-        return if list_type(field).is_some() && pg_field.format() == FieldFormat::Text {
+    if let DataType::List(element) = field.data_type() {
+        // Vectors print space-separated; other lists as array literals,
+        // through arrow-pg unless their elements print by the session's
+        // settings (floats, dates and times).
+        let by_settings = crate::query::text::prints_by_settings(element.data_type());
+        return if (list_type(field).is_some() || by_settings)
+            && pg_field.format() == FieldFormat::Text
+        {
             ColumnKind::PgText
         } else {
             ColumnKind::Default

@@ -326,7 +326,7 @@ async fn changes_mode_follows_every_kind_of_change() {
             "INSERT INTO {schema}.t SELECT g, 'row ' || g, g * 1.25, g / 3.0, g % 2 = 0,
                  date '2024-01-01' + g, timestamp '2024-01-01 10:00:00.5' + g * interval '1 hour',
                  timestamptz '2024-01-01 10:00:00+02' + g * interval '1 minute', decode('00ff' || lpad(g::text, 4, '0'), 'hex'),
-                 ARRAY[g, -g], jsonb_build_object('g', g, 'list', jsonb_build_array(1, 'two')),
+                 ARRAY[g, NULL, -g], jsonb_build_object('g', g, 'list', jsonb_build_array(1, 'two')),
                  md5(g::text)::uuid, make_interval(0, 1, 0, g, 4, 5, 6.5), NULL
              FROM generate_series(1, 50) g",
         )

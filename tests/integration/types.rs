@@ -181,17 +181,20 @@ type RawRow = (Vec<Type>, Vec<Option<Vec<u8>>>);
 /// search, ranges, timetz, money, arrays of dates, ...) are read as the text
 /// PostgreSQL prints for them, so the table loads and prints the same; a
 /// `refresh_sql` filter on such a column compares that text in PostgreSQL.
+/// Arrays the reader does convert load with NULL elements too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn other_types_read_as_postgres_prints_them() {
     let source = SourceSchema::create("oddtypes").await;
     source
         .execute(
             "CREATE TABLE {schema}.odd (id int4 PRIMARY KEY, doc tsvector, span int4range, at timetz,
-               cost money, days date[], spot point, flags bit(3), addr inet);
+               cost money, days date[], spot point, flags bit(3), addr inet,
+               ints int4[], words text[], reals float8[]);
              INSERT INTO {schema}.odd VALUES
-               (1, 'a fat cat', '[1,5)', '12:34:56+02', 12.5, '{2024-01-01,NULL}', '(1,2)', B'101', '::1'),
-               (2, '', 'empty', '00:00:00-11:30', -1, '{}', '(0,0)', B'000', '10.0.0.1/8'),
-               (3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);",
+               (1, 'a fat cat', '[1,5)', '12:34:56+02', 12.5, '{2024-01-01,NULL}', '(1,2)', B'101', '::1',
+                '{1,NULL,-3}', '{\"a b\",NULL,\"NULL\",\"q\\\"uote\",\"\"}', '{NaN,-Infinity,0.5}'),
+               (2, '', 'empty', '00:00:00-11:30', -1, '{}', '(0,0)', B'000', '10.0.0.1/8', '{}', '{}', '{NULL}'),
+               (3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);",
         )
         .await;
     let datasets = [
