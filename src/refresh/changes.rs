@@ -271,35 +271,57 @@ impl Follower {
         let started = std::time::Instant::now();
         self.dataset.refresh_started();
         let slot = pg_stream::create_slot(&name, &self.params, &self.names).await?;
-        let source = Source::Postgres(
-            pg_stream::copy_source(&name, &self.params, &self.schema, &self.table, &slot).await?,
-        );
         let filter = ReadFilter {
             refresh_sql: self.dataset.refresh_sql(),
             since: None,
             floor: None,
         };
+        let copied = async {
+            let source = Source::Postgres(
+                pg_stream::copy_source(&name, &self.params, &self.schema, &self.table, &slot)
+                    .await?,
+            );
+            // Dropping the source at the end ends the copy's transaction
+            // (and its snapshot).
+            let data = full::read(
+                &source,
+                &name,
+                self.partitions,
+                &self.dataset.config.acceleration.primary_key,
+                &filter,
+                None,
+            )
+            .await?;
+            require_key(&data, &name, &self.schema, &self.table)?;
+            Ok::<_, RefreshError>(data)
+        }
+        .await;
+        let data = match copied {
+            Ok(data) => data,
+            Err(error) => {
+                // The next attempt makes a new slot; this one would only
+                // keep WAL meanwhile.
+                slot.close();
+                if let Err(e) = pg_stream::drop_slot(&name, &self.params, &self.names.slot).await {
+                    warn!(dataset = %name, "cannot drop the replication slot of the failed copy: {e}");
+                }
+                return Err(error);
+            }
+        };
+        let target = Arc::clone(data.schema());
         let acceleration = &self.dataset.acceleration;
         acceleration.settled().await;
-        let (published, data) = full::run(
-            &source,
+        let change = Change::Replace(data.batches());
+        let (published, _) = full::publish_at(
             acceleration,
-            self.partitions,
-            &self.dataset.config.acceleration.primary_key,
-            &filter,
-            None,
+            data,
+            change,
+            full::refresh_sql_text(&filter),
+            full::now(),
             Some(slot.consistent_point.to_string()),
         )
         .await?;
-        // Ends the copy's transaction (and its snapshot).
-        drop(source);
         self.dataset.loaded_with(full::refresh_sql_text(&filter));
-        if data.primary_key().is_none() {
-            return Err(RefreshError::Register(format!(
-                "dataset '{name}' uses refresh_mode: changes, which applies each change to the row with the same key, but {}.{} has no primary key: add one at the source, or set acceleration.primary_key",
-                self.schema, self.table
-            )));
-        }
         metrics::refresh_succeeded(
             &name,
             published.completed.timestamp_millis(),
@@ -311,7 +333,6 @@ impl Follower {
         self.dataset.refresh_succeeded(published.completed, None);
         info!(dataset = %name, rows = published.rows, position = %slot.consistent_point, "copied the table in the replication slot's snapshot in {:.3}s; streaming its changes", started.elapsed().as_secs_f64());
         self.position = Some(slot.consistent_point);
-        let target = Arc::clone(data.schema());
         Ok(slot
             .start(&name, target, prepared, self.all_columns())
             .await?)
@@ -542,6 +563,22 @@ impl Follower {
     }
 }
 
+/// A copy must be indexed by a key: each change is applied to the row with
+/// the same key.
+fn require_key(
+    data: &TableData,
+    dataset: &str,
+    schema: &str,
+    table: &str,
+) -> Result<(), RefreshError> {
+    if data.primary_key().is_some() {
+        return Ok(());
+    }
+    Err(RefreshError::Register(format!(
+        "dataset '{dataset}' uses refresh_mode: changes, which applies each change to the row with the same key, but {schema}.{table} has no primary key: add one at the source, or set acceleration.primary_key"
+    )))
+}
+
 /// What [`copy_aside`] needs.
 struct Aside {
     dataset: String,
@@ -584,12 +621,7 @@ async fn copy_aside(aside: Aside) -> Result<(TableData, Lsn, Duration), RefreshE
         None,
     )
     .await?;
-    if data.primary_key().is_none() {
-        return Err(RefreshError::Register(format!(
-            "dataset '{}' uses refresh_mode: changes, but the copy of {}.{} has no primary key",
-            aside.dataset, aside.schema, aside.table
-        )));
-    }
+    require_key(&data, &aside.dataset, &aside.schema, &aside.table)?;
     Ok((data, at, started.elapsed()))
 }
 

@@ -689,3 +689,103 @@ async fn a_removed_dataset_drops_its_slot_only_when_asked() {
     })
     .await;
 }
+
+/// The stream survives its connection: when the source ends it (here the
+/// walsender is terminated), pgaccel reconnects and resumes the slot from
+/// the last applied position, applying what was committed meanwhile once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_stream_resumes_where_it_stopped() {
+    let source = SourceSchema::create("changes_lost").await;
+    let objects = StreamObjects::of(&source);
+    source
+        .execute("CREATE TABLE {schema}.t (id int8 PRIMARY KEY, n int8 NOT NULL); INSERT INTO {schema}.t SELECT g, 0 FROM generate_series(1, 100) g")
+        .await;
+    let name = "lost_stream";
+    let server = Server::start(&changes_dataset(&source, &objects, name, "")).await;
+    server.wait_ready().await;
+    let dump = "SELECT count(*), sum(n) FROM {table}";
+    source
+        .execute("UPDATE {schema}.t SET n = n + 1 WHERE id <= 50")
+        .await;
+    converges(&server, &source, name, dump).await;
+    let ended: i64 = source
+        .client
+        .query_one(
+            "SELECT count(pg_terminate_backend(active_pid)) FROM pg_replication_slots WHERE slot_name = $1 AND active_pid IS NOT NULL",
+            &[&objects.slot],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(ended, 1, "the stream's connection was not found");
+    // Committed while no stream runs: applied once the stream resumes.
+    source
+        .execute("UPDATE {schema}.t SET n = n + 10 WHERE id > 50; INSERT INTO {schema}.t VALUES (1000, 7)")
+        .await;
+    converges(&server, &source, name, dump).await;
+    assert_eq!(
+        copies(name),
+        1,
+        "the lost stream was resumed, not copied again"
+    );
+    server.runtime.shutdown().await;
+}
+
+/// A table without a primary key streams with `REPLICA IDENTITY FULL` and
+/// the key given as `acceleration.primary_key`; without that key the
+/// dataset says what to set, and drops the slot it made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_without_a_primary_key_streams_by_the_configured_key() {
+    let source = SourceSchema::create("changes_full_identity").await;
+    let objects = StreamObjects::of(&source);
+    source
+        .execute("CREATE TABLE {schema}.t (code text NOT NULL, n int8); ALTER TABLE {schema}.t REPLICA IDENTITY FULL; INSERT INTO {schema}.t VALUES ('a', 1), ('b', 2)")
+        .await;
+    let name = "keyed_by_config";
+    let server = Server::start(&changes_dataset(
+        &source,
+        &objects,
+        name,
+        "      primary_key: code\n",
+    ))
+    .await;
+    server.wait_ready().await;
+    let dump = "SELECT code, n FROM {table} ORDER BY code";
+    for step in [
+        "UPDATE {schema}.t SET n = 20 WHERE code = 'b'",
+        "UPDATE {schema}.t SET code = 'c' WHERE code = 'a'",
+        "DELETE FROM {schema}.t WHERE code = 'b'; INSERT INTO {schema}.t VALUES ('d', NULL)",
+    ] {
+        source.execute(step).await;
+        converges(&server, &source, name, dump).await;
+    }
+    server.runtime.shutdown().await;
+
+    let name = "keyless_full_identity";
+    let server = Server::start(&changes_dataset(&source, &objects, name, "")).await;
+    let status = server
+        .wait_for_status(name, |s| s["error_message"].is_string())
+        .await;
+    let message = status["error_message"].as_str().unwrap();
+    assert!(
+        message.contains("has no primary key") && message.contains("acceleration.primary_key"),
+        "{message}"
+    );
+    // The slot made for the copy does not stay behind to keep WAL.
+    eventually("the failed copy's slot is dropped", || {
+        let slot = objects.slot.clone();
+        let client = &source.client;
+        async move {
+            client
+                .query_opt(
+                    "SELECT 1 FROM pg_replication_slots WHERE slot_name = $1",
+                    &[&slot],
+                )
+                .await
+                .unwrap()
+                .is_none()
+        }
+    })
+    .await;
+    server.runtime.shutdown().await;
+}
