@@ -475,18 +475,7 @@ pub async fn create_slot(
     names: &Names,
 ) -> Result<NewSlot, SourceError> {
     drop_slot(dataset, params, &names.slot).await?;
-    let config = replication_config(dataset, params, names)?;
-    let mut client = ReplicationClient::connect_gated(config)
-        .await
-        .map_err(|e| stream_failed(dataset, e))?;
-    let rows = client
-        .simple_query(&format!(
-            "CREATE_REPLICATION_SLOT {} LOGICAL pgoutput EXPORT_SNAPSHOT",
-            quote_ident(&names.slot)
-        ))
-        .await
-        .map_err(|e| stream_failed(dataset, e))?;
-    let slot = new_slot(dataset, client, &rows)?;
+    let slot = exporting_slot(dataset, params, names, "").await?;
     info!(dataset, slot = %names.slot, consistent_point = %slot.consistent_point, "created the replication slot");
     super::slots::record(dataset, params, &names.slot).await;
     Ok(slot)
@@ -506,26 +495,29 @@ pub async fn create_copy_slot(
         slot: format!("{}_copy", &names.slot[..names.slot.len().min(58)]),
         publication: names.publication.clone(),
     };
-    let config = replication_config(dataset, params, &copy)?;
+    exporting_slot(dataset, params, &copy, "TEMPORARY ").await
+}
+
+/// Creates the slot `names.slot` (`kind`: empty, or `TEMPORARY `) on a new
+/// replication connection that stays open, and waits, with the snapshot
+/// the slot exported.
+async fn exporting_slot(
+    dataset: &str,
+    params: &PostgresParams,
+    names: &Names,
+    kind: &str,
+) -> Result<NewSlot, SourceError> {
+    let config = replication_config(dataset, params, names)?;
     let mut client = ReplicationClient::connect_gated(config)
         .await
         .map_err(|e| stream_failed(dataset, e))?;
     let rows = client
         .simple_query(&format!(
-            "CREATE_REPLICATION_SLOT {} TEMPORARY LOGICAL pgoutput EXPORT_SNAPSHOT",
-            quote_ident(&copy.slot)
+            "CREATE_REPLICATION_SLOT {} {kind}LOGICAL pgoutput EXPORT_SNAPSHOT",
+            quote_ident(&names.slot)
         ))
         .await
         .map_err(|e| stream_failed(dataset, e))?;
-    new_slot(dataset, client, &rows)
-}
-
-/// The slot `CREATE_REPLICATION_SLOT` answered with `rows`.
-fn new_slot(
-    dataset: &str,
-    client: ReplicationClient,
-    rows: &[pgwire_replication::QueryRow],
-) -> Result<NewSlot, SourceError> {
     let field = |index: usize| {
         rows.first()
             .and_then(|row| row.get(index).cloned().flatten())

@@ -197,20 +197,11 @@ fn column_kind(field: &Field, pg_field: &FieldInfo) -> ColumnKind {
     if matches!(field.data_type(), DataType::Decimal128(..)) {
         return ColumnKind::Numeric;
     }
-    let pg_text = matches!(
-        field.data_type(),
-        DataType::Float32
-            | DataType::Float64
-            | DataType::Timestamp(..)
-            | DataType::Time32(_)
-            | DataType::Time64(_)
-            | DataType::Date32
-            | DataType::Date64
-            | DataType::Interval(_)
-            | DataType::Binary
-            | DataType::LargeBinary
-            | DataType::BinaryView
-    );
+    let pg_text = crate::query::text::prints_by_settings(field.data_type())
+        || matches!(
+            field.data_type(),
+            DataType::Binary | DataType::LargeBinary | DataType::BinaryView
+        );
     if pg_text && pg_field.format() == FieldFormat::Text {
         ColumnKind::PgText
     } else {
