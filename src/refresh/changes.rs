@@ -505,6 +505,14 @@ impl Follower {
     /// position it is current to.
     async fn apply(&mut self, transactions: Vec<SourceTransaction>) -> Result<Lsn, RefreshError> {
         let name = self.dataset.name();
+        if transactions.iter().all(|t| t.changes.is_empty()) {
+            // Transactions of other tables of the publication: nothing to
+            // publish, and the stream moves past them.
+            let end = transactions.last().map(|t| t.end).unwrap_or_default();
+            self.position = Some(end);
+            self.report(end, 0);
+            return Ok(end);
+        }
         let acceleration = &self.dataset.acceleration;
         acceleration.settled().await;
         let held = acceleration

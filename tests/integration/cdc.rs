@@ -789,3 +789,37 @@ async fn a_table_without_a_primary_key_streams_by_the_configured_key() {
     .await;
     server.runtime.shutdown().await;
 }
+
+/// An existing publication of several tables: pgaccel uses it as it is,
+/// applies the changes of its own table and passes over the others'.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_publication_streams_only_the_datasets_table() {
+    let source = SourceSchema::create("changes_shared").await;
+    let objects = StreamObjects::of(&source);
+    source
+        .execute(&format!(
+            "CREATE TABLE {{schema}}.t (id int8 PRIMARY KEY, name text);
+             CREATE TABLE {{schema}}.other (id int8 PRIMARY KEY, name text);
+             CREATE PUBLICATION {} FOR TABLE {{schema}}.other, {{schema}}.t;
+             INSERT INTO {{schema}}.t VALUES (1, 'one')",
+            objects.publication
+        ))
+        .await;
+    let name = "shared_publication";
+    let server = Server::start(&changes_dataset(&source, &objects, name, "")).await;
+    server.wait_ready().await;
+    let dump = "SELECT id, name FROM {table} ORDER BY id";
+    for step in [
+        "INSERT INTO {schema}.other VALUES (1, 'elsewhere'); INSERT INTO {schema}.t VALUES (2, 'two')",
+        "BEGIN; INSERT INTO {schema}.other VALUES (2, 'elsewhere'); UPDATE {schema}.other SET name = 'x'; COMMIT",
+        "DELETE FROM {schema}.other; UPDATE {schema}.t SET name = 'uno' WHERE id = 1",
+        "TRUNCATE {schema}.other",
+        "INSERT INTO {schema}.t VALUES (3, 'after the others')",
+    ] {
+        source.execute(step).await;
+        converges(&server, &source, name, dump).await;
+    }
+    let status = server.dataset_status(name).await;
+    assert_eq!(status["status"], "Ready", "{status}");
+    server.runtime.shutdown().await;
+}
