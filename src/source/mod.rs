@@ -5,6 +5,7 @@
 //! it for a stream and decides what to do with it. Errors are classified here,
 //! once, as transient (worth retrying) or permanent.
 
+pub mod binlog;
 pub mod classify;
 mod duckdb;
 mod file;

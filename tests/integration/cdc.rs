@@ -7,8 +7,8 @@ use std::sync::Arc;
 use pgaccel::source::pgoutput::{self, Datum, Lsn, Message, Old};
 
 use crate::support::{
-    Endpoint, Process, SOURCE_DSN, Server, SourceSchema, connect, eventually, logs, simple_rows,
-    text_rows,
+    Endpoint, MYSQL_URL, MysqlDatabase, Process, SOURCE_DSN, Server, SourceSchema, connect,
+    eventually, logs, simple_rows, text_rows,
 };
 
 /// A publication and a logical replication slot of one test, dropped at the
@@ -822,4 +822,99 @@ async fn a_shared_publication_streams_only_the_datasets_table() {
     let status = server.dataset_status(name).await;
     assert_eq!(status["status"], "Ready", "{status}");
     server.runtime.shutdown().await;
+}
+
+/// The MariaDB row binlog of one table, read from a position taken before
+/// its changes: each committed transaction once, in commit order, with its
+/// rows' values; other tables' transactions and rolled back ones are not
+/// there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mariadb_row_binlog_of_a_table_reads_by_transaction() {
+    use mysql_async::Value;
+    use pgaccel::source::binlog::{self, BinlogChange, BinlogReader};
+
+    let database = MysqlDatabase::create("binlog").await;
+    database
+        .execute("CREATE TABLE {db}.t (id INT PRIMARY KEY, name VARCHAR(20), amount DECIMAL(10,2)); CREATE TABLE {db}.other (id INT PRIMARY KEY)")
+        .await;
+    let pool = mysql_async::Pool::new(MYSQL_URL);
+    let mut conn = pool.get_conn().await.unwrap();
+    binlog::check(&mut conn, "binlog_test").await.unwrap();
+    let from = binlog::current_position(&mut conn, "binlog_test")
+        .await
+        .unwrap();
+    drop(conn);
+    for statement in [
+        "INSERT INTO {db}.t VALUES (1, 'one', 1.50), (2, 'two', NULL)",
+        "INSERT INTO {db}.other VALUES (1)",
+        "UPDATE {db}.t SET id = 10, name = 'ten' WHERE id = 1",
+        "BEGIN; DELETE FROM {db}.t WHERE id = 2; INSERT INTO {db}.other VALUES (2); COMMIT",
+        "BEGIN; INSERT INTO {db}.t VALUES (3, 'rolled back', 0); ROLLBACK",
+        "INSERT INTO {db}.t VALUES (4, 'last', -2.25)",
+    ] {
+        database.execute(statement).await;
+    }
+    let reader_conn = pool.get_conn().await.unwrap();
+    let server_id = 1_000_000 + std::process::id();
+    let mut reader = BinlogReader::open(
+        "binlog_test",
+        reader_conn,
+        server_id,
+        &from,
+        &database.name,
+        "t",
+    )
+    .await
+    .unwrap();
+    let mut transactions: Vec<binlog::BinlogTransaction> = Vec::new();
+    for _ in 0..4 {
+        let next = tokio::time::timeout(std::time::Duration::from_secs(30), reader.next())
+            .await
+            .expect("a transaction within 30 s")
+            .unwrap();
+        transactions.push(next);
+    }
+    reader.close().await;
+    let text = |value: &Value| match value {
+        Value::NULL => "NULL".to_owned(),
+        Value::Bytes(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        Value::Int(n) => n.to_string(),
+        other => format!("{other:?}"),
+    };
+    let rows = |values: &[Value]| values.iter().map(text).collect::<Vec<_>>().join("|");
+    let changes: Vec<Vec<String>> = transactions
+        .iter()
+        .map(|transaction| {
+            transaction
+                .changes
+                .iter()
+                .map(|change| match change {
+                    BinlogChange::Insert(after) => format!("insert {}", rows(after)),
+                    BinlogChange::Update { before, after } => {
+                        format!("update {} -> {}", rows(before), rows(after))
+                    }
+                    BinlogChange::Delete(before) => format!("delete {}", rows(before)),
+                })
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            vec![
+                "insert 1|one|1.50".to_owned(),
+                "insert 2|two|NULL".to_owned()
+            ],
+            vec!["update 1|one|1.50 -> 10|ten|1.50".to_owned()],
+            vec!["delete 2|two|NULL".to_owned()],
+            vec!["insert 4|last|-2.25".to_owned()],
+        ]
+    );
+    // Each ends later than the one before, and after where reading began.
+    let mut last = from.clone();
+    for transaction in &transactions {
+        assert!(transaction.end > last, "{} after {last}", transaction.end);
+        last = transaction.end.clone();
+    }
+    pool.disconnect().await.unwrap();
 }

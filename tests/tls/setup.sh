@@ -45,6 +45,8 @@ fi
 # MariaDB reads its certificate paths at startup only.
 MY_DIR=/etc/mysql/pgaccel-tls
 MY_CNF=/etc/mysql/my.cnf
+# shellcheck source=../support/mariadb.sh
+source "$(dirname "$0")/../support/mariadb.sh"
 my() { mariadb -h 127.0.0.1 -P 3306 -u root -N -B -e "$1"; }
 if [[ "$(my "SELECT @@have_ssl")" != YES || "$(my "SELECT @@ssl_cert")" != "$MY_DIR/server.pem" ]] \
     || ! cmp -s "$DIR/server.pem" "$MY_DIR/server.pem"; then
@@ -57,17 +59,7 @@ if [[ "$(my "SELECT @@have_ssl")" != YES || "$(my "SELECT @@ssl_cert")" != "$MY_
         printf '\n# pgaccel-tls: TLS for the source TLS tests (tests/tls/setup.sh)\n[mariadbd]\nssl_cert = %s/server.pem\nssl_key = %s/server.key\nssl_ca = %s/ca.pem\n' \
             "$MY_DIR" "$MY_DIR" "$MY_DIR" >> "$MY_CNF"
     fi
-    mariadb-admin -h 127.0.0.1 -P 3306 -u root shutdown 2>/dev/null || true
-    # Stopped only once the process is gone (it stops answering earlier).
-    for _ in $(seq 1 120); do
-        pgrep -x mariadbd >/dev/null || break
-        sleep 0.5
-    done
-    start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql
-    for _ in $(seq 1 60); do
-        mariadb-admin -h 127.0.0.1 -P 3306 -u root ping >/dev/null 2>&1 && break
-        sleep 0.5
-    done
+    restart_mariadb
     [[ "$(my "SELECT @@have_ssl")" == YES ]] || { echo "MariaDB did not enable TLS" >&2; exit 1; }
 fi
 log "done: CA $DIR/ca.pem"
