@@ -94,7 +94,6 @@ impl Runtime {
         let security = wire::Security::load(&config.runtime.pg).map_err(StartError::Security)?;
         let api_access =
             admin_api::Access::load(&config.runtime.http).map_err(StartError::Security)?;
-        let registry_datasets = datasets.clone();
         let registry = Arc::new(Registry::new(datasets));
         let pg_listener = bind(config.runtime.pg.listen).await?;
         if security.auth.is_none() && !pg_addr_is_loopback(&pg_listener) {
@@ -118,6 +117,7 @@ impl Runtime {
         // Accelerations are split into as many partitions as a query uses.
         let partitions = engine.target_partitions();
         let http_listener = bind(config.runtime.http.listen).await?;
+        let changes_runtime = changes_runtime(config.runtime.dedicated_thread_pool, &registry)?;
         let runtime = Runtime {
             pg_addr,
             http_addr: http_listener
@@ -132,10 +132,7 @@ impl Runtime {
             shutdown_timeout: config.runtime.shutdown_timeout,
             tracker: TaskTracker::new(),
             refresh_runtime: refresh_runtime(config.runtime.dedicated_thread_pool)?,
-            changes_runtime: changes_runtime(
-                config.runtime.dedicated_thread_pool,
-                &registry_datasets,
-            )?,
+            changes_runtime,
         };
         runtime.start_refresh_loops(partitions, snapshots);
         let configs: Vec<_> = runtime
@@ -192,8 +189,7 @@ impl Runtime {
                     refresh::federate(dataset, shutdown).await;
                 }
             };
-            let streams = dataset_streams;
-            let runtime = match (&self.changes_runtime, streams) {
+            let runtime = match (&self.changes_runtime, dataset_streams) {
                 (Some(changes_runtime), true) => Some(changes_runtime),
                 _ => self.refresh_runtime.as_ref(),
             };
@@ -349,7 +345,7 @@ fn refresh_runtime(dedicated: bool) -> Result<Option<tokio::runtime::Runtime>, S
 /// priority, while the query threads are lowered to nice 5.
 fn changes_runtime(
     dedicated: bool,
-    datasets: &[Arc<Dataset>],
+    datasets: &Registry,
 ) -> Result<Option<tokio::runtime::Runtime>, StartError> {
     let streams = datasets.iter().any(|dataset| {
         dataset.config.acceleration.enabled
