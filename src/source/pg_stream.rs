@@ -118,6 +118,28 @@ pub struct SlotState {
     pub confirmed_flush: Option<Lsn>,
 }
 
+/// A connection of its own to the source, for the checks and the slot's
+/// upkeep.
+async fn connect(
+    dataset: &str,
+    params: &PostgresParams,
+) -> Result<datafusion_table_providers::postgres::conn::PostgresConnection, SourceError> {
+    let pool = postgres_pool(params)
+        .await
+        .map_err(|e| SourceError::connect_failed(dataset, &*e))?;
+    pool.connect_direct()
+        .await
+        .map_err(|e| SourceError::connect_failed(dataset, &e))
+}
+
+/// A query of the checks or the slot's upkeep that failed.
+fn query_failed(dataset: &str, error: &tokio_postgres::Error) -> SourceError {
+    SourceError::Query {
+        dataset: dataset.to_owned(),
+        message: super::with_causes(error),
+    }
+}
+
 fn rejected(dataset: &str, message: String) -> SourceError {
     SourceError::Unsupported {
         dataset: dataset.to_owned(),
@@ -146,22 +168,13 @@ pub async fn prepare(
             ),
         ));
     }
-    let pool = postgres_pool(params)
-        .await
-        .map_err(|e| SourceError::connect_failed(dataset, &*e))?;
-    let connection = pool
-        .connect_direct()
-        .await
-        .map_err(|e| SourceError::connect_failed(dataset, &e))?;
+    let connection = connect(dataset, params).await?;
     let client = &connection.conn;
-    let query_failed = |e: tokio_postgres::Error| SourceError::Query {
-        dataset: dataset.to_owned(),
-        message: super::with_causes(&e),
-    };
+    let failed = |e: tokio_postgres::Error| query_failed(dataset, &e);
     let wal_level: String = client
         .query_one("SELECT current_setting('wal_level')", &[])
         .await
-        .map_err(query_failed)?
+        .map_err(failed)?
         .get(0);
     if wal_level != "logical" {
         return Err(rejected(
@@ -177,7 +190,7 @@ pub async fn prepare(
             &[],
         )
         .await
-        .map_err(query_failed)?;
+        .map_err(failed)?;
     let (user, may_replicate): (String, bool) = (role.get(0), role.get(1));
     if !may_replicate {
         return Err(rejected(
@@ -196,7 +209,7 @@ pub async fn prepare(
             &[&qualified],
         )
         .await
-        .map_err(query_failed)?
+        .map_err(failed)?
         .ok_or_else(|| SourceError::Schema {
             dataset: dataset.to_owned(),
             message: format!("table {schema}.{table} does not exist"),
@@ -221,7 +234,7 @@ pub async fn prepare(
             &[&names.publication, &schema, &table],
         )
         .await
-        .map_err(query_failed)?;
+        .map_err(failed)?;
     match publication {
         None => {
             let create = format!(
@@ -270,13 +283,11 @@ pub async fn prepare(
             &[&qualified],
         )
         .await
-        .map_err(query_failed)?
+        .map_err(failed)?
         .iter()
         .map(|row| (row.get::<_, String>(0), row.get::<_, i64>(1) as u32))
         .collect();
-    let slot = slot_when_free(client, &names.slot)
-        .await
-        .map_err(query_failed)?;
+    let slot = slot_when_free(client, &names.slot).await.map_err(failed)?;
     Ok(Prepared {
         slot,
         schema: schema.to_owned(),
@@ -331,20 +342,11 @@ pub async fn drop_slot(
     params: &PostgresParams,
     slot: &str,
 ) -> Result<(), SourceError> {
-    let pool = postgres_pool(params)
-        .await
-        .map_err(|e| SourceError::connect_failed(dataset, &*e))?;
-    let connection = pool
-        .connect_direct()
-        .await
-        .map_err(|e| SourceError::connect_failed(dataset, &e))?;
+    let connection = connect(dataset, params).await?;
     let client = &connection.conn;
     let state = slot_when_free(client, slot)
         .await
-        .map_err(|e| SourceError::Query {
-            dataset: dataset.to_owned(),
-            message: super::with_causes(&e),
-        })?;
+        .map_err(|e| query_failed(dataset, &e))?;
     match state {
         None => Ok(()),
         Some(SlotState {
@@ -360,10 +362,7 @@ pub async fn drop_slot(
             .execute("SELECT pg_drop_replication_slot($1)", &[&slot])
             .await
             .map(|_| ())
-            .map_err(|e| SourceError::Query {
-                dataset: dataset.to_owned(),
-                message: super::with_causes(&e),
-            }),
+            .map_err(|e| query_failed(dataset, &e)),
     }
 }
 
@@ -373,20 +372,11 @@ pub async fn slot_exists(
     params: &PostgresParams,
     slot: &str,
 ) -> Result<bool, SourceError> {
-    let pool = postgres_pool(params)
-        .await
-        .map_err(|e| SourceError::connect_failed(dataset, &*e))?;
-    let connection = pool
-        .connect_direct()
-        .await
-        .map_err(|e| SourceError::connect_failed(dataset, &e))?;
+    let connection = connect(dataset, params).await?;
     slot_state(&connection.conn, slot)
         .await
         .map(|state| state.is_some())
-        .map_err(|e| SourceError::Query {
-            dataset: dataset.to_owned(),
-            message: super::with_causes(&e),
-        })
+        .map_err(|e| query_failed(dataset, &e))
 }
 
 /// The replication connection's settings, from the dataset's parameters.
