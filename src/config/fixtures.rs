@@ -219,7 +219,7 @@ fn unsupported_names_dataset_and_key() {
 }
 
 /// `refresh_mode: changes` is accepted on PostgreSQL tables, with its
-/// slot parameters; a source without a change stream, a filtering
+/// slot parameters, and on MySQL tables with a server id; a source without a change stream, a filtering
 /// `refresh_sql` and a malformed slot name are refused, each naming its key.
 #[test]
 fn changes_mode_is_checked_against_its_source() {
@@ -235,7 +235,23 @@ fn changes_mode_is_checked_against_its_source() {
     };
     assert_eq!(params.replication_slot.as_deref(), Some("my_slot"));
     assert!(params.drop_slot_on_remove);
+    let mysql = "datasets:\n  - from: mysql:shop.t\n    name: t\n    params: { mysql_user: root, mysql_server_id: 4001 }\n    acceleration: { refresh_mode: changes }\n";
+    let config = from_yaml(mysql).unwrap();
+    assert!(
+        config.unsupported().is_empty(),
+        "{:?}",
+        config.unsupported()
+    );
+    let crate::config::SourceParams::Mysql(params) = &config.datasets[0].params else {
+        panic!("mysql params");
+    };
+    assert_eq!(params.server_id, Some(4001));
     for (yaml, key, words) in [
+        (
+            "datasets:\n  - from: mysql:shop.t\n    name: t\n    params: { mysql_user: root, mysql_server_id: 0 }\n    acceleration: { refresh_mode: changes }\n",
+            "params.mysql_server_id",
+            "a replication server id",
+        ),
         (
             "datasets:\n  - from: duckdb:t\n    name: t\n    params: { duckdb_open: x.db }\n    acceleration: { refresh_mode: changes }\n",
             "acceleration.refresh_mode",

@@ -73,6 +73,10 @@ pub struct MysqlParams {
     /// As for PostgreSQL (`verify_ca`, `verify_identity`).
     pub sslrootcert: Option<PathBuf>,
     pub connection_string: Option<Secret>,
+    /// The server id pgaccel reads the binlog as (`refresh_mode: changes`):
+    /// unique among the source's replicas; derived from the dataset name
+    /// when not set.
+    pub server_id: Option<u32>,
 }
 
 yaml_enum! {
@@ -431,6 +435,15 @@ fn parse_mysql(values: &mut Values<'_, '_>, get: &Get<'_>, connects: bool) -> My
         sslmode: conn.sslmode,
         sslrootcert: conn.sslrootcert,
         connection_string: conn.connection_string,
+        server_id: values
+            .integer(
+                "params.mysql_server_id",
+                &get("mysql_server_id"),
+                1,
+                u64::from(u32::MAX),
+                "a replication server id",
+            )
+            .map(|id| id as u32),
     }
 }
 

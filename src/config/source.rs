@@ -76,6 +76,7 @@ impl SourceRef {
                 "mysql_sslmode",
                 "mysql_sslrootcert",
                 "mysql_connection_string",
+                "mysql_server_id",
             ],
             SourceRef::Duckdb { .. } => &["duckdb_open"],
             SourceRef::Sqlite { .. } => &["sqlite_file"],

@@ -18,7 +18,6 @@ pub(crate) fn unsupported(config: &Config) -> Vec<ConfigError> {
         let (a, n) = (&d.acceleration, Some(d));
         refuse(&mut out, n, !matches!(d.from, SourceRef::Postgres { .. } | SourceRef::Mysql { .. } | SourceRef::Sqlite { .. } | SourceRef::Duckdb { .. } | SourceRef::File { .. } | SourceRef::S3 { .. }), "from", format!("the {} source", d.from.kind()));
         refuse(&mut out, n, !matches!(a.refresh_mode, RefreshMode::Full | RefreshMode::Append | RefreshMode::Changes | RefreshMode::Snapshot | RefreshMode::Disabled), "acceleration.refresh_mode", format!("refresh_mode: {}", a.refresh_mode.as_str()));
-        refuse(&mut out, n, a.refresh_mode == RefreshMode::Changes && matches!(d.from, SourceRef::Mysql { .. }), "acceleration.refresh_mode", "refresh_mode: changes from MySQL/MariaDB (the row binlog)");
     }
     out
 }

@@ -1,8 +1,10 @@
 //! `refresh_mode: changes`: the acceleration follows its source's change
-//! stream (PostgreSQL logical decoding) instead of being re-read.
+//! stream (PostgreSQL logical decoding, the MySQL/MariaDB row binlog)
+//! instead of being re-read.
 //!
-//! Start: the slot is created with an exported snapshot and the table is
-//! copied in that snapshot ([`pg_stream`]), so the copy and the stream meet
+//! Start: the table is copied in a snapshot whose position in the stream is
+//! known ([`super::feed`]: a slot's exported snapshot, a consistent-snapshot
+//! transaction and its binlog position), so the copy and the stream meet
 //! exactly: nothing is lost between them and nothing is applied twice. A
 //! file acceleration keeps the stream position with its checkpoint, so a
 //! restart reads its rows back and resumes the stream there; a memory one
@@ -13,8 +15,8 @@
 //! that is published in one step (with its file transaction, for a file
 //! engine), so a query sees a source transaction entirely or not at all.
 //! Transactions that arrive together are applied together, still whole.
-//! The slot is told a position only once the version holding it is
-//! published (and, for a file engine, committed to the file).
+//! A PostgreSQL slot is told a position only once the version holding it
+//! is published (and, for a file engine, committed to the file).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::convert::Infallible;
@@ -29,17 +31,13 @@ use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
+use super::feed::{Checked, Feed, Position, Stream, Transaction};
 use super::{RefreshError, full, persisted, retention, retry};
 use crate::accelerator::{Change, TableData, TableDataBuilder};
-use crate::config::{PostgresParams, SourceParams, SourceRef};
 use crate::dataset::{ChangesReport, Dataset};
 use crate::metrics;
-use crate::source::pg_stream::{
-    self, ChangeStream, Names, Prepared, Row, RowChange, SlotMonitor, SourceTransaction,
-    StreamEvent,
-};
-use crate::source::pgoutput::Lsn;
-use crate::source::{ReadFilter, Source, SourceError};
+use crate::source::change::{Row, RowChange, SourceTransaction, StreamEvent};
+use crate::source::{ReadFilter, Source};
 
 /// The most transactions applied as one version.
 const MOST_TRANSACTIONS_PER_VERSION: usize = 1024;
@@ -50,15 +48,11 @@ const SLOT_CHECK_EVERY: Duration = Duration::from_secs(30);
 /// Runs the dataset's change stream until `shutdown` fires.
 pub async fn run(dataset: Arc<Dataset>, partitions: usize, shutdown: CancellationToken) {
     let name = dataset.name();
-    let (params, schema, table) = match (&dataset.config.from, &dataset.config.params) {
-        (SourceRef::Postgres { schema, table }, SourceParams::Postgres(params)) => (
-            params.clone(),
-            schema.clone().unwrap_or_else(|| "public".to_owned()),
-            table.clone(),
-        ),
-        _ => {
+    let feed = match Feed::of(&name, &dataset.config.from, &dataset.config.params) {
+        Some(feed) => feed,
+        None => {
             let message = format!(
-                "dataset '{name}' uses refresh_mode: changes, which this version streams from PostgreSQL sources only"
+                "dataset '{name}' uses refresh_mode: changes, which streams from PostgreSQL and MySQL/MariaDB sources only"
             );
             error!(dataset = %name, "{message}");
             dataset.refresh_failed(message);
@@ -72,14 +66,10 @@ pub async fn run(dataset: Arc<Dataset>, partitions: usize, shutdown: Cancellatio
         dataset.shutting_down();
         return;
     }
-    let names = Names::of(&name, &params);
     let mut follower = Follower {
         dataset: Arc::clone(&dataset),
         partitions,
-        params,
-        schema,
-        table,
-        names,
+        feed,
         position: None,
         recopy: false,
         federated: false,
@@ -124,13 +114,10 @@ pub async fn run(dataset: Arc<Dataset>, partitions: usize, shutdown: Cancellatio
 struct Follower {
     dataset: Arc<Dataset>,
     partitions: usize,
-    params: PostgresParams,
-    schema: String,
-    table: String,
-    names: Names,
+    feed: Feed,
     /// Where the served rows stand in the stream, once streaming in this
     /// process.
-    position: Option<Lsn>,
+    position: Option<Position>,
     /// Copy the table again rather than resume (an on-demand refresh).
     recopy: bool,
     /// Whether the source's table is registered for the queries the source
@@ -143,38 +130,31 @@ impl Follower {
     /// Copies or resumes, then applies the stream until it fails.
     async fn follow(&mut self) -> Result<Infallible, RefreshError> {
         loop {
-            let prepared = pg_stream::prepare(
-                &self.dataset.name(),
-                &self.params,
-                &self.schema,
-                &self.table,
-                &self.names,
-            )
-            .await?;
+            let name = self.dataset.name();
+            let checked = self.feed.prepare(&name).await?;
             if !self.federated {
                 let source = Source::connect(&self.dataset.config).await?;
                 self.dataset.source_reached(source.federated());
                 self.federated = true;
             }
-            let stream = match self.resume_point(&prepared).await? {
+            let stream = match self.resume_point(&checked).await? {
                 Some(from) => {
                     let held = self
                         .dataset
                         .acceleration
                         .current()
                         .expect("a resume point has rows");
-                    pg_stream::resume(
-                        &self.dataset.name(),
-                        &self.params,
-                        &self.names,
-                        from,
-                        Arc::clone(held.schema()),
-                        &prepared,
-                        self.all_columns(),
-                    )
-                    .await?
+                    self.feed
+                        .resume(
+                            &name,
+                            from,
+                            Arc::clone(held.schema()),
+                            &checked,
+                            self.all_columns(),
+                        )
+                        .await?
                 }
-                None => self.copy(&prepared).await?,
+                None => self.copy(&checked).await?,
             };
             self.recopy = false;
             self.stream(stream).await?;
@@ -196,25 +176,18 @@ impl Follower {
     /// Where the stream resumes: the position of the rows served in this
     /// process, or of those the acceleration file kept (read back now);
     /// `None` when the table must be copied (and a new slot made).
-    async fn resume_point(&mut self, prepared: &Prepared) -> Result<Option<Lsn>, RefreshError> {
+    async fn resume_point(&mut self, checked: &Checked) -> Result<Option<Position>, RefreshError> {
         let name = self.dataset.name();
         if self.recopy {
             return Ok(None);
         }
-        let Some(slot) = &prepared.slot else {
-            return Ok(None);
-        };
-        if let Some(pid) = slot.active_pid {
-            return Err(RefreshError::Source(SourceError::Unsupported {
-                dataset: name,
-                message: format!(
-                    "replication slot '{}' is in use by another process (pid {pid}): give this dataset a slot of its own in params.pg_replication_slot",
-                    self.names.slot
-                ),
-            }));
-        }
-        if let (Some(position), Some(_)) = (self.position, self.dataset.acceleration.current()) {
-            return Ok(Some(position));
+        if let (Some(position), Some(_)) = (&self.position, self.dataset.acceleration.current()) {
+            let position = position.clone();
+            return Ok(self
+                .feed
+                .can_resume(&name, checked, &position)
+                .await?
+                .then_some(position));
         }
         let Some(store) = self.dataset.acceleration.store().cloned() else {
             return Ok(None);
@@ -232,10 +205,13 @@ impl Follower {
         let Some(position) = checkpoint
             .position
             .as_deref()
-            .and_then(|text| text.parse::<Lsn>().ok())
+            .and_then(|text| self.feed.parse(text))
         else {
             return Ok(None);
         };
+        if !self.feed.can_resume(&name, checked, &position).await? {
+            return Ok(None);
+        }
         if checkpoint.refresh_sql != self.refresh_sql_text() {
             info!(dataset = %name, "refresh_sql differs from the one the acceleration file was loaded with: copying the table again");
             return Ok(None);
@@ -260,29 +236,24 @@ impl Follower {
         self.dataset.loaded_with(checkpoint.refresh_sql.clone());
         self.dataset.restored(Some(checkpoint.last_refresh));
         persisted::index_served(&self.dataset, served, &checkpoint.primary_key).await;
-        self.position = Some(position);
+        self.position = Some(position.clone());
         Ok(Some(position))
     }
 
-    /// Makes a new slot, copies the table in its snapshot and publishes the
-    /// copy; returns the stream of what was committed after it.
-    async fn copy(&mut self, prepared: &Prepared) -> Result<ChangeStream, RefreshError> {
+    /// Takes a consistent start (a new slot, a snapshot at a binlog
+    /// position), copies the table in it and publishes the copy; returns the
+    /// stream of what was committed after it.
+    async fn copy(&mut self, checked: &Checked) -> Result<Stream, RefreshError> {
         let name = self.dataset.name();
         let started = std::time::Instant::now();
         self.dataset.refresh_started();
-        let slot = pg_stream::create_slot(&name, &self.params, &self.names).await?;
+        let (source, start) = self.feed.start_copy(&name, false).await?;
         let filter = ReadFilter {
             refresh_sql: self.dataset.refresh_sql(),
             since: None,
             floor: None,
         };
         let copied = async {
-            let source = Source::Postgres(
-                pg_stream::copy_source(&name, &self.params, &self.schema, &self.table, &slot)
-                    .await?,
-            );
-            // Dropping the source at the end ends the copy's transaction
-            // (and its snapshot).
             let data = full::read(
                 &source,
                 &name,
@@ -292,22 +263,20 @@ impl Follower {
                 None,
             )
             .await?;
-            require_key(&data, &name, &self.schema, &self.table)?;
+            require_key(&data, &name, &self.feed.table_name())?;
             Ok::<_, RefreshError>(data)
         }
         .await;
+        // Dropping the source ends the copy's transaction (and its snapshot).
+        drop(source);
         let data = match copied {
             Ok(data) => data,
             Err(error) => {
-                // The next attempt makes a new slot; this one would only
-                // keep WAL meanwhile.
-                slot.close();
-                if let Err(e) = pg_stream::drop_slot(&name, &self.params, &self.names.slot).await {
-                    warn!(dataset = %name, "cannot drop the replication slot of the failed copy: {e}");
-                }
+                self.feed.abandon(&name, start, false).await;
                 return Err(error);
             }
         };
+        let position = start.position();
         let target = Arc::clone(data.schema());
         let acceleration = &self.dataset.acceleration;
         acceleration.settled().await;
@@ -318,7 +287,7 @@ impl Follower {
             change,
             full::refresh_sql_text(&filter),
             full::now(),
-            Some(slot.consistent_point.to_string()),
+            Some(position.to_string()),
         )
         .await?;
         self.dataset.loaded_with(full::refresh_sql_text(&filter));
@@ -331,20 +300,19 @@ impl Follower {
             published.index_bytes,
         );
         self.dataset.refresh_succeeded(published.completed, None);
-        info!(dataset = %name, rows = published.rows, position = %slot.consistent_point, "copied the table in the replication slot's snapshot in {:.3}s; streaming its changes", started.elapsed().as_secs_f64());
-        self.position = Some(slot.consistent_point);
-        Ok(slot
-            .start(&name, target, prepared, self.all_columns())
+        info!(dataset = %name, rows = published.rows, %position, "copied the table in a snapshot at a known stream position in {:.3}s; streaming its changes", started.elapsed().as_secs_f64());
+        self.position = Some(position);
+        Ok(self
+            .feed
+            .start(&name, start, target, checked, self.all_columns())
             .await?)
     }
 
     /// Applies the stream until it fails, or returns `Ok` for an on-demand
     /// refresh (which copies the table again).
-    async fn stream(&mut self, mut stream: ChangeStream) -> Result<(), RefreshError> {
+    async fn stream(&mut self, mut stream: Stream) -> Result<(), RefreshError> {
         let name = self.dataset.name();
-        let monitor = SlotMonitor::connect(&name, &self.params, &self.names.slot)
-            .await
-            .ok();
+        let monitor = self.feed.monitor(&name).await;
         let mut slot_check = tokio::time::interval(SLOT_CHECK_EVERY);
         let retention = retention::policy(&self.dataset.config);
         let mut retention_check = tokio::time::interval(
@@ -355,7 +323,10 @@ impl Follower {
         // An on-demand refresh copies the table again while the stream goes
         // on; the transactions applied meanwhile are replayed on the copy.
         let mut copying: Option<std::pin::Pin<Box<CopyAside>>> = None;
-        let mut applied_meanwhile: Vec<SourceTransaction> = Vec::new();
+        let mut applied_meanwhile: Vec<Transaction> = Vec::new();
+        if let Some(position) = &self.position {
+            self.report(position, 0);
+        }
         loop {
             tokio::select! {
                 _ = self.dataset.refresh_requested(), if copying.is_none() => {
@@ -389,9 +360,13 @@ impl Follower {
                 }
                 event = stream.next() => match event? {
                     StreamEvent::Idle(at) => {
-                        stream.confirm(at);
+                        stream.confirm(&at);
                         self.retries = 0;
-                        self.report(at.max(self.position.unwrap_or_default()), 0);
+                        let at = match &self.position {
+                            Some(position) if *position > at => position.clone(),
+                            _ => at,
+                        };
+                        self.report(&at, 0);
                     }
                     StreamEvent::Transaction(first) => {
                         let mut transactions = vec![first];
@@ -411,7 +386,7 @@ impl Follower {
                             applied_meanwhile.extend(transactions.iter().cloned());
                         }
                         let end = self.apply(transactions).await?;
-                        stream.confirm(end);
+                        stream.confirm(&end);
                         self.retries = 0;
                         if let Some(error) = failed {
                             return Err(error.into());
@@ -426,10 +401,7 @@ impl Follower {
     fn aside(&self) -> Aside {
         Aside {
             dataset: self.dataset.name(),
-            params: self.params.clone(),
-            names: self.names.clone(),
-            schema: self.schema.clone(),
-            table: self.table.clone(),
+            feed: self.feed.clone(),
             primary_key: self.dataset.config.acceleration.primary_key.clone(),
             filter: ReadFilter {
                 refresh_sql: self.dataset.refresh_sql(),
@@ -446,12 +418,12 @@ impl Follower {
     async fn replace(
         &mut self,
         copy: TableData,
-        at: Lsn,
-        applied: Vec<SourceTransaction>,
+        at: Position,
+        applied: Vec<Transaction>,
         took: Duration,
     ) -> Result<(), RefreshError> {
         let name = self.dataset.name();
-        let replay: Vec<SourceTransaction> = applied.into_iter().filter(|t| t.end > at).collect();
+        let replay: Vec<Transaction> = applied.into_iter().filter(|t| t.end > at).collect();
         let replayed = replay.len();
         let lenient = retention::policy(&self.dataset.config).is_some();
         let partitions = self.partitions;
@@ -468,7 +440,7 @@ impl Follower {
             .map_err(|e| RefreshError::build(&name, e))??
         };
         let change = Change::Replace(data.batches());
-        let position = self.position.map(|p| p.to_string());
+        let position = self.position.as_ref().map(Position::to_string);
         let (published, _) = full::publish_at(
             &self.dataset.acceleration,
             data,
@@ -492,7 +464,7 @@ impl Follower {
         Ok(())
     }
 
-    fn report(&self, position: Lsn, lag_ms: u64) {
+    fn report(&self, position: &Position, lag_ms: u64) {
         metrics::changes_lag(&self.dataset.name(), lag_ms);
         self.dataset.changes_applied(ChangesReport {
             position: position.to_string(),
@@ -503,14 +475,17 @@ impl Follower {
 
     /// Publishes a version with `transactions` applied; returns the
     /// position it is current to.
-    async fn apply(&mut self, transactions: Vec<SourceTransaction>) -> Result<Lsn, RefreshError> {
+    async fn apply(&mut self, transactions: Vec<Transaction>) -> Result<Position, RefreshError> {
         let name = self.dataset.name();
+        let end = transactions
+            .last()
+            .map(|t| t.end.clone())
+            .expect("at least one transaction");
         if transactions.iter().all(|t| t.changes.is_empty()) {
             // Transactions of other tables of the publication: nothing to
             // publish, and the stream moves past them.
-            let end = transactions.last().map(|t| t.end).unwrap_or_default();
-            self.position = Some(end);
-            self.report(end, 0);
+            self.report(&end, 0);
+            self.position = Some(end.clone());
             return Ok(end);
         }
         let acceleration = &self.dataset.acceleration;
@@ -518,7 +493,6 @@ impl Follower {
         let held = acceleration
             .current()
             .expect("changes are applied to a served version");
-        let end = transactions.last().map(|t| t.end).unwrap_or_default();
         let committed = transactions
             .last()
             .map(|t| t.commit_unix_micros)
@@ -546,7 +520,7 @@ impl Follower {
             Some(end.to_string()),
         )
         .await?;
-        self.position = Some(end);
+        self.position = Some(end.clone());
         for (op, count) in [
             ("insert", merged.counts.inserts),
             ("update", merged.counts.updates),
@@ -566,60 +540,43 @@ impl Follower {
         );
         let lag_ms = (Utc::now().timestamp_micros() - committed).max(0) as u64 / 1000;
         self.dataset.refresh_succeeded(published.completed, None);
-        self.report(end, lag_ms);
+        self.report(&end, lag_ms);
         Ok(end)
     }
 }
 
 /// A copy must be indexed by a key: each change is applied to the row with
 /// the same key.
-fn require_key(
-    data: &TableData,
-    dataset: &str,
-    schema: &str,
-    table: &str,
-) -> Result<(), RefreshError> {
+fn require_key(data: &TableData, dataset: &str, table: &str) -> Result<(), RefreshError> {
     if data.primary_key().is_some() {
         return Ok(());
     }
     Err(RefreshError::Register(format!(
-        "dataset '{dataset}' uses refresh_mode: changes, which applies each change to the row with the same key, but {schema}.{table} has no primary key: add one at the source, or set acceleration.primary_key"
+        "dataset '{dataset}' uses refresh_mode: changes, which applies each change to the row with the same key, but {table} has no primary key: add one at the source, or set acceleration.primary_key"
     )))
 }
 
 /// What [`copy_aside`] needs.
 struct Aside {
     dataset: String,
-    params: PostgresParams,
-    names: Names,
-    schema: String,
-    table: String,
+    feed: Feed,
     primary_key: Vec<String>,
     filter: ReadFilter,
     partitions: usize,
 }
 
 type CopyAside =
-    dyn std::future::Future<Output = Result<(TableData, Lsn, Duration), RefreshError>> + Send;
+    dyn std::future::Future<Output = Result<(TableData, Position, Duration), RefreshError>> + Send;
 
-/// Copies the table in the snapshot of a temporary slot, without
-/// publishing it; returns the copy and the position it is current to.
-async fn copy_aside(aside: Aside) -> Result<(TableData, Lsn, Duration), RefreshError> {
+/// Copies the table in a consistent start of its own (a temporary slot's
+/// snapshot, a snapshot at a binlog position), without publishing it;
+/// returns the copy and the position it is current to.
+async fn copy_aside(aside: Aside) -> Result<(TableData, Position, Duration), RefreshError> {
     let started = std::time::Instant::now();
-    let slot = pg_stream::create_copy_slot(&aside.dataset, &aside.params, &aside.names).await?;
-    let at = slot.consistent_point;
-    let source = Source::Postgres(
-        pg_stream::copy_source(
-            &aside.dataset,
-            &aside.params,
-            &aside.schema,
-            &aside.table,
-            &slot,
-        )
-        .await?,
-    );
+    let (source, start) = aside.feed.start_copy(&aside.dataset, true).await?;
+    let at = start.position();
     // The copy's transaction holds the snapshot now.
-    slot.close();
+    aside.feed.abandon(&aside.dataset, start, true).await;
     let data = full::read(
         &source,
         &aside.dataset,
@@ -629,7 +586,7 @@ async fn copy_aside(aside: Aside) -> Result<(TableData, Lsn, Duration), RefreshE
         None,
     )
     .await?;
-    require_key(&data, &aside.dataset, &aside.schema, &aside.table)?;
+    require_key(&data, &aside.dataset, &aside.feed.table_name())?;
     Ok((data, at, started.elapsed()))
 }
 
@@ -653,9 +610,9 @@ struct Merged {
 /// (a retention policy may have evicted rows): an update of a row the
 /// acceleration no longer holds that leaves some of its values unsent is
 /// skipped rather than failing the stream.
-fn merge(
+fn merge<P>(
     held: &TableData,
-    transactions: &[SourceTransaction],
+    transactions: &[SourceTransaction<P>],
     partitions: usize,
     with_file: bool,
     lenient: bool,
@@ -895,9 +852,9 @@ mod tests {
         out
     }
 
-    fn transaction(end: u64, changes: Vec<RowChange>) -> SourceTransaction {
+    fn transaction(end: u64, changes: Vec<RowChange>) -> SourceTransaction<u64> {
         SourceTransaction {
-            end: Lsn(end),
+            end,
             commit_unix_micros: 0,
             changes,
         }

@@ -8,6 +8,7 @@
 
 mod append;
 mod changes;
+mod feed;
 mod full;
 mod persisted;
 mod retention;

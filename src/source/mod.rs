@@ -6,6 +6,7 @@
 //! once, as transient (worth retrying) or permanent.
 
 pub mod binlog;
+pub mod change;
 pub mod classify;
 mod duckdb;
 mod file;

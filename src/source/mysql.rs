@@ -52,7 +52,58 @@ impl MysqlSource {
         database: Option<&str>,
         table: &str,
     ) -> Result<Self, SourceError> {
-        let pool = connect_pool(&dataset, params).await?;
+        let pool = connect_pool(&dataset, params, false).await?;
+        Self::with_pool(dataset, pool, database, table).await
+    }
+
+    /// Connects for a copy that reads the table in one consistent snapshot
+    /// (`refresh_mode: changes`); returns the binlog position that snapshot
+    /// ends at. The pool holds one connection, which keeps its transaction
+    /// when it goes back to the pool, so every read of the copy is in it.
+    pub async fn connect_at_snapshot(
+        dataset: String,
+        params: &MysqlParams,
+        database: Option<&str>,
+        table: &str,
+    ) -> Result<(Self, super::binlog::BinlogPosition), SourceError> {
+        let pool = connect_pool(&dataset, params, true).await?;
+        let position = {
+            let connection = pool
+                .connect_direct()
+                .await
+                .map_err(|e| SourceError::connect_failed(&dataset, &e))?;
+            let mut conn = connection.conn.lock().await;
+            super::binlog::start_snapshot(&mut conn, &dataset).await?
+        };
+        let source = Self::with_pool(dataset, pool, database, table).await?;
+        Ok((source, position))
+    }
+
+    /// A connection of its own (the binlog stream takes one), with the
+    /// dataset's TLS settings.
+    pub async fn connect_one(
+        dataset: &str,
+        params: &MysqlParams,
+    ) -> Result<mysql_async::Conn, SourceError> {
+        let pool = connect_pool(dataset, params, true).await?;
+        let connection = pool
+            .connect_direct()
+            .await
+            .map_err(|e| SourceError::connect_failed(dataset, &e))?;
+        Arc::try_unwrap(connection.conn)
+            .map(futures::lock::Mutex::into_inner)
+            .map_err(|_| SourceError::Connect {
+                dataset: dataset.to_owned(),
+                message: "the connection is shared".to_owned(),
+            })
+    }
+
+    async fn with_pool(
+        dataset: String,
+        pool: MySQLConnectionPool,
+        database: Option<&str>,
+        table: &str,
+    ) -> Result<Self, SourceError> {
         let mut source = MysqlSource {
             dataset,
             pool: Arc::new(pool),
@@ -189,6 +240,7 @@ struct Columns {
 async fn connect_pool(
     dataset: &str,
     params: &MysqlParams,
+    single: bool,
 ) -> Result<MySQLConnectionPool, SourceError> {
     super::check_root_cert("params.mysql_sslrootcert", params.sslrootcert.as_deref()).map_err(
         |message| SourceError::Rejected {
@@ -197,7 +249,7 @@ async fn connect_pool(
         },
     )?;
     let attempt = |mode: &'static str| async move {
-        MySQLConnectionPool::new(pool_params(params, mode))
+        MySQLConnectionPool::new(pool_params(params, mode, single))
             .await
             .map_err(|e| SourceError::connect_failed(dataset, &e))
     };
@@ -219,7 +271,9 @@ async fn connect_pool(
     }
 }
 
-fn pool_params(params: &MysqlParams, sslmode: &str) -> HashMap<String, SecretString> {
+/// The pool's settings; `single`: one connection, kept as it is between
+/// uses (not reset, so a transaction started on it goes on).
+fn pool_params(params: &MysqlParams, sslmode: &str, single: bool) -> HashMap<String, SecretString> {
     let mut map = HashMap::new();
     let mut put = |key: &str, value: &str| {
         map.insert(key.to_owned(), SecretString::from(value.to_owned()));
@@ -228,10 +282,15 @@ fn pool_params(params: &MysqlParams, sslmode: &str) -> HashMap<String, SecretStr
     if let Some(root) = &params.sslrootcert {
         put("sslrootcert", &root.to_string_lossy());
     }
-    match &params.connection_string {
-        Some(connection_string) => put("connection_string", connection_string.expose()),
-        None => put("connection_string", &connection_url(params)),
+    let mut url = match &params.connection_string {
+        Some(connection_string) => connection_string.expose().to_owned(),
+        None => connection_url(params),
+    };
+    if single {
+        url.push(if url.contains('?') { '&' } else { '?' });
+        url.push_str("pool_min=1&pool_max=1&reset_connection=false");
     }
+    put("connection_string", &url);
     map
 }
 

@@ -24,9 +24,15 @@ use datafusion::common::ScalarValue;
 use pgwire_replication::{ReplicationClient, ReplicationConfig, ReplicationEvent};
 use tracing::{info, warn};
 
+pub use super::change::{Row, RowChange};
 use super::pgoutput::{self, Datum, Lsn, Message, Old, Relation, Tuple};
 use super::postgres::{postgres_pool, quote_ident};
 use super::{PostgresSource, SourceError};
+
+/// A transaction of the PostgreSQL stream, ending at its commit's LSN.
+pub type SourceTransaction = super::change::SourceTransaction<Lsn>;
+/// What [`ChangeStream::next`] found.
+pub type StreamEvent = super::change::StreamEvent<Lsn>;
 use crate::config::{PostgresParams, SslMode};
 
 /// The slot and the publication of a dataset.
@@ -57,48 +63,6 @@ impl Names {
             publication: params.publication.clone().unwrap_or(derived),
         }
     }
-}
-
-/// One row in the acceleration's column order: `None` for a value the
-/// change did not send (a TOASTed value an update left unchanged, which
-/// keeps the row's current one).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Row(pub Vec<Option<ScalarValue>>);
-
-/// One change of a row, with its values converted to the acceleration's
-/// types.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RowChange {
-    Insert(Row),
-    /// `old` holds at least the key columns when the key changed (all
-    /// columns with `REPLICA IDENTITY FULL`); `None` when it did not.
-    Update {
-        old: Option<Row>,
-        new: Row,
-    },
-    /// The row's key columns (all columns with `REPLICA IDENTITY FULL`).
-    Delete(Row),
-    Truncate,
-}
-
-/// One committed source transaction's changes of the table.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SourceTransaction {
-    /// Where its commit record ends: once applied, the stream resumes
-    /// after it.
-    pub end: Lsn,
-    /// The commit time, in microseconds since the Unix epoch.
-    pub commit_unix_micros: i64,
-    pub changes: Vec<RowChange>,
-}
-
-/// What [`ChangeStream::next`] found.
-#[derive(Debug)]
-pub enum StreamEvent {
-    Transaction(SourceTransaction),
-    /// The source is at `end` with no transaction in flight: everything
-    /// before it that concerns the table was delivered.
-    Idle(Lsn),
 }
 
 /// What the checks found about the source.
