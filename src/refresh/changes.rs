@@ -356,7 +356,9 @@ impl Follower {
                     }
                 }
                 _ = retention_check.tick(), if retention.is_some() => {
-                    retention::run(&self.dataset).await;
+                    // The file keeps the stream position with the rows.
+                    let position = self.position.as_ref().map(Position::to_string);
+                    retention::run(&self.dataset, position).await;
                 }
                 event = stream.next() => match event? {
                     StreamEvent::Idle(at) => {

@@ -170,7 +170,7 @@ pub async fn run(
         persisted::Startup::RefreshNow | persisted::Startup::At(_)
     ) && let Some(policy) = &retention
     {
-        retention::run(&refresher.dataset).await;
+        retention::run(&refresher.dataset, None).await;
         retention_pending = false;
         retention_wake = Some(tokio::time::Instant::now() + policy.interval);
     }
@@ -210,7 +210,7 @@ pub async fn run(
             _ = sleep_until(retention_wake) => {
                 let policy = retention.as_ref().expect("scheduled only with a policy");
                 if refresher.dataset.acceleration.current().is_some() {
-                    retention::run(&refresher.dataset).await;
+                    retention::run(&refresher.dataset, None).await;
                     retention_pending = false;
                 }
                 retention_wake = Some(tokio::time::Instant::now() + policy.interval);
@@ -234,7 +234,7 @@ pub async fn run(
             break;
         };
         if retention_pending && outcome.is_ok() && retention.is_some() {
-            retention::run(&refresher.dataset).await;
+            retention::run(&refresher.dataset, None).await;
             retention_pending = false;
         }
         if outcome.is_ok()

@@ -62,7 +62,9 @@ pub fn policy(config: &DatasetConfig) -> Option<Policy> {
 }
 
 /// Runs one check: evicts the rows the policy selects and says how many.
-pub async fn check(dataset: &Dataset) -> Result<usize, String> {
+/// `position`: where in its change stream the rows are current to (kept
+/// with them in a file, so a restart resumes the stream there).
+pub async fn check(dataset: &Dataset, position: Option<String>) -> Result<usize, String> {
     let Some(held) = dataset.acceleration.current() else {
         return Ok(0);
     };
@@ -107,12 +109,13 @@ pub async fn check(dataset: &Dataset) -> Result<usize, String> {
     };
     let refresh_sql = dataset.refresh_sql().map(|sql| sql.as_str().to_owned());
     let last_refresh = dataset.report().last_refresh.unwrap_or_else(full::now);
-    full::publish(
+    full::publish_at(
         &dataset.acceleration,
         data,
         change,
         refresh_sql,
         last_refresh,
+        position,
     )
     .await
     .map_err(|e| e.to_string())?;
@@ -120,9 +123,9 @@ pub async fn check(dataset: &Dataset) -> Result<usize, String> {
 }
 
 /// Runs a check and reports it: a log line and the eviction counter.
-pub async fn run(dataset: &Dataset) {
+pub async fn run(dataset: &Dataset, position: Option<String>) {
     let name = dataset.name();
-    match check(dataset).await {
+    match check(dataset, position).await {
         Ok(evicted) => {
             metrics::retention_evicted(&name, evicted);
             info!(dataset = %name, evicted, "[retention] Dataset '{name}': the retention check evicted {evicted} rows");

@@ -1197,3 +1197,101 @@ async fn mariadb_changes_written_during_the_copy_are_not_lost() {
     }
     server.runtime.shutdown().await;
 }
+
+/// Retention and `on_zero_results: use_source` keep working on a streamed
+/// dataset: rows older than the period are evicted while changes stream, a
+/// query for them is answered by the source, and the file keeps its stream
+/// position through each eviction, so a restart resumes without a copy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_and_zero_results_work_while_changes_stream() {
+    let source = SourceSchema::create("changes_retention").await;
+    let objects = StreamObjects::of(&source);
+    source
+        .execute("CREATE TABLE {schema}.t (id int8 PRIMARY KEY, at timestamptz NOT NULL, name text);
+                  INSERT INTO {schema}.t SELECT g, now() - (CASE WHEN g <= 5 THEN 60 ELSE 1 END) * interval '1 day', 'row ' || g FROM generate_series(1, 15) g")
+        .await;
+    let folder = tempfile::tempdir().unwrap();
+    let name = format!("kept_{}", std::process::id());
+    let config = changes_dataset(
+        &source,
+        &objects,
+        &name,
+        &format!(
+            "      engine: sqlite\n      mode: file\n      params: {{ sqlite_file: '{}' }}\n      on_zero_results: use_source\n      retention_check_enabled: true\n      retention_check_interval: 1s\n      retention_period: 30d\n",
+            folder.path().join("t.sqlite").display()
+        ),
+    )
+    .replace("    acceleration:\n", "    time_column: at\n    acceleration:\n");
+    let server = Server::start(&config).await;
+    server.wait_ready().await;
+    let replica = server.client().await;
+    let count = format!("SELECT count(*) FROM {name}");
+    eventually("retention evicted the old rows", || async {
+        simple_rows(&replica, &count).await == [[Some("10".to_owned())]]
+    })
+    .await;
+    // An empty result is asked of the source, with the inverse of the
+    // retention policy applied: the evicted rows do not come back, and a
+    // row the acceleration keeps is answered as the source has it.
+    let fallbacks = || async {
+        let (_, text) = server.get("/metrics").await;
+        text.lines()
+            .filter(|line| {
+                line.starts_with("accelerated_zero_results_federated_fallback")
+                    && line.contains(&format!("dataset=\"{name}\""))
+            })
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>()
+    };
+    let old = format!("SELECT id FROM {name} WHERE at < now() - interval '40 days'");
+    assert!(simple_rows(&replica, &old).await.is_empty());
+    assert_eq!(fallbacks().await, 1.0);
+    let kept = format!("SELECT name FROM {name} WHERE id = 6");
+    assert_eq!(
+        simple_rows(&replica, &kept).await,
+        [[Some("row 6".to_owned())]]
+    );
+    assert_eq!(
+        fallbacks().await,
+        1.0,
+        "a row the acceleration holds is not asked of the source"
+    );
+    source
+        .execute("INSERT INTO {schema}.t VALUES (16, now(), 'streamed')")
+        .await;
+    eventually("the insert streamed", || async {
+        simple_rows(&replica, &count).await == [[Some("11".to_owned())]]
+    })
+    .await;
+    // A row made old by a change is evicted by the next check, which
+    // rewrites the file after the change: the position must survive it.
+    source
+        .execute("UPDATE {schema}.t SET at = now() - interval '60 days' WHERE id = 6")
+        .await;
+    eventually("the aged row was evicted", || async {
+        simple_rows(&replica, &count).await == [[Some("10".to_owned())]]
+    })
+    .await;
+    server.runtime.shutdown().await;
+
+    source
+        .execute("UPDATE {schema}.t SET name = 'while down' WHERE id = 16")
+        .await;
+    let copies_before = copies(&name);
+    let server = Server::start(&config).await;
+    server.wait_ready().await;
+    converges(
+        &server,
+        &source,
+        &name,
+        "SELECT id, name FROM {table} WHERE at > now() - interval '30 days' ORDER BY id",
+    )
+    .await;
+    assert_eq!(
+        copies(&name),
+        copies_before,
+        "the restart copied the table again; log:\n{}",
+        dataset_log(&name)
+    );
+    server.runtime.shutdown().await;
+}
