@@ -36,6 +36,9 @@ pub const AUTH_FAILURES: &str = "pg_auth_failures_total";
 pub const CHANGES_APPLIED: &str = "dataset_acceleration_changes_applied_total";
 pub const CHANGES_LAG: &str = "dataset_acceleration_changes_lag_ms";
 pub const SLOT_RETAINED_WAL: &str = "dataset_acceleration_slot_retained_wal_bytes";
+pub const CACHING_REQUESTS: &str = "dataset_acceleration_caching_requests_total";
+pub const CACHING_KEYS: &str = "dataset_acceleration_caching_keys";
+pub const CACHING_BYTES: &str = "dataset_acceleration_caching_bytes";
 
 /// The process-wide Prometheus recorder. The `metrics` facade has one global
 /// recorder, so every runtime in the process (tests start several) shares it.
@@ -53,6 +56,19 @@ pub fn handle() -> &'static PrometheusHandle {
 }
 
 fn describe() {
+    describe_counter!(
+        CACHING_REQUESTS,
+        "Scans of a refresh_mode: caching dataset, by result (hit, miss, stale, stale_if_error)"
+    );
+    describe_gauge!(
+        CACHING_KEYS,
+        "Filter combinations a refresh_mode: caching dataset holds rows for"
+    );
+    describe_gauge!(
+        CACHING_BYTES,
+        Unit::Bytes,
+        "Arrow memory of the rows a refresh_mode: caching dataset holds"
+    );
     describe_counter!(
         REFRESH_ERRORS,
         "Failed refresh attempts, by dataset and reason"
@@ -214,6 +230,17 @@ pub fn changes_lag(dataset: &str, lag_ms: u64) {
 /// The WAL the dataset's replication slot keeps on the source.
 pub fn slot_retained_wal(dataset: &str, bytes: i64) {
     gauge!(SLOT_RETAINED_WAL, "dataset" => dataset.to_owned()).set(bytes as f64);
+}
+
+/// One scan of a caching dataset and how the cache answered it.
+pub fn caching_request(dataset: &str, result: &'static str) {
+    counter!(CACHING_REQUESTS, "dataset" => dataset.to_owned(), "result" => result).increment(1);
+}
+
+/// What a caching dataset's cache holds now.
+pub fn caching_held(dataset: &str, keys: usize, bytes: u64) {
+    gauge!(CACHING_KEYS, "dataset" => dataset.to_owned()).set(keys as f64);
+    gauge!(CACHING_BYTES, "dataset" => dataset.to_owned()).set(bytes as f64);
 }
 
 /// A query whose accelerated result was empty, answered by the source.

@@ -46,6 +46,41 @@ pub struct Acceleration {
     pub snapshots: SnapshotMode,
     /// Overrides the top-level snapshot location for this dataset (a writer's folder).
     pub snapshots_location: Option<String>,
+    /// `refresh_mode: caching`: how long fetched rows answer queries.
+    pub caching: Caching,
+}
+
+/// How a `refresh_mode: caching` dataset keeps what queries fetched, from
+/// the `caching_*` keys of `acceleration.params`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Caching {
+    /// `caching_ttl`: rows fetched this recently answer without asking the
+    /// source (default 30s).
+    pub ttl: Duration,
+    /// `caching_stale_while_revalidate_ttl`: for this long after the TTL,
+    /// the cached rows still answer while they are fetched again in the
+    /// background (default 0: an expired entry is fetched before answering).
+    pub stale_while_revalidate: Duration,
+    /// `caching_stale_if_error: enabled`: when the source fails, answer with
+    /// the expired rows rather than the error.
+    pub stale_if_error: bool,
+    /// `caching_max_keys`: the most filter combinations kept; the least
+    /// recently used goes first.
+    pub max_keys: usize,
+    /// `caching_max_size`: the most bytes of rows kept.
+    pub max_bytes: u64,
+}
+
+impl Default for Caching {
+    fn default() -> Self {
+        Caching {
+            ttl: Duration::from_secs(30),
+            stale_while_revalidate: Duration::ZERO,
+            stale_if_error: false,
+            max_keys: 10_000,
+            max_bytes: 256 * 1024 * 1024,
+        }
+    }
 }
 
 yaml_enum! {
@@ -188,6 +223,7 @@ pub(crate) fn parse(
         engine,
         mode,
         engine_file: parse_engine_file(values, raw.params.as_ref(), engine, mode),
+        caching: parse_caching(values, raw.params.as_ref(), refresh_mode),
         primary_key: parse_primary_key(values, raw.primary_key.as_ref()),
         refresh_mode,
         refresh_sql: parse_refresh_sql(values, raw),
@@ -255,6 +291,74 @@ fn check_engine_mode(values: &mut Values<'_, '_>, engine: Engine, mode: Mode) {
     }
 }
 
+/// The `acceleration.params` of `refresh_mode: caching`.
+const CACHING_PARAMS: [&str; 5] = [
+    "caching_ttl",
+    "caching_stale_while_revalidate_ttl",
+    "caching_stale_if_error",
+    "caching_max_keys",
+    "caching_max_size",
+];
+
+/// The `caching_*` keys of `acceleration.params`; each is refused with
+/// another refresh mode, which would silently ignore it.
+fn parse_caching(
+    values: &mut Values<'_, '_>,
+    params: Option<&RawParams>,
+    refresh_mode: RefreshMode,
+) -> Caching {
+    let mut caching = Caching::default();
+    let get = |name: &str| params.and_then(|params| params.get(name)).cloned();
+    for name in CACHING_PARAMS {
+        if get(name).is_some() && refresh_mode != RefreshMode::Caching {
+            values.error(
+                &key(&format!("params.{name}")),
+                format!(
+                    "only applies to refresh_mode: caching (refresh_mode is {})",
+                    refresh_mode.as_str()
+                ),
+            );
+        }
+    }
+    if let Some(ttl) = values.duration(&key("params.caching_ttl"), &get("caching_ttl"), false) {
+        caching.ttl = ttl;
+    }
+    if let Some(window) = values.duration(
+        &key("params.caching_stale_while_revalidate_ttl"),
+        &get("caching_stale_while_revalidate_ttl"),
+        true,
+    ) {
+        caching.stale_while_revalidate = window;
+    }
+    if let Some(text) = values.text(
+        &key("params.caching_stale_if_error"),
+        &get("caching_stale_if_error"),
+    ) {
+        match text.trim() {
+            "enabled" => caching.stale_if_error = true,
+            "disabled" => caching.stale_if_error = false,
+            other => values.error(
+                &key("params.caching_stale_if_error"),
+                format!("invalid value '{other}'; valid values are enabled, disabled"),
+            ),
+        }
+    }
+    if let Some(keys) = values.integer(
+        &key("params.caching_max_keys"),
+        &get("caching_max_keys"),
+        1,
+        100_000_000,
+        "a number of cache keys",
+    ) {
+        caching.max_keys = keys as usize;
+    }
+    if let Some(bytes) = values.bytes(&key("params.caching_max_size"), &get("caching_max_size"), 1)
+    {
+        caching.max_bytes = bytes;
+    }
+    caching
+}
+
 /// `acceleration.params`: only `duckdb_file`/`sqlite_file`, each with its engine and a file mode.
 fn parse_engine_file(
     values: &mut Values<'_, '_>,
@@ -268,11 +372,13 @@ fn parse_engine_file(
         let wanted = match name.as_str() {
             "duckdb_file" => Engine::Duckdb,
             "sqlite_file" => Engine::Sqlite,
+            _ if CACHING_PARAMS.contains(&name.as_str()) => continue,
             _ => {
                 values.error(
                     &param_key,
                     format!(
-                        "unknown parameter '{name}'; valid parameters are duckdb_file, sqlite_file"
+                        "unknown parameter '{name}'; valid parameters are duckdb_file, sqlite_file, {}",
+                        CACHING_PARAMS.join(", ")
                     ),
                 );
                 continue;

@@ -225,6 +225,9 @@ pub(crate) fn parse(
     if acceleration.refresh_mode == acceleration::RefreshMode::Changes {
         check_changes(values, from.as_ref(), &acceleration);
     }
+    if acceleration.refresh_mode == acceleration::RefreshMode::Caching {
+        check_caching(values, &acceleration);
+    }
     Some(DatasetConfig {
         name: name?,
         from: from?,
@@ -238,6 +241,30 @@ pub(crate) fn parse(
         acceleration,
         description: values.text("description", &raw.description),
     })
+}
+
+/// `refresh_mode: caching` keeps, in memory, the rows each query's filters
+/// fetched: nothing is loaded ahead of the queries, so the keys that choose
+/// what a refresh loads have nothing to act on.
+fn check_caching(values: &mut Values<'_, '_>, acceleration: &acceleration::Acceleration) {
+    if acceleration.mode != acceleration::Mode::Memory {
+        values.error(
+            "acceleration.mode",
+            "refresh_mode: caching keeps its cache in memory in this version: use mode: memory (the default)",
+        );
+    }
+    if acceleration.refresh_sql.is_some() {
+        values.error(
+            "acceleration.refresh_sql",
+            "does not apply to refresh_mode: caching, which fetches the rows each query's filters select",
+        );
+    }
+    if acceleration.refresh_data_window.is_some() {
+        values.error(
+            "acceleration.refresh_data_window",
+            "does not apply to refresh_mode: caching, which fetches the rows each query's filters select",
+        );
+    }
 }
 
 /// `refresh_mode: changes` applies the source's own change stream to the

@@ -203,7 +203,7 @@ fn jitter_defaults_to_a_tenth_of_the_interval() {
 
 #[test]
 fn unsupported_names_dataset_and_key() {
-    let yaml = "datasets:\n  - from: postgres:public.t\n    name: t\n    acceleration: { refresh_mode: caching }\n";
+    let yaml = "datasets:\n  - from: https://api.example.com/v1\n    name: t\n";
     let refused: Vec<String> = from_yaml(yaml)
         .unwrap()
         .unsupported()
@@ -212,10 +212,59 @@ fn unsupported_names_dataset_and_key() {
         .collect();
     assert_eq!(
         refused,
-        [
-            "dataset 't': acceleration.refresh_mode: refresh_mode: caching is not supported yet by this version of pgaccel"
-        ]
+        ["dataset 't': from: the http source is not supported yet by this version of pgaccel"]
     );
+}
+
+/// `refresh_mode: caching` takes its `caching_*` keys from
+/// `acceleration.params`, with the seed's defaults; each key is refused with
+/// another refresh mode, and so are the keys that choose what a refresh
+/// loads.
+#[test]
+fn caching_mode_reads_its_keys() {
+    let yaml = "datasets:\n  - from: postgres:public.t\n    name: t\n    acceleration:\n      refresh_mode: caching\n      params: { caching_ttl: 5s, caching_stale_while_revalidate_ttl: 1m, caching_stale_if_error: enabled, caching_max_keys: 100, caching_max_size: 1MB }\n";
+    let config = from_yaml(yaml).unwrap();
+    assert!(
+        config.unsupported().is_empty(),
+        "{:?}",
+        config.unsupported()
+    );
+    let caching = &config.datasets[0].acceleration.caching;
+    assert_eq!(caching.ttl, std::time::Duration::from_secs(5));
+    assert_eq!(
+        caching.stale_while_revalidate,
+        std::time::Duration::from_secs(60)
+    );
+    assert!(caching.stale_if_error);
+    assert_eq!(caching.max_keys, 100);
+    let defaults = from_yaml("datasets:\n  - from: postgres:public.t\n    name: t\n    acceleration: { refresh_mode: caching }\n").unwrap();
+    assert_eq!(
+        defaults.datasets[0].acceleration.caching.ttl,
+        std::time::Duration::from_secs(30)
+    );
+    for (yaml, key, words) in [
+        (
+            "datasets:\n  - from: postgres:public.t\n    name: t\n    acceleration: { params: { caching_ttl: 5s } }\n",
+            "acceleration.params.caching_ttl",
+            "only applies to refresh_mode: caching",
+        ),
+        (
+            "datasets:\n  - from: postgres:public.t\n    name: t\n    acceleration: { refresh_mode: caching, params: { caching_stale_if_error: maybe } }\n",
+            "acceleration.params.caching_stale_if_error",
+            "valid values are enabled, disabled",
+        ),
+        (
+            "datasets:\n  - from: postgres:public.t\n    name: t\n    acceleration: { refresh_mode: caching, refresh_sql: 'SELECT * FROM t WHERE id > 3' }\n",
+            "acceleration.refresh_sql",
+            "does not apply to refresh_mode: caching",
+        ),
+    ] {
+        let errors = from_yaml(yaml).unwrap_err().to_string();
+        assert!(
+            errors.contains(key) && errors.contains(words),
+            "{key}: {errors}"
+        );
+    }
 }
 
 /// `refresh_mode: changes` is accepted on PostgreSQL tables, with its

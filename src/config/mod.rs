@@ -35,8 +35,8 @@ mod fixtures;
 use std::path::Path;
 
 pub use acceleration::{
-    Acceleration, DEFAULT_FILE_FOLDER, Engine, Mode, OnSchemaChange, RefreshMode, RefreshOnStartup,
-    SnapshotMode, ZeroResults,
+    Acceleration, Caching, DEFAULT_FILE_FOLDER, Engine, Mode, OnSchemaChange, RefreshMode,
+    RefreshOnStartup, SnapshotMode, ZeroResults,
 };
 pub use dataset::{DatasetConfig, DatasetName, ReadyState, TimeFormat};
 pub use error::{ConfigError, ConfigErrors};

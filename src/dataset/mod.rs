@@ -15,8 +15,9 @@ use tokio::sync::Notify;
 use crate::accelerator::ArrowAcceleration;
 use datafusion::catalog::TableProvider;
 
-use crate::config::{DatasetConfig, ReadyState, RefreshSql};
+use crate::config::{DatasetConfig, ReadyState, RefreshMode, RefreshSql};
 use crate::metrics;
+use crate::query::caching::Cache;
 
 /// The lifecycle of a dataset as reported by `GET /v1/datasets?status=true`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,7 +68,7 @@ pub struct StatusReport {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ChangesReport {
     /// The stream position the served rows are current to (a PostgreSQL
-    /// LSN).
+    /// LSN, or a MySQL binlog file and offset).
     pub position: String,
     /// How long before its application the last applied transaction was
     /// committed at the source, in milliseconds; 0 while the stream is idle.
@@ -120,6 +121,8 @@ pub struct Dataset {
     /// The source's table, for queries the source answers while nothing is
     /// loaded; set once the source has been reached.
     federated: Mutex<Option<Arc<dyn TableProvider>>>,
+    /// `refresh_mode: caching`: the rows queries fetched, by their filters.
+    pub cache: Option<Arc<Cache>>,
 }
 
 impl Dataset {
@@ -127,7 +130,11 @@ impl Dataset {
         let name = config.name.to_string();
         metrics::register_dataset(&name);
         metrics::load_state(&name, DatasetStatus::Initializing.gauge_value());
+        let caching =
+            config.acceleration.enabled && config.acceleration.refresh_mode == RefreshMode::Caching;
         Dataset {
+            cache: caching
+                .then(|| Arc::new(Cache::new(&name, config.acceleration.caching.clone()))),
             acceleration: Arc::new(ArrowAcceleration::new(name)),
             state: Mutex::new(State {
                 status: DatasetStatus::Initializing,

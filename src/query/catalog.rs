@@ -12,6 +12,7 @@ use async_trait::async_trait;
 use datafusion::catalog::{SchemaProvider, TableProvider};
 use datafusion::error::{DataFusionError, Result};
 
+use super::caching::CachingTable;
 use super::table::{AcceleratedTable, FederatedTable, QueryError};
 use super::zero_results::ZeroResultsTable;
 use crate::config::{ReadyState, ZeroResults};
@@ -66,6 +67,11 @@ impl SchemaProvider for DatasetSchema {
                 return Ok(Some(Arc::new(table)));
             }
             return Ok(Some(Arc::new(table)));
+        }
+        if let Some(cache) = &dataset.cache
+            && let Some(source) = dataset.federated()
+        {
+            return Ok(Some(Arc::new(CachingTable::new(Arc::clone(cache), source))));
         }
         // A dataset without acceleration is always answered by its source;
         // another only until its acceleration is loaded, if its

@@ -11,6 +11,7 @@ mod activity;
 mod age;
 mod array_dims;
 mod array_types;
+pub mod caching;
 mod case_mapping;
 mod catalog;
 mod compat;

@@ -127,7 +127,7 @@ impl ZeroResultsTable {
 }
 
 /// `expr` with every column unqualified, to plan it over a new scan.
-fn unqualified(expr: &Expr) -> Result<Expr> {
+pub(super) fn unqualified(expr: &Expr) -> Result<Expr> {
     expr.clone()
         .transform(|e| match e {
             Expr::Column(column) if column.relation.is_some() => Ok(Transformed::yes(
@@ -141,7 +141,7 @@ fn unqualified(expr: &Expr) -> Result<Expr> {
 /// The physical plan of `provider` filtered by `filters`, projected to
 /// `columns` (names) and limited to `limit` rows; for no columns, one row
 /// per match with no columns.
-async fn plan(
+pub(super) async fn plan(
     state: &dyn Session,
     provider: Arc<dyn TableProvider>,
     filters: &[Expr],

@@ -7,6 +7,7 @@
 //! and to [`metrics`]; it never serves queries.
 
 mod append;
+mod caching;
 mod changes;
 mod feed;
 mod full;
@@ -95,6 +96,10 @@ pub async fn run(
     let acceleration = &dataset.config.acceleration;
     if acceleration.refresh_mode == RefreshMode::Changes {
         changes::run(dataset, partitions, shutdown).await;
+        return;
+    }
+    if acceleration.refresh_mode == RefreshMode::Caching {
+        caching::run(dataset, shutdown).await;
         return;
     }
     if acceleration.refresh_mode == RefreshMode::Snapshot {

@@ -72,13 +72,13 @@ fn check_refuses_keys_that_are_not_implemented_yet() {
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(
         file.path(),
-        "datasets:\n  - from: postgres:public.a\n    name: a\n    params: { pg_db: test, pg_user: postgres }\n    time_column: t\n    acceleration:\n      refresh_mode: caching\n",
+        "datasets:\n  - from: https://api.example.com/v1/items\n    name: a\n",
     )
     .unwrap();
     let (ok, out) = pgaccel(&["check", "-c", file.path().to_str().unwrap()]);
     assert!(!ok, "{out}");
     assert!(
-        out.contains("refresh_mode") && out.contains("not supported yet"),
+        out.contains("the http source") && out.contains("not supported yet"),
         "{out}"
     );
 }

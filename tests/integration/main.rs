@@ -3,6 +3,7 @@
 //! (DataFusion links once); a module per capability.
 
 mod append;
+mod caching;
 mod cdc;
 mod cli;
 mod client_queries;
