@@ -201,21 +201,6 @@ fn jitter_defaults_to_a_tenth_of_the_interval() {
     );
 }
 
-#[test]
-fn unsupported_names_dataset_and_key() {
-    let yaml = "datasets:\n  - from: https://api.example.com/v1\n    name: t\n";
-    let refused: Vec<String> = from_yaml(yaml)
-        .unwrap()
-        .unsupported()
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-    assert_eq!(
-        refused,
-        ["dataset 't': from: the http source is not supported yet by this version of pgaccel"]
-    );
-}
-
 /// `refresh_mode: caching` takes its `caching_*` keys from
 /// `acceleration.params`, with the seed's defaults; each key is refused with
 /// another refresh mode, and so are the keys that choose what a refresh
@@ -421,4 +406,27 @@ enum Damage {
     Drop,
     Double,
     Indent(usize),
+}
+
+/// An `https://` source takes the params that bound the requests queries
+/// may make; a path that is not one is refused, naming the param.
+#[test]
+fn http_sources_read_their_request_params() {
+    let yaml = "datasets:\n  - from: https://api.example.com/v1\n    name: api\n    params: { allowed_request_paths: '/search, /shows/*', request_query_filters: enabled, max_request_query_length: 200 }\n    acceleration: { refresh_mode: caching }\n";
+    let config = from_yaml(yaml).unwrap();
+    let crate::config::SourceParams::Http(params) = &config.datasets[0].params else {
+        panic!("http params");
+    };
+    assert_eq!(params.allowed_paths, ["/search", "/shows/*"]);
+    assert!(params.query_filters);
+    assert_eq!(params.max_query_length, 200);
+    let errors = from_yaml(
+        "datasets:\n  - from: https://api.example.com/v1\n    name: api\n    params: { allowed_request_paths: search }\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        errors.contains("params.allowed_request_paths") && errors.contains("starts with '/'"),
+        "{errors}"
+    );
 }

@@ -40,7 +40,7 @@ pub use acceleration::{
 };
 pub use dataset::{DatasetConfig, DatasetName, ReadyState, TimeFormat};
 pub use error::{ConfigError, ConfigErrors};
-pub use params::{FileFormat, MysqlParams, PostgresParams, SourceParams, SslMode};
+pub use params::{FileFormat, HttpParams, MysqlParams, PostgresParams, SourceParams, SslMode};
 pub use policy::{Retention, RetryPolicy};
 pub use refresh_sql::RefreshSql;
 pub(crate) use refresh_sql::normalized as normalized_identifier;

@@ -27,7 +27,7 @@ pub enum SourceParams {
         format: FileFormat,
         store: BTreeMap<String, Secret>,
     },
-    Http,
+    Http(HttpParams),
     /// `file_format: snapshot`: the dataset serves the snapshots published
     /// at `location` (the `from` folder or S3 prefix), reached with the
     /// object-store keys of `params`.
@@ -35,6 +35,21 @@ pub enum SourceParams {
         location: String,
         params: BTreeMap<String, Secret>,
     },
+}
+
+/// The `params` of an `http://` or `https://` source: which requests
+/// queries may make of the API.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpParams {
+    /// `allowed_request_paths`: the paths a query may ask for (a trailing
+    /// `*` allows every path that starts with what precedes it); empty:
+    /// any path.
+    pub allowed_paths: Vec<String>,
+    /// `request_query_filters: enabled`: queries may set the request's query
+    /// string (`WHERE request_query = 'q=rust'`).
+    pub query_filters: bool,
+    /// `max_request_query_length`: the longest query string allowed.
+    pub max_query_length: usize,
 }
 
 /// `pg_*` parameters. With `pg_connection_string` the other keys are rejected (the string
@@ -164,7 +179,63 @@ pub(crate) fn parse_params(
                 format => SourceParams::File { format, store },
             }
         }
-        SourceRef::Http { .. } => SourceParams::Http,
+        SourceRef::Http { .. } => SourceParams::Http(parse_http(values, &get)),
+    }
+}
+
+fn parse_http(values: &mut Values<'_, '_>, get: &Get<'_>) -> HttpParams {
+    let allowed_paths = values
+        .text(
+            "params.allowed_request_paths",
+            &get("allowed_request_paths"),
+        )
+        .map(|text| {
+            text.split(',')
+                .map(str::trim)
+                .filter(|path| !path.is_empty())
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    for path in &allowed_paths {
+        if !path.starts_with('/') {
+            values.error(
+                "params.allowed_request_paths",
+                format!("'{path}' is not a path: each allowed path starts with '/'"),
+            );
+        }
+    }
+    let query_filters = match values
+        .text(
+            "params.request_query_filters",
+            &get("request_query_filters"),
+        )
+        .as_deref()
+        .map(str::trim)
+    {
+        None | Some("disabled") => false,
+        Some("enabled") => true,
+        Some(other) => {
+            values.error(
+                "params.request_query_filters",
+                format!("invalid value '{other}'; valid values are enabled, disabled"),
+            );
+            false
+        }
+    };
+    let max_query_length = values
+        .integer(
+            "params.max_request_query_length",
+            &get("max_request_query_length"),
+            1,
+            65_536,
+            "a length in bytes",
+        )
+        .unwrap_or(1024) as usize;
+    HttpParams {
+        allowed_paths,
+        query_filters,
+        max_query_length,
     }
 }
 

@@ -81,7 +81,11 @@ impl SourceRef {
             SourceRef::Duckdb { .. } => &["duckdb_open"],
             SourceRef::Sqlite { .. } => &["sqlite_file"],
             SourceRef::File { .. } => &["file_format"],
-            SourceRef::Http { .. } => &[],
+            SourceRef::Http { .. } => &[
+                "allowed_request_paths",
+                "request_query_filters",
+                "max_request_query_length",
+            ],
             SourceRef::S3 { .. } => &S3_PARAMS,
         }
     }

@@ -10,6 +10,7 @@ pub mod change;
 pub mod classify;
 mod duckdb;
 mod file;
+pub mod http;
 mod mysql;
 mod objects;
 pub mod pg_stream;
@@ -143,6 +144,7 @@ pub enum Source {
     Sqlite(SqliteSource),
     Duckdb(DuckdbSource),
     File(FileSource),
+    Http(http::HttpSource),
 }
 
 impl Source {
@@ -191,6 +193,9 @@ impl Source {
                     .await
                     .map(Source::File)
             }
+            (SourceRef::Http { url }, SourceParams::Http(params)) => {
+                http::HttpSource::connect(dataset, url, params).map(Source::Http)
+            }
             (from, _) => Err(SourceError::Unsupported {
                 dataset,
                 message: format!(
@@ -210,6 +215,7 @@ impl Source {
             Source::Sqlite(source) => source.federated(),
             Source::Duckdb(source) => source.federated(),
             Source::File(source) => source.federated()?,
+            Source::Http(source) => source.federated(),
         })
     }
 
@@ -222,6 +228,7 @@ impl Source {
             Source::Sqlite(source) => source.read_all(filter).await,
             Source::Duckdb(source) => source.read_all(filter).await,
             Source::File(source) => source.read_all(filter).await,
+            Source::Http(source) => source.read_all(filter).await,
         }
     }
 

@@ -268,3 +268,84 @@ async fn keys_in_use_are_fetched_again_and_old_keys_are_dropped() {
     assert_eq!(requests(&server, "retained", "miss").await, 2);
     server.runtime.shutdown().await;
 }
+
+/// A JSON API on loopback: `/v1/search?q=...` answers `{"q": ..., "n": <how
+/// many requests it has served>}`; every request is counted.
+async fn api() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use axum::extract::Query;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let served = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = std::sync::Arc::clone(&served);
+    let app = axum::Router::new().route(
+        "/v1/search",
+        axum::routing::get(
+            move |Query(params): Query<std::collections::HashMap<String, String>>| {
+                let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
+                let q = params.get("q").cloned().unwrap_or_default();
+                async move { axum::Json(serde_json::json!({ "q": q, "n": n })) }
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (port, served)
+}
+
+/// An HTTP API as a caching dataset: the request path and query string a
+/// query filters on are the request made and the cache key, so each request
+/// is made once within the TTL; the JSON body is read with PostgreSQL's
+/// JSON operators; a path outside `allowed_request_paths` is refused. The
+/// same API without acceleration asks at every query.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_api_is_cached_by_request() {
+    use std::sync::atomic::Ordering;
+    let (port, served) = api().await;
+    let params =
+        "    params: { allowed_request_paths: '/search', request_query_filters: enabled }\n";
+    let config = format!(
+        "  - from: http://127.0.0.1:{port}/v1\n    name: api\n{params}    acceleration:\n      refresh_mode: caching\n      params: {{ caching_ttl: 1h }}\n  - from: http://127.0.0.1:{port}/v1\n    name: api_direct\n{params}    acceleration:\n      enabled: false\n"
+    );
+    let server = Server::start(&config).await;
+    server.wait_ready().await;
+    let replica = server.client().await;
+    let search = |name: &str, q: &str| {
+        format!(
+            "SELECT content::json ->> 'q', content::json ->> 'n', response_status FROM {name} WHERE request_path = '/search' AND request_query = 'q={q}'"
+        )
+    };
+    let first = simple_rows(&replica, &search("api", "rust")).await;
+    assert_eq!(
+        first,
+        [[
+            Some("rust".to_owned()),
+            Some("1".to_owned()),
+            Some("200".to_owned())
+        ]]
+    );
+    assert_eq!(simple_rows(&replica, &search("api", "rust")).await, first);
+    assert_eq!(
+        served.load(Ordering::SeqCst),
+        1,
+        "the second query was a hit"
+    );
+    let other = simple_rows(&replica, &search("api", "sql")).await;
+    assert_eq!(other[0][0].as_deref(), Some("sql"));
+    assert_eq!(served.load(Ordering::SeqCst), 2);
+
+    let refused = replica
+        .simple_query("SELECT content FROM api WHERE request_path = '/admin'")
+        .await
+        .expect_err("a path outside allowed_request_paths");
+    let error = refused.as_db_error().expect("a server error");
+    assert!(
+        error.message().contains("allowed_request_paths"),
+        "{error:?}"
+    );
+
+    // Without acceleration every query is a request.
+    simple_rows(&replica, &search("api_direct", "rust")).await;
+    simple_rows(&replica, &search("api_direct", "rust")).await;
+    assert_eq!(served.load(Ordering::SeqCst), 4);
+    server.runtime.shutdown().await;
+}

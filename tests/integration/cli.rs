@@ -67,22 +67,6 @@ fn check_names_the_key_of_each_invalid_fixture() {
     }
 }
 
-#[test]
-fn check_refuses_keys_that_are_not_implemented_yet() {
-    let file = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(
-        file.path(),
-        "datasets:\n  - from: https://api.example.com/v1/items\n    name: a\n",
-    )
-    .unwrap();
-    let (ok, out) = pgaccel(&["check", "-c", file.path().to_str().unwrap()]);
-    assert!(!ok, "{out}");
-    assert!(
-        out.contains("the http source") && out.contains("not supported yet"),
-        "{out}"
-    );
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refresh_and_datasets_commands_talk_to_a_running_server() {
     let source = SourceSchema::create("cli").await;
