@@ -4,7 +4,7 @@
 //! (before answering, behind the old rows with stale-while-revalidate, or
 //! not at all with stale-if-error while the source is down).
 
-use crate::support::{Endpoint, Relay, Server, SourceSchema, eventually, simple_rows};
+use crate::support::{Endpoint, Relay, Server, SourceSchema, eventually, logs, simple_rows};
 
 /// `dataset_acceleration_caching_requests_total` of `name` with `result`.
 async fn requests(server: &Endpoint, name: &str, result: &str) -> u64 {
@@ -225,7 +225,7 @@ async fn keys_in_use_are_fetched_again_and_old_keys_are_dropped() {
         source.dataset(
             "t",
             "rechecked",
-            "    acceleration:\n      refresh_mode: caching\n      refresh_check_interval: 1s\n      params: { caching_ttl: 1h }\n",
+            "    acceleration:\n      refresh_mode: caching\n      refresh_check_interval: 1s\n      on_zero_results: use_source\n      params: { caching_ttl: 1h }\n",
         ),
         source.dataset(
             "t",

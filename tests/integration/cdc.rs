@@ -824,12 +824,21 @@ async fn a_shared_publication_streams_only_the_datasets_table() {
     server.runtime.shutdown().await;
 }
 
+/// The global binlog settings of the shared MariaDB, which the binlog
+/// checks read: the test that changes them for a moment holds this for
+/// writing, the other binlog tests hold it for reading.
+fn binlog_settings() -> &'static tokio::sync::RwLock<()> {
+    static SETTINGS: std::sync::OnceLock<tokio::sync::RwLock<()>> = std::sync::OnceLock::new();
+    SETTINGS.get_or_init(|| tokio::sync::RwLock::new(()))
+}
+
 /// The MariaDB row binlog of one table, read from a position taken before
 /// its changes: each committed transaction once, in commit order, with its
 /// rows' values; other tables' transactions and rolled back ones are not
 /// there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mariadb_row_binlog_of_a_table_reads_by_transaction() {
+    let _settings = binlog_settings().read().await;
     use mysql_async::Value;
     use pgaccel::source::binlog::{self, BinlogChange, BinlogReader};
 
@@ -971,6 +980,7 @@ async fn same_as_a_full_refresh(server: &Endpoint, followed: &str) {
 /// says why.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changes_mode_follows_the_mariadb_binlog() {
+    let _settings = binlog_settings().read().await;
     let db = MysqlDatabase::create("binlog_follow").await;
     db.execute(MARIADB_TYPED_TABLE).await;
     let folder = tempfile::tempdir().unwrap();
@@ -1084,6 +1094,7 @@ async fn changes_mode_follows_the_mariadb_binlog() {
 /// the GRANT that fixes it, in the dataset's status.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mariadb_user_without_replication_rights_is_told_what_to_grant() {
+    let _settings = binlog_settings().read().await;
     let db = MysqlDatabase::create("binlog_rights").await;
     let user = format!("{}_reader", db.name);
     db.execute(&format!(
@@ -1118,6 +1129,7 @@ async fn a_mariadb_user_without_replication_rights_is_told_what_to_grant() {
 /// it starts at meet with nothing lost or applied twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mariadb_changes_written_during_the_copy_are_not_lost() {
+    let _settings = binlog_settings().read().await;
     use mysql_async::prelude::Queryable;
 
     let db = MysqlDatabase::create("binlog_copy").await;
@@ -1292,6 +1304,47 @@ async fn retention_and_zero_results_work_while_changes_stream() {
         copies_before,
         "the restart copied the table again; log:\n{}",
         dataset_log(&name)
+    );
+    server.runtime.shutdown().await;
+}
+
+/// Resets the global binlog row image when dropped (also when the test
+/// fails).
+struct FullRowImage;
+
+impl Drop for FullRowImage {
+    fn drop(&mut self) {
+        let _ = Command::new("mariadb")
+            .args(["-h", "127.0.0.1", "-P", "3306", "-u", "root", "-e"])
+            .arg("SET GLOBAL binlog_row_image = 'FULL'")
+            .output();
+    }
+}
+
+/// A MariaDB whose binlog does not carry whole rows is refused at startup
+/// with the setting to change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_binlog_without_whole_rows_is_refused_with_the_setting_to_change() {
+    let _settings = binlog_settings().write().await;
+    let db = MysqlDatabase::create("binlog_image").await;
+    db.execute("CREATE TABLE {db}.t (id int PRIMARY KEY)").await;
+    let _reset = FullRowImage;
+    db.execute("SET GLOBAL binlog_row_image = 'MINIMAL'").await;
+    let name = format!("image_{}", std::process::id());
+    let server = Server::start(&db.dataset(
+        "t",
+        &name,
+        "    acceleration:\n      refresh_mode: changes\n",
+    ))
+    .await;
+    let status = server
+        .wait_for_status(&name, |s| s["error_message"].is_string())
+        .await;
+    let message = status["error_message"].as_str().unwrap();
+    assert!(
+        message.contains("binlog_row_image is MINIMAL")
+            && message.contains("set binlog_row_image = FULL"),
+        "{status}"
     );
     server.runtime.shutdown().await;
 }
