@@ -236,6 +236,12 @@ async fn keys_in_use_are_fetched_again_and_old_keys_are_dropped() {
     .join("");
     let server = Server::start(&config).await;
     server.wait_ready().await;
+    // on_zero_results has nothing to do here, and the log says so.
+    assert!(
+        logs().iter().any(|line| line.contains("rechecked")
+            && line.contains("on_zero_results is ignored when refresh_mode: caching is set")),
+        "no warning about on_zero_results"
+    );
     let replica = server.client().await;
     let query = |name: &str| format!("SELECT name FROM {name} WHERE id = 1");
     assert_eq!(
