@@ -17,6 +17,9 @@ use mysql_async::{BinlogStream, BinlogStreamRequest, Conn, Value};
 use super::SourceError;
 use super::change::{Row, RowChange, SourceTransaction, StreamEvent};
 
+/// The server error of a statement it does not know (`ER_PARSE_ERROR`).
+const PARSE_ERROR: u16 = 1064;
+
 /// A position in the binlog: the file and the byte offset in it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct BinlogPosition {
@@ -142,7 +145,15 @@ pub async fn current_position(
     conn: &mut Conn,
     dataset: &str,
 ) -> Result<BinlogPosition, SourceError> {
-    let status: Option<mysql_async::Row> = conn.query_first("SHOW MASTER STATUS").await.map_err(|e| {
+    let asked: Result<Option<mysql_async::Row>, _> = conn.query_first("SHOW MASTER STATUS").await;
+    let status = match asked {
+        // MySQL 8.4 renamed the statement.
+        Err(mysql_async::Error::Server(e)) if e.code == PARSE_ERROR => {
+            conn.query_first("SHOW BINARY LOG STATUS").await
+        }
+        other => other,
+    };
+    let status = status.map_err(|e| {
         refused(
             dataset,
             format!(
@@ -204,9 +215,12 @@ impl BinlogReader {
         // The server then sends a heartbeat each second while it has nothing
         // else to send, which tells where the binlog stands (and that the
         // connection is alive).
-        conn.query_drop("SET @master_heartbeat_period = 1000000000")
-            .await
-            .map_err(|e| failed(dataset, e))?;
+        // (MySQL 8.0.26 and later read the second name.)
+        conn.query_drop(
+            "SET @master_heartbeat_period = 1000000000, @source_heartbeat_period = 1000000000",
+        )
+        .await
+        .map_err(|e| failed(dataset, e))?;
         let request = BinlogStreamRequest::new(server_id)
             .with_filename(from.file.as_bytes())
             .with_pos(from.offset);
