@@ -105,6 +105,24 @@ impl Outcome {
     }
 }
 
+/// The fetch lock of one key. It leaves the cache's map when the last query
+/// holding or awaiting it is done, so the map holds only keys being fetched.
+struct Flight<'a> {
+    cache: &'a Cache,
+    key: &'a str,
+    lock: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Drop for Flight<'_> {
+    fn drop(&mut self) {
+        let mut fetching = self.cache.fetching.lock().expect("fetch lock");
+        // The map's reference and this one: nobody else waits.
+        if Arc::strong_count(&self.lock) <= 2 {
+            fetching.remove(self.key);
+        }
+    }
+}
+
 /// How a cached entry of some age may answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Freshness {
@@ -248,23 +266,32 @@ impl Cache {
         fetched
     }
 
-    fn flight(&self, key: &str) -> Arc<tokio::sync::Mutex<()>> {
+    /// The lock of `key`'s fetch, shared by the queries that wait for it.
+    fn flight<'a>(&'a self, key: &'a str) -> Flight<'a> {
         let mut fetching = self.fetching.lock().expect("fetch lock");
-        Arc::clone(fetching.entry(key.to_owned()).or_default())
+        Flight {
+            cache: self,
+            key,
+            lock: Arc::clone(fetching.entry(key.to_owned()).or_default()),
+        }
+    }
+
+    fn in_flight(&self, key: &str) -> bool {
+        self.fetching.lock().expect("fetch lock").contains_key(key)
     }
 
     /// Fetches `key` again with the plan and context `entry` was fetched
     /// with, keeping its last use.
     async fn refetch(self: &Arc<Self>, key: String, entry: Entry) -> Result<()> {
         let flight = self.flight(&key);
-        let _fetching = flight.lock().await;
+        let _fetching = flight.lock.lock().await;
         let fresh = self
             .fetch(Arc::clone(&entry.fetch), Arc::clone(&entry.context))
             .await;
         match fresh {
             Ok(mut fresh) => {
                 fresh.used = entry.used;
-                self.put(key, fresh);
+                self.put(key.clone(), fresh);
                 Ok(())
             }
             Err(e) => {
@@ -311,20 +338,19 @@ impl Cache {
                 return Ok(self.served(entry, Outcome::Hit));
             }
             if freshness(age, &self.settings) == Freshness::Stale {
-                let (cache, key, entry_again) = (Arc::clone(self), key.to_owned(), entry.clone());
-                let flight = self.flight(&key);
                 // One revalidation at a time; a query meanwhile serves the
                 // old rows without starting another.
-                if flight.try_lock().is_ok() {
+                if !self.in_flight(key) {
+                    let (cache, key, entry) = (Arc::clone(self), key.to_owned(), entry.clone());
                     tokio::spawn(async move {
-                        let _ = cache.refetch(key, entry_again).await;
+                        let _ = cache.refetch(key, entry).await;
                     });
                 }
                 return Ok(self.served(entry, Outcome::Stale));
             }
         }
         let flight = self.flight(key);
-        let _fetching = flight.lock().await;
+        let _fetching = flight.lock.lock().await;
         // Another query may have fetched it while this one waited.
         if let Some(entry) = self.get(key)
             && freshness(entry.fetched.elapsed(), &self.settings) == Freshness::Fresh
@@ -675,6 +701,10 @@ mod tests {
         assert!(cache.get("a").is_some() && cache.get("c").is_some());
         assert!(cache.get("b").is_none());
         assert_eq!(cache.held().keys, 2);
+        assert!(
+            cache.fetching.lock().unwrap().is_empty(),
+            "no fetch lock is left behind"
+        );
         assert_eq!(cache.evict_fetched_before(Duration::from_secs(3600)), 0);
         assert_eq!(cache.evict_fetched_before(Duration::ZERO), 2);
         assert_eq!(cache.held().bytes, 0);
