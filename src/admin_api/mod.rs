@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{HttpConfig, RefreshMode, RefreshSql, Secret};
 use crate::dataset::{Dataset, DatasetStatus, Registry};
 use crate::metrics;
+use crate::query::caching::Held;
 
 mod tls;
 
@@ -180,6 +181,9 @@ pub struct DatasetInfo {
     /// `refresh_mode: changes`: the stream position applied and the lag.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub changes: Option<ChangesInfo>,
+    /// `refresh_mode: caching`: the keys, rows and bytes the cache holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caching: Option<Held>,
 }
 
 /// The `changes` of a [`DatasetInfo`].
@@ -229,6 +233,7 @@ fn info(dataset: &Dataset, with_status: bool) -> DatasetInfo {
         snapshot: None,
         refresh_phase: None,
         changes: None,
+        caching: None,
     };
     if with_status {
         let report = dataset.report();
@@ -243,6 +248,7 @@ fn info(dataset: &Dataset, with_status: bool) -> DatasetInfo {
             created_at: rfc3339(snapshot.created_at),
             origin: snapshot.origin.to_owned(),
         });
+        info.caching = report.caching;
         info.changes = report.changes.map(|changes| ChangesInfo {
             position: changes.position,
             lag_ms: changes.lag_ms,

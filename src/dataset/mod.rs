@@ -17,7 +17,7 @@ use datafusion::catalog::TableProvider;
 
 use crate::config::{DatasetConfig, ReadyState, RefreshMode, RefreshSql};
 use crate::metrics;
-use crate::query::caching::Cache;
+use crate::query::caching::{Cache, Held};
 
 /// The lifecycle of a dataset as reported by `GET /v1/datasets?status=true`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,6 +61,8 @@ pub struct StatusReport {
     pub refresh_phase: Option<&'static str>,
     /// `refresh_mode: changes`: where the applied changes stand.
     pub changes: Option<ChangesReport>,
+    /// `refresh_mode: caching`: what the cache holds.
+    pub caching: Option<Held>,
 }
 
 /// How far a `refresh_mode: changes` dataset has applied its source's
@@ -232,6 +234,7 @@ impl Dataset {
                 None
             },
             changes: state.changes.clone(),
+            caching: self.cache.as_ref().map(|cache| cache.held()),
         }
     }
 

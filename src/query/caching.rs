@@ -146,7 +146,7 @@ fn freshness(age: Duration, settings: &Caching) -> Freshness {
 }
 
 /// What the cache holds, for status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Held {
     pub keys: usize,
     pub rows: usize,

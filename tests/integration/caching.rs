@@ -93,6 +93,12 @@ async fn caching_mode_fetches_each_key_once_within_its_ttl() {
         .unwrap()
         .get(0);
     assert_eq!(count, 3);
+    // Status shows what the cache holds: the keys "eu", "eu AND id > 0"
+    // and "us" (the prepared statement's), 2 + 2 + 3 rows.
+    let status = server.dataset_status(name).await;
+    assert_eq!(status["caching"]["keys"], 3, "{status}");
+    assert_eq!(status["caching"]["rows"], 7, "{status}");
+    assert!(status["caching"]["bytes"].as_u64().unwrap() > 0, "{status}");
     let (_, metrics) = server.get("/metrics").await;
     assert!(
         metrics
