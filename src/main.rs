@@ -3,10 +3,13 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
 use pgaccel::admin_api::DatasetInfo;
 use pgaccel::config;
+use pgaccel::dataset::DatasetStatus;
 use pgaccel::runtime::Runtime;
 use tracing_subscriber::EnvFilter;
 
@@ -19,6 +22,35 @@ use tracing_subscriber::EnvFilter;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// How log lines are written (to standard error): `text`, coloured only
+    /// on a terminal, or `json`, one object per line for a log collector.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "PGACCEL_LOG_FORMAT")]
+    log_format: LogFormat,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Logs at `RUST_LOG`'s levels (default `info`) to standard error.
+fn init_logging(format: LogFormat) {
+    use std::io::IsTerminal;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+            .init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .init(),
+    }
 }
 
 #[derive(Subcommand)]
@@ -36,6 +68,13 @@ enum Command {
     /// Trigger an on-demand refresh of a dataset on a running pgaccel.
     Refresh {
         name: String,
+        /// Wait for the refresh to complete, showing its progress; fail if
+        /// it fails.
+        #[arg(long)]
+        wait: bool,
+        /// With `--wait`: give up after this long (`90s`, `10m`, `2h`).
+        #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
+        timeout: std::time::Duration,
         #[command(flatten)]
         api: Api,
     },
@@ -116,12 +155,8 @@ impl Api {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .init();
     let cli = Cli::parse();
+    init_logging(cli.log_format);
     // DataFusion plans with deep recursion (nested subqueries, long
     // catalog queries from BI tools); 2 MiB, tokio's default, is not always
     // enough, and the space is only reserved, not used.
@@ -141,7 +176,12 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Run { config } => run(config).await,
             Command::Check { config } => check(config),
-            Command::Refresh { name, api } => refresh(&api, &name).await,
+            Command::Refresh {
+                name,
+                wait,
+                timeout,
+                api,
+            } => refresh(&api, &name, wait.then_some(timeout)).await,
             Command::Datasets { api } => datasets(&api).await,
         }
     });
@@ -206,7 +246,13 @@ fn check(path: PathBuf) -> Result<(), String> {
     Ok(())
 }
 
-async fn refresh(api: &Api, name: &str) -> Result<(), String> {
+async fn refresh(api: &Api, name: &str, wait: Option<Duration>) -> Result<(), String> {
+    // What the status said before the request: the refresh it starts is the
+    // one whose attempt is newer.
+    let before = match wait {
+        Some(_) => Some(dataset_info(api, name).await?),
+        None => None,
+    };
     let response = api
         .request(
             reqwest::Method::POST,
@@ -218,15 +264,100 @@ async fn refresh(api: &Api, name: &str) -> Result<(), String> {
     let status = response.status();
     let body: serde_json::Value = response.json().await.unwrap_or_default();
     let message = body["message"].as_str().unwrap_or_default().to_owned();
-    if status.is_success() {
-        println!("{message}");
-        Ok(())
-    } else {
-        Err(format!("refresh of '{name}' refused ({status}): {message}"))
+    if !status.is_success() {
+        return Err(format!("refresh of '{name}' refused ({status}): {message}"));
+    }
+    println!("{message}");
+    match (wait, before) {
+        (Some(timeout), Some(before)) => wait_for_refresh(api, name, &before, timeout).await,
+        _ => Ok(()),
     }
 }
 
-async fn datasets(api: &Api) -> Result<(), String> {
+/// The status of dataset `name` on the running pgaccel.
+async fn dataset_info(api: &Api, name: &str) -> Result<DatasetInfo, String> {
+    list_datasets(api)
+        .await?
+        .into_iter()
+        .find(|dataset| dataset.name == name)
+        .ok_or_else(|| format!("dataset '{name}' not found"))
+}
+
+/// Follows the refresh requested after `before` until it completes, fails
+/// for good (no retry pending) or `timeout` passes, with a progress bar of
+/// the rows read (against the rows served before, when there are some).
+async fn wait_for_refresh(
+    api: &Api,
+    name: &str,
+    before: &DatasetInfo,
+    timeout: Duration,
+) -> Result<(), String> {
+    let started = std::time::Instant::now();
+    let expected = before.rows.filter(|rows| *rows > 0);
+    let bar = match expected {
+        Some(rows) => ProgressBar::new(rows as u64).with_style(
+            ProgressStyle::with_template(
+                "{spinner} {prefix} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} rows ({per_sec}) {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ),
+        None => ProgressBar::new_spinner().with_style(
+            ProgressStyle::with_template(
+                "{spinner} {prefix} [{elapsed_precise}] {human_pos} rows ({per_sec}) {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        ),
+    };
+    bar.set_prefix(name.to_owned());
+    bar.enable_steady_tick(Duration::from_millis(120));
+    loop {
+        let now = dataset_info(api, name).await?;
+        let attempted = now.last_refresh_attempt != before.last_refresh_attempt;
+        if let Some(progress) = &now.refresh_progress {
+            bar.set_position(progress.rows);
+            bar.set_message(format!(
+                "{} read, {}/s",
+                indicatif::HumanBytes(progress.bytes),
+                indicatif::HumanBytes(progress.bytes_per_second as u64)
+            ));
+        } else if let Some(phase) = &now.refresh_phase {
+            bar.set_message(phase.clone());
+        }
+        if now.refresh_phase.is_none() {
+            if now.last_refresh.is_some() && now.last_refresh != before.last_refresh {
+                bar.finish_and_clear();
+                println!(
+                    "Dataset '{name}' refreshed in {:.1}s: {} rows.",
+                    started.elapsed().as_secs_f64(),
+                    now.rows.unwrap_or_default()
+                );
+                return Ok(());
+            }
+            if attempted && now.status == Some(DatasetStatus::Error) {
+                match &now.next_retry {
+                    Some(at) => bar.set_message(format!("failed; retrying at {at}")),
+                    None => {
+                        bar.abandon();
+                        return Err(format!(
+                            "refresh of '{name}' failed: {}",
+                            now.error_message.unwrap_or_default()
+                        ));
+                    }
+                }
+            }
+        }
+        if started.elapsed() >= timeout {
+            bar.abandon();
+            return Err(format!(
+                "refresh of '{name}' did not complete within {}",
+                humantime::format_duration(timeout)
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn list_datasets(api: &Api) -> Result<Vec<DatasetInfo>, String> {
     let url = format!("{}/v1/datasets?status=true", api.url.trim_end_matches('/'));
     let response = api
         .request(reqwest::Method::GET, "/v1/datasets?status=true")?
@@ -236,10 +367,14 @@ async fn datasets(api: &Api) -> Result<(), String> {
     if !response.status().is_success() {
         return Err(format!("{url} answered {}", response.status()));
     }
-    let list: Vec<DatasetInfo> = response
+    response
         .json()
         .await
-        .map_err(|e| format!("unexpected answer from {url}: {e}"))?;
+        .map_err(|e| format!("unexpected answer from {url}: {e}"))
+}
+
+async fn datasets(api: &Api) -> Result<(), String> {
+    let list = list_datasets(api).await?;
     println!(
         "{:<24} {:<12} {:>12} {:<28} {:<28} ERROR",
         "NAME", "STATUS", "ROWS", "LAST_REFRESH", "NEXT_REFRESH"

@@ -20,6 +20,8 @@ pub const LOAD_STATE: &str = "dataset_load_state";
 pub const QUERIES: &str = "query_executions";
 pub const QUERY_ERRORS: &str = "query_errors";
 pub const QUERY_DURATION: &str = "query_duration_ms";
+pub const CONNECTIONS: &str = "pg_connections";
+pub const CONNECTIONS_REFUSED: &str = "pg_connections_refused_total";
 pub const INDEX_LOOKUPS: &str = "query_index_lookups";
 pub const STATEMENTS_PLANNED: &str = "query_statements_planned";
 pub const READY_STATE_FALLBACK: &str = "accelerated_ready_state_federated_fallback";
@@ -40,17 +42,31 @@ pub const CACHING_REQUESTS: &str = "dataset_acceleration_caching_requests_total"
 pub const CACHING_KEYS: &str = "dataset_acceleration_caching_keys";
 pub const CACHING_BYTES: &str = "dataset_acceleration_caching_bytes";
 
+const DURATION_BUCKETS_MS: [f64; 20] = [
+    0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1e3, 2.5e3, 5e3, 1e4, 3e4,
+    6e4, 3e5, 9e5, 3.6e6,
+];
+
 /// The process-wide Prometheus recorder. The `metrics` facade has one global
 /// recorder, so every runtime in the process (tests start several) shares it.
 pub fn handle() -> &'static PrometheusHandle {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
     HANDLE.get_or_init(|| {
-        let recorder = PrometheusBuilder::new().build_recorder();
+        // Histograms as Prometheus histograms (not summaries), so that a
+        // dashboard can take quantiles over several replicas; milliseconds
+        // from a point lookup to an hour-long refresh.
+        let recorder = PrometheusBuilder::new()
+            .set_buckets(&DURATION_BUCKETS_MS)
+            .expect("the bucket list is not empty")
+            .build_recorder();
         let handle = recorder.handle();
         // Another recorder may already be installed (an embedding program's);
         // then our handle renders only what we record, which is still correct.
         let _ = metrics::set_global_recorder(recorder);
         describe();
+        // Present at zero from startup, for dashboards.
+        counter!(CONNECTIONS_REFUSED).absolute(0);
+        gauge!(CONNECTIONS).increment(0.0);
         handle
     })
 }
@@ -119,10 +135,17 @@ fn describe() {
         RETENTION_EVICTED,
         "Rows evicted from the acceleration by retention checks"
     );
-    describe_counter!(QUERIES, "Statements executed over the wire");
+    describe_counter!(
+        QUERIES,
+        "Statements executed over the wire, by outcome (ok, error)"
+    );
     describe_counter!(
         QUERY_ERRORS,
         "Statements that ended in an error, by SQLSTATE class"
+    );
+    describe_counter!(
+        INDEX_LOOKUPS,
+        "Statements answered by a primary-key index lookup instead of a scan"
     );
     describe_counter!(
         STATEMENTS_PLANNED,
@@ -164,8 +187,58 @@ fn describe() {
     describe_histogram!(
         QUERY_DURATION,
         Unit::Milliseconds,
-        "Statement execution time"
+        "Statement time, from the start of its execution until its last row or its error reached the client, by outcome (ok, error)"
     );
+    describe_gauge!(
+        CONNECTIONS,
+        "Client connections open on the PostgreSQL port"
+    );
+    describe_counter!(
+        CONNECTIONS_REFUSED,
+        "Connections refused on the PostgreSQL port because runtime.pg.max_connections were open"
+    );
+}
+
+/// The process's memory, CPU time, threads and open files
+/// (`process_resident_memory_bytes`, ...), read at each scrape.
+pub fn render() -> String {
+    static PROCESS: OnceLock<metrics_process::Collector> = OnceLock::new();
+    let handle = handle();
+    PROCESS
+        .get_or_init(|| {
+            let collector = metrics_process::Collector::default();
+            collector.describe();
+            collector
+        })
+        .collect();
+    handle.render()
+}
+
+/// An open client connection, counted in `pg_connections` while it lives.
+#[must_use]
+pub struct OpenConnection(());
+
+impl OpenConnection {
+    pub fn new() -> Self {
+        gauge!(CONNECTIONS).increment(1.0);
+        OpenConnection(())
+    }
+}
+
+impl Default for OpenConnection {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        gauge!(CONNECTIONS).decrement(1.0);
+    }
+}
+
+pub fn connection_refused() {
+    counter!(CONNECTIONS_REFUSED).increment(1);
 }
 
 pub fn auth_failed(method: &'static str) {
@@ -303,18 +376,20 @@ pub fn federated_fallback(dataset: &str) {
     counter!(READY_STATE_FALLBACK, "dataset" => dataset.to_owned()).increment(1);
 }
 
-pub fn query_executed(took: Duration) {
-    counter!(QUERIES).increment(1);
-    histogram!(QUERY_DURATION).record(took.as_secs_f64() * 1e3);
+/// A statement ended, `ok` or with an error (counted by SQLSTATE in
+/// [`query_failed`]), `took` after its execution began.
+pub fn statement_ended(took: Duration, ok: bool) {
+    let outcome = if ok { "ok" } else { "error" };
+    counter!(QUERIES, "outcome" => outcome).increment(1);
+    histogram!(QUERY_DURATION, "outcome" => outcome).record(took.as_secs_f64() * 1e3);
 }
 
 pub fn statement_planned() {
     counter!(STATEMENTS_PLANNED).increment(1);
 }
 
-pub fn index_lookup(took: Duration) {
+pub fn index_lookup() {
     counter!(INDEX_LOOKUPS).increment(1);
-    query_executed(took);
 }
 
 /// A query pgaccel refused, answered by its source instead.

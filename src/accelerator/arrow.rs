@@ -321,6 +321,8 @@ pub struct ArrowAcceleration {
     /// Held from the start of a version's commit to the file until it is
     /// published (see `refresh::full::publish`).
     commit: Arc<tokio::sync::Mutex<()>>,
+    /// The refresh's read of its source in flight.
+    progress: super::ReadProgress,
 }
 
 impl ArrowAcceleration {
@@ -330,7 +332,13 @@ impl ArrowAcceleration {
             current: ArcSwapOption::empty(),
             store: OnceLock::new(),
             commit: Arc::new(tokio::sync::Mutex::new(())),
+            progress: super::ReadProgress::default(),
         }
+    }
+
+    /// How far the read of the refresh in flight has come.
+    pub fn progress(&self) -> &super::ReadProgress {
+        &self.progress
     }
 
     /// Makes `store` the durable copy of every version published from now.

@@ -159,6 +159,26 @@ impl DuckdbFile {
         Ok(Some(checkpoint))
     }
 
+    /// A reader of the acceleration as `checkpoint` describes it, on a
+    /// connection of its own: queries can read the file in place (while its
+    /// rows are read into memory) without waiting on this one.
+    pub fn reader(&self, checkpoint: &Checkpoint) -> Result<FileReader, String> {
+        let connection = self.connection().try_clone().map_err(text)?;
+        let rows: i64 = connection
+            .query_row(
+                &format!("SELECT count(*) FROM {}", quote(&self.table)),
+                [],
+                |row| row.get(0),
+            )
+            .map_err(text)?;
+        Ok(FileReader {
+            table: self.table.clone(),
+            schema: std::sync::Arc::clone(&checkpoint.schema),
+            rows: usize::try_from(rows).unwrap_or(0),
+            connection: Mutex::new(connection),
+        })
+    }
+
     /// Hands the rows to `sink` batch by batch, in the columns and types of
     /// `checkpoint.schema`, in no particular order. A large table is read
     /// in row-id ranges on one connection per core: turning DuckDB's rows
@@ -336,4 +356,73 @@ fn delete_keys(
             condition.join(" AND ")
         ))
         .map_err(text)
+}
+
+/// Reads the acceleration a file holds, in the served columns and types,
+/// each read in one statement (so one consistent version of the file) on a
+/// connection of its own.
+#[derive(Debug)]
+pub struct FileReader {
+    table: String,
+    schema: SchemaRef,
+    rows: usize,
+    /// Cloned for each read; reads run side by side.
+    connection: Mutex<Connection>,
+}
+
+impl FileReader {
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// The rows the file held when the reader was made.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Hands the columns `projection` (indices into the schema; all with
+    /// `None`) of at most `limit` rows to `sink`, batch by batch.
+    pub fn read(
+        &self,
+        projection: Option<&[usize]>,
+        limit: Option<usize>,
+        sink: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let connection = self
+            .connection
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .try_clone()
+            .map_err(text)?;
+        let schema = match projection {
+            Some(columns) => std::sync::Arc::new(self.schema.project(columns).map_err(text)?),
+            None => std::sync::Arc::clone(&self.schema),
+        };
+        let limit = limit.map(|n| format!(" LIMIT {n}")).unwrap_or_default();
+        if schema.fields().is_empty() {
+            // No column asked for (`count(*)`): the rows, without values.
+            let rows: i64 = connection
+                .query_row(
+                    &format!(
+                        "SELECT count(*) FROM (SELECT 1 FROM {}{limit})",
+                        quote(&self.table)
+                    ),
+                    [],
+                    |row| row.get(0),
+                )
+                .map_err(text)?;
+            let options = datafusion::arrow::record_batch::RecordBatchOptions::new()
+                .with_row_count(Some(usize::try_from(rows).unwrap_or(0)));
+            let batch =
+                RecordBatch::try_new_with_options(schema, Vec::new(), &options).map_err(text)?;
+            return sink(batch);
+        }
+        let columns: Vec<String> = schema.fields().iter().map(|f| quote(f.name())).collect();
+        let select = format!(
+            "SELECT {} FROM {}{limit}",
+            columns.join(", "),
+            quote(&self.table)
+        );
+        read_rows(&connection, &select, &schema, sink)
+    }
 }

@@ -11,11 +11,14 @@
 mod arrow;
 mod duckdb_file;
 mod index;
+mod progress;
 mod sqlite_file;
 pub mod store;
 
 pub use arrow::{ArrowAcceleration, TableData, TableDataBuilder};
+pub use duckdb_file::FileReader;
 pub use index::{PrimaryKeyIndex, RowRef};
+pub use progress::{ProgressReport, ReadProgress};
 #[cfg(test)]
 pub use store::Persisted;
 pub use store::{Change, Checkpoint, Store, StoreError};

@@ -25,7 +25,8 @@ use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::ipc::reader::StreamReader;
 use datafusion::arrow::ipc::writer::StreamWriter;
 
-use super::{TableData, TableDataBuilder, duckdb_file::DuckdbFile, sqlite_file::SqliteFile};
+use super::duckdb_file::{DuckdbFile, FileReader};
+use super::{TableData, TableDataBuilder, sqlite_file::SqliteFile};
 use crate::config::Engine;
 
 /// Bumped when the layout of the checkpoint or of the data changes; a file
@@ -151,6 +152,16 @@ impl Store {
     /// primary-key index is not built here: the rows can be served while it
     /// is ([`TableData::indexed`]), which takes a restart's first answer off
     /// the index's critical path.
+    /// A reader that queries can use to read the file in place while its
+    /// rows are read into memory; `None` for an engine that has none
+    /// (SQLite, whose rows are served once read).
+    pub fn reader(&self, checkpoint: &Checkpoint) -> Option<Result<FileReader, StoreError>> {
+        match self {
+            Store::Duckdb(file) => Some(file.reader(checkpoint).map_err(|m| self.error(m))),
+            Store::Sqlite(_) => None,
+        }
+    }
+
     pub fn read(
         &self,
         checkpoint: &Checkpoint,

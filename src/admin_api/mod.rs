@@ -16,6 +16,7 @@ use serde_json::json;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::accelerator::ProgressReport;
 use crate::config::{HttpConfig, RefreshMode, RefreshSql, Secret};
 use crate::dataset::{Dataset, DatasetStatus, Registry};
 use crate::metrics;
@@ -32,8 +33,8 @@ struct ApiState {
 /// Who may use the API and how it is reached (`runtime.http`).
 #[derive(Clone, Default)]
 pub struct Access {
-    /// Every `/v1` route needs it, and `/metrics` too unless
-    /// `metrics_public`; `/health` stays open.
+    /// Every `/v1` route but `/v1/ready` needs it, and `/metrics` too
+    /// unless `metrics_public`; `/health` stays open.
     pub api_key: Option<Secret>,
     pub metrics_public: bool,
     /// HTTPS only, when set.
@@ -89,7 +90,6 @@ pub async fn serve(
 fn router(state: ApiState, metrics_public: bool) -> Router {
     let guard = || middleware::from_fn_with_state(state.clone(), require_api_key);
     let v1 = Router::new()
-        .route("/ready", get(ready))
         .route("/datasets", get(datasets))
         .route("/datasets/{name}/acceleration/refresh", post(refresh))
         .route("/datasets/{name}/acceleration", patch(patch_acceleration))
@@ -98,8 +98,11 @@ fn router(state: ApiState, metrics_public: bool) -> Router {
     if !metrics_public {
         metrics = metrics.layer(guard());
     }
+    // `/health` and `/v1/ready` stay open: probes (Kubernetes, load
+    // balancers) cannot carry the key, and they tell nothing but up/ready.
     Router::new()
         .route("/health", get(|| async { "ok" }))
+        .route("/v1/ready", get(ready))
         .merge(metrics)
         .nest("/v1", v1)
         .with_state(state)
@@ -175,7 +178,7 @@ pub struct DatasetInfo {
     /// The snapshot served (restored or followed) or last published.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<SnapshotInfo>,
-    /// `reading` or `committing` while a refresh is in flight.
+    /// `starting`, `reading` or `committing` while a refresh is in flight.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refresh_phase: Option<String>,
     /// `refresh_mode: changes`: the stream position applied and the lag.
@@ -184,6 +187,16 @@ pub struct DatasetInfo {
     /// `refresh_mode: caching`: the keys, rows and bytes the cache holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caching: Option<Held>,
+    /// While a refresh reads its source: rows and bytes read so far and
+    /// their rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_progress: Option<ProgressReport>,
+    /// When the last refresh attempt started, whatever its outcome.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_refresh_attempt: Option<String>,
+    /// When a failed refresh is tried again, while it waits to be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_retry: Option<String>,
 }
 
 /// The `changes` of a [`DatasetInfo`].
@@ -234,6 +247,9 @@ fn info(dataset: &Dataset, with_status: bool) -> DatasetInfo {
         refresh_phase: None,
         changes: None,
         caching: None,
+        refresh_progress: None,
+        last_refresh_attempt: None,
+        next_retry: None,
     };
     if with_status {
         let report = dataset.report();
@@ -249,6 +265,9 @@ fn info(dataset: &Dataset, with_status: bool) -> DatasetInfo {
             origin: snapshot.origin.to_owned(),
         });
         info.caching = report.caching;
+        info.refresh_progress = report.refresh_progress;
+        info.last_refresh_attempt = report.last_refresh_attempt.map(rfc3339);
+        info.next_retry = report.next_retry.map(rfc3339);
         info.changes = report.changes.map(|changes| ChangesInfo {
             position: changes.position,
             lag_ms: changes.lag_ms,
@@ -363,6 +382,6 @@ async fn patch_acceleration(
 async fn render_metrics() -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        metrics::handle().render(),
+        metrics::render(),
     )
 }

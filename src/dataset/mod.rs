@@ -12,12 +12,13 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
-use crate::accelerator::ArrowAcceleration;
+use crate::accelerator::{ArrowAcceleration, ProgressReport};
 use datafusion::catalog::TableProvider;
 
 use crate::config::{DatasetConfig, ReadyState, RefreshMode, RefreshSql};
 use crate::metrics;
 use crate::query::caching::{Cache, Held};
+use crate::query::file_table::FileTable;
 
 /// The lifecycle of a dataset as reported by `GET /v1/datasets?status=true`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,13 +57,20 @@ pub struct StatusReport {
     pub rows: Option<usize>,
     /// The acceleration snapshot served or last published, if any.
     pub snapshot: Option<SnapshotReport>,
-    /// What a refresh in flight is doing: `reading` the source, or
-    /// `committing` the new version (to the file, then to queries).
+    /// What a refresh in flight is doing: `starting` (connecting to the
+    /// source), `reading` it, or `committing` the new version (to the file,
+    /// then to queries).
     pub refresh_phase: Option<&'static str>,
     /// `refresh_mode: changes`: where the applied changes stand.
     pub changes: Option<ChangesReport>,
     /// `refresh_mode: caching`: what the cache holds.
     pub caching: Option<Held>,
+    /// The rows, bytes and rate the refresh in flight has read so far.
+    pub refresh_progress: Option<ProgressReport>,
+    /// When the last refresh attempt started (whatever its outcome).
+    pub last_refresh_attempt: Option<DateTime<Utc>>,
+    /// When a failed refresh is tried again, while it waits to be.
+    pub next_retry: Option<DateTime<Utc>>,
 }
 
 /// How far a `refresh_mode: changes` dataset has applied its source's
@@ -100,6 +108,10 @@ struct State {
     error_message: Option<String>,
     snapshot: Option<SnapshotReport>,
     changes: Option<ChangesReport>,
+    last_attempt: Option<DateTime<Utc>>,
+    next_retry: Option<DateTime<Utc>>,
+    /// A refresh attempt started and has neither completed nor failed.
+    attempting: bool,
 }
 
 /// One configured dataset: its configuration, its acceleration and its state.
@@ -125,6 +137,9 @@ pub struct Dataset {
     federated: Mutex<Option<Arc<dyn TableProvider>>>,
     /// `refresh_mode: caching`: the rows queries fetched, by their filters.
     pub cache: Option<Arc<Cache>>,
+    /// The acceleration file, answering queries in place while its rows are
+    /// read into memory.
+    in_place: Mutex<Option<Arc<FileTable>>>,
 }
 
 impl Dataset {
@@ -145,11 +160,15 @@ impl Dataset {
                 error_message: None,
                 snapshot: None,
                 changes: None,
+                last_attempt: None,
+                next_retry: None,
+                attempting: false,
             }),
             refresh_requested: Notify::new(),
             refresh_sql: Mutex::new(config.acceleration.refresh_sql.clone()),
             loaded_sql: Mutex::new(None),
             federated: Mutex::new(None),
+            in_place: Mutex::new(None),
             // `on_registration`: ready as soon as it is registered.
             ever_ready: AtomicBool::new(config.ready_state == ReadyState::OnRegistration),
             config,
@@ -217,19 +236,49 @@ impl Dataset {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// Queries read `table` (the acceleration file) until
+    /// [`Dataset::end_in_place`].
+    pub fn serve_in_place(&self, table: FileTable) {
+        *self.in_place.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(table));
+    }
+
+    /// The file's rows are in memory (published), or cannot be read.
+    pub fn end_in_place(&self) {
+        *self.in_place.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// The acceleration file queries read while nothing is in memory.
+    pub fn in_place(&self) -> Option<Arc<FileTable>> {
+        self.in_place
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     pub fn report(&self) -> StatusReport {
+        let progress = self.acceleration.progress().report();
         let state = self.state();
         StatusReport {
             status: state.status,
             last_refresh: state.last_refresh,
             next_refresh: state.next_refresh,
             error_message: state.error_message.clone(),
-            rows: self.acceleration.current().map(|data| data.rows()),
+            rows: self
+                .acceleration
+                .current()
+                .map(|data| data.rows())
+                .or_else(|| self.in_place().map(|table| table.rows())),
             snapshot: state.snapshot.clone(),
+            refresh_progress: progress.clone(),
+            last_refresh_attempt: state.last_attempt,
+            next_retry: state.next_retry,
             refresh_phase: if self.acceleration.committing() {
                 Some("committing")
-            } else if state.status == DatasetStatus::Refreshing {
+            } else if state.status == DatasetStatus::Refreshing || progress.is_some() {
                 Some("reading")
+            } else if state.attempting {
+                // Connecting to the source, or planning its read.
+                Some("starting")
             } else {
                 None
             },
@@ -274,6 +323,9 @@ impl Dataset {
     /// it tries again (its queries keep failing as an unknown table).
     pub fn refresh_started(&self) {
         let mut state = self.state();
+        state.last_attempt = Some(Utc::now());
+        state.next_retry = None;
+        state.attempting = true;
         if self.acceleration.current().is_some() {
             self.set_status(&mut state, DatasetStatus::Refreshing);
         }
@@ -284,6 +336,7 @@ impl Dataset {
     /// time).
     pub fn refresh_succeeded(&self, at: DateTime<Utc>, next: Option<DateTime<Utc>>) {
         let mut state = self.state();
+        state.attempting = false;
         state.last_refresh = Some(at);
         state.next_refresh = next;
         state.error_message = None;
@@ -316,6 +369,7 @@ impl Dataset {
     /// that load is its refresh, completed at `at`.
     pub fn snapshot_loaded(&self, snapshot: SnapshotReport, at: DateTime<Utc>) {
         let mut state = self.state();
+        state.attempting = false;
         state.snapshot = Some(snapshot);
         state.last_refresh = Some(at);
         state.error_message = None;
@@ -327,6 +381,7 @@ impl Dataset {
     /// serving what it has: Ready again after an error.
     pub fn snapshot_checked(&self) {
         let mut state = self.state();
+        state.attempting = false;
         if state.status != DatasetStatus::Ready && self.acceleration.current().is_some() {
             state.error_message = None;
             self.set_status(&mut state, DatasetStatus::Ready);
@@ -348,8 +403,14 @@ impl Dataset {
         }
     }
 
+    /// The failed refresh is tried again at `at`.
+    pub fn retry_at(&self, at: DateTime<Utc>) {
+        self.state().next_retry = Some(at);
+    }
+
     pub fn refresh_failed(&self, message: String) {
         let mut state = self.state();
+        state.attempting = false;
         state.error_message = Some(message);
         self.set_status(&mut state, DatasetStatus::Error);
     }

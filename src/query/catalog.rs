@@ -1,6 +1,8 @@
 //! A database schema whose tables are the datasets placed in it.
 //!
-//! A dataset with no data loaded yet is known but not listed. Querying it
+//! A dataset whose acceleration file is open but not yet read into memory
+//! is answered from the file ([`super::file_table`]). A dataset with no
+//! data loaded yet is known but not listed. Querying it
 //! goes to its source when its `ready_state` says so and the source has been
 //! reached; otherwise it fails with an error that names it and says it is
 //! loading, or, once its source has failed, as a table that does not exist
@@ -48,6 +50,7 @@ impl SchemaProvider for DatasetSchema {
         self.datasets()
             .filter(|dataset| {
                 dataset.acceleration.current().is_some()
+                    || dataset.in_place().is_some()
                     || (!dataset.config.acceleration.enabled && dataset.federated().is_some())
             })
             .map(|dataset| dataset.config.name.table.clone())
@@ -67,6 +70,9 @@ impl SchemaProvider for DatasetSchema {
                 return Ok(Some(Arc::new(table)));
             }
             return Ok(Some(Arc::new(table)));
+        }
+        if let Some(table) = dataset.in_place() {
+            return Ok(Some(table));
         }
         if let Some(cache) = &dataset.cache
             && let Some(source) = dataset.federated()

@@ -20,6 +20,7 @@ mod date_trunc;
 mod direct;
 mod engine;
 pub mod error;
+pub mod file_table;
 mod float_extremes;
 mod float_sums;
 pub mod forward;
@@ -240,6 +241,8 @@ pub fn plan_is_current(plan: &LogicalPlan) -> bool {
             let stands = if let Some(table) = provider.downcast_ref::<AcceleratedTable>() {
                 table.is_current()
             } else if let Some(table) = provider.downcast_ref::<table::FederatedTable>() {
+                table.is_current()
+            } else if let Some(table) = provider.downcast_ref::<file_table::FileTable>() {
                 table.is_current()
             } else if let Some(table) = provider.downcast_ref::<zero_results::ZeroResultsTable>() {
                 table.accelerated().is_current()

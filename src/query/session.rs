@@ -107,6 +107,9 @@ pub struct Session {
     /// The statement running ended a transaction block, which counted the
     /// transaction already.
     ended_block: bool,
+    /// When the statement in flight began executing: `query_duration_ms`
+    /// runs from here to its last row sent (or its error).
+    statement_started: Option<std::time::Instant>,
 }
 
 impl Session {
@@ -169,6 +172,7 @@ impl Session {
             notices: Vec::new(),
             activity,
             ended_block: false,
+            statement_started: None,
         };
         session.settings_changed();
         session.reported = session.settings.reported().into_iter().collect();
@@ -378,6 +382,7 @@ impl Session {
     /// outside a block and the block's start inside one, as in PostgreSQL;
     /// and `pg_stat_activity` shows it.
     pub fn begin_statement(&mut self, sql: &str) {
+        self.statement_started = Some(std::time::Instant::now());
         let now = Utc::now();
         let in_block = self.block.is_some();
         if !in_block {
@@ -396,6 +401,9 @@ impl Session {
 
     /// A statement failed: a transaction block it ran in is now failed.
     pub fn statement_failed(&mut self) {
+        if let Some(started) = self.statement_started.take() {
+            metrics::statement_ended(started.elapsed(), false);
+        }
         match &mut self.block {
             Some(block) => block.failed = true,
             None if !self.ended_block => self.activity.transaction_ended(false),
@@ -412,6 +420,9 @@ impl Session {
 
     /// A statement completed: applies what its `set_config()` calls asked.
     pub fn statement_done(&mut self) {
+        if let Some(started) = self.statement_started.take() {
+            metrics::statement_ended(started.elapsed(), true);
+        }
         let requests: Vec<(String, String, bool)> = self
             .info
             .set_requests
@@ -510,7 +521,6 @@ impl Session {
         query: &PlannedQuery,
         params: Option<&ParamValues>,
     ) -> Result<RowSource, PgError> {
-        let started = std::time::Instant::now();
         let pins = self.statement_pins();
         if let Some(direct) = &query.direct
             && let Some(batch) = direct
@@ -518,9 +528,7 @@ impl Session {
                 .map_err(sqlstate::from_datafusion)?
         {
             if direct.is_lookup() {
-                metrics::index_lookup(started.elapsed());
-            } else {
-                metrics::query_executed(started.elapsed());
+                metrics::index_lookup();
             }
             return Ok(RowSource::from_batches(query.schema(), vec![batch]));
         }
@@ -540,7 +548,6 @@ impl Session {
         let physical = Box::pin(self.state.create_physical_plan(&plan)).await;
         self.info.pins.store(None);
         let physical = physical.map_err(sqlstate::from_datafusion)?;
-        metrics::query_executed(started.elapsed());
         // The described schema: the same columns, with where they come from.
         let schema = if query.schema.fields().len() == physical.schema().fields().len() {
             query.schema()

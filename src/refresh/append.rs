@@ -118,7 +118,7 @@ pub async fn run(
         return Ok(None);
     }
     let mut incoming = Vec::new();
-    full::drain(snapshot.stream, dataset, |batch| {
+    full::drain(snapshot.stream, dataset, acceleration.progress(), |batch| {
         incoming.push(batch);
         Ok(())
     })

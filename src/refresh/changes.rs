@@ -33,7 +33,7 @@ use tracing::{error, info, warn};
 
 use super::feed::{Checked, Feed, Position, Stream, Transaction};
 use super::{RefreshError, full, persisted, retention, retry};
-use crate::accelerator::{Change, TableData, TableDataBuilder};
+use crate::accelerator::{ArrowAcceleration, Change, TableData, TableDataBuilder};
 use crate::dataset::{ChangesReport, Dataset};
 use crate::metrics;
 use crate::source::change::{Row, RowChange, SourceTransaction, StreamEvent};
@@ -257,6 +257,7 @@ impl Follower {
             let data = full::read(
                 &source,
                 &name,
+                self.dataset.acceleration.progress(),
                 self.partitions,
                 &self.dataset.config.acceleration.primary_key,
                 &filter,
@@ -403,6 +404,7 @@ impl Follower {
     fn aside(&self) -> Aside {
         Aside {
             dataset: self.dataset.name(),
+            acceleration: Arc::clone(&self.dataset.acceleration),
             feed: self.feed.clone(),
             primary_key: self.dataset.config.acceleration.primary_key.clone(),
             filter: ReadFilter {
@@ -561,6 +563,7 @@ fn require_key(data: &TableData, dataset: &str, table: &str) -> Result<(), Refre
 /// What [`copy_aside`] needs.
 struct Aside {
     dataset: String,
+    acceleration: Arc<ArrowAcceleration>,
     feed: Feed,
     primary_key: Vec<String>,
     filter: ReadFilter,
@@ -582,6 +585,7 @@ async fn copy_aside(aside: Aside) -> Result<(TableData, Position, Duration), Ref
     let data = full::read(
         &source,
         &aside.dataset,
+        aside.acceleration.progress(),
         aside.partitions,
         &aside.primary_key,
         &aside.filter,

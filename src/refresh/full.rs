@@ -13,7 +13,9 @@ use futures::StreamExt;
 use tokio::time::Instant;
 
 use super::RefreshError;
-use crate::accelerator::{ArrowAcceleration, Change, Checkpoint, TableData, TableDataBuilder};
+use crate::accelerator::{
+    ArrowAcceleration, Change, Checkpoint, ReadProgress, TableData, TableDataBuilder,
+};
 use crate::source::{ReadFilter, Source, SourceError};
 
 /// How long a refresh waits for each batch after the first one. The seeds
@@ -61,6 +63,7 @@ pub async fn run(
     let data = read(
         source,
         acceleration.dataset(),
+        acceleration.progress(),
         partitions,
         configured_key,
         filter,
@@ -87,6 +90,7 @@ pub async fn run(
 pub(super) async fn read(
     source: &Source,
     dataset: &str,
+    progress: &ReadProgress,
     partitions: usize,
     configured_key: &[String],
     filter: &ReadFilter,
@@ -106,7 +110,7 @@ pub(super) async fn read(
     };
     let mut builder = TableDataBuilder::keyed(snapshot.schema, primary_key, 0)
         .map_err(|e| RefreshError::build(dataset, e))?;
-    drain(snapshot.stream, dataset, |batch| {
+    drain(snapshot.stream, dataset, progress, |batch| {
         builder
             .push(batch)
             .map_err(|e| RefreshError::build(dataset, e))
@@ -242,12 +246,14 @@ pub(super) fn refresh_sql_text(filter: &ReadFilter) -> Option<String> {
 /// Reads `stream` to its end, handing each batch to `each`. The first batch
 /// may take as long as the source needs to plan and start the query; after
 /// it, each batch must come within the stall limit, or the connection is
-/// taken for lost.
+/// taken for lost. `progress` reports the rows read while it runs.
 pub(super) async fn drain(
     mut stream: SendableRecordBatchStream,
     dataset: &str,
+    progress: &ReadProgress,
     mut each: impl FnMut(RecordBatch) -> Result<(), RefreshError>,
 ) -> Result<(), RefreshError> {
+    let _reading = progress.begin();
     let mut last_batch: Option<Instant> = None;
     loop {
         let next = match last_batch {
@@ -272,6 +278,7 @@ pub(super) async fn drain(
         let batch =
             batch.map_err(|e| RefreshError::Source(SourceError::stream_failed(dataset, &e)))?;
         last_batch = Some(Instant::now());
+        progress.add(&batch);
         each(batch)?;
     }
 }

@@ -433,6 +433,9 @@ impl Refresher {
                     }
                     retries += 1;
                     let wait = retry::delay(retries);
+                    self.dataset.retry_at(
+                        Utc::now() + chrono::Duration::from_std(wait).unwrap_or_default(),
+                    );
                     info!(dataset = %self.dataset.name(), retry = retries, "retrying in {:.1}s", wait.as_secs_f64());
                     tokio::time::sleep(wait).await;
                 }

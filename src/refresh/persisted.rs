@@ -8,12 +8,13 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use tracing::{debug, error, info, warn};
 
-use crate::accelerator::{Store, TableData};
+use crate::accelerator::{Checkpoint, Store, TableData};
 use crate::config::{
-    DatasetConfig, Mode, OnSchemaChange, RefreshMode, RefreshOnStartup, SourceRef,
+    DatasetConfig, Mode, OnSchemaChange, RefreshMode, RefreshOnStartup, SourceRef, ZeroResults,
 };
 use crate::dataset::{Dataset, SnapshotReport};
 use crate::metrics;
+use crate::query::file_table::FileTable;
 
 use super::schedule;
 
@@ -113,14 +114,32 @@ pub async fn open(
             waits: Some(reason),
         };
     }
+    // Served from the file at once where it can be read in place; the
+    // status says so now rather than once the rows are in memory.
+    let startup = after_restore(dataset, &checkpoint);
+    let mut from_snapshot = from_snapshot;
+    let in_place = serve_in_place(dataset, &store, &checkpoint).await;
+    if in_place {
+        report_restored(
+            dataset,
+            &checkpoint,
+            &startup,
+            keeps_time,
+            from_snapshot.take(),
+        );
+    }
     let read = {
         let checkpoint = checkpoint.clone();
         tokio::task::spawn_blocking(move || store.read(&checkpoint, partitions)).await
     };
     let data = match read {
         Ok(Ok(data)) => data,
-        Ok(Err(e)) => return broken(dataset, e.to_string()),
+        Ok(Err(e)) => {
+            dataset.end_in_place();
+            return broken(dataset, e.to_string());
+        }
         Err(e) => {
+            dataset.end_in_place();
             return broken(
                 dataset,
                 format!("reading the acceleration file failed: {e}"),
@@ -141,12 +160,18 @@ pub async fn open(
         "serving the acceleration file from the last run"
     );
     let served = dataset.acceleration.publish(data);
-    dataset.loaded_with(checkpoint.refresh_sql.clone());
-    match from_snapshot {
-        Some(snapshot) => dataset.snapshot_restored(snapshot),
-        None => dataset.restored(keeps_time.then_some(checkpoint.last_refresh)),
+    dataset.end_in_place();
+    if !in_place {
+        report_restored(dataset, &checkpoint, &startup, keeps_time, from_snapshot);
     }
     index_served(dataset, served, &checkpoint.primary_key).await;
+    startup
+}
+
+/// When the first refresh runs after the file's rows are served.
+fn after_restore(dataset: &Dataset, checkpoint: &Checkpoint) -> Startup {
+    let name = dataset.name();
+    let config = &dataset.config;
     let acceleration = &config.acceleration;
     let configured_sql = dataset.refresh_sql().map(|sql| sql.as_str().to_owned());
     if configured_sql != checkpoint.refresh_sql {
@@ -172,6 +197,59 @@ pub async fn open(
                 &mut rand::rng(),
             );
             Startup::At(due)
+        }
+    }
+}
+
+/// The rows of `checkpoint` are served: Ready, with the checkpoint's last
+/// refresh time where it is reported, or the snapshot they came from, and
+/// the next refresh `startup` schedules (shown with the rows, never after).
+fn report_restored(
+    dataset: &Dataset,
+    checkpoint: &Checkpoint,
+    startup: &Startup,
+    keeps_time: bool,
+    from_snapshot: Option<SnapshotReport>,
+) {
+    if let Startup::At(due) = startup {
+        dataset.set_next_refresh(*due);
+    }
+    dataset.loaded_with(checkpoint.refresh_sql.clone());
+    match from_snapshot {
+        Some(snapshot) => dataset.snapshot_restored(snapshot),
+        None => dataset.restored(keeps_time.then_some(checkpoint.last_refresh)),
+    }
+}
+
+/// Lets queries read the file of `store` in place (as `checkpoint` describes
+/// it) until its rows are in memory; whether they do. Not for a dataset
+/// whose `on_zero_results: use_source` fallback wraps the in-memory rows,
+/// nor for an engine without a reader (SQLite).
+pub(super) async fn serve_in_place(
+    dataset: &Dataset,
+    store: &Arc<Store>,
+    checkpoint: &Checkpoint,
+) -> bool {
+    if dataset.config.acceleration.on_zero_results == ZeroResults::UseSource {
+        return false;
+    }
+    let reader = {
+        let (store, checkpoint) = (Arc::clone(store), checkpoint.clone());
+        tokio::task::spawn_blocking(move || store.reader(&checkpoint).transpose())
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|found| found.map_err(|e| e.to_string()))
+    };
+    match reader {
+        Ok(Some(reader)) => {
+            dataset.serve_in_place(FileTable::new(Arc::clone(&dataset.acceleration), reader));
+            debug!(dataset = %dataset.name(), "answering from the acceleration file while its rows are read into memory");
+            true
+        }
+        Ok(None) => false,
+        Err(e) => {
+            warn!(dataset = %dataset.name(), "the acceleration file cannot be read in place, so it is served once its rows are in memory: {e}");
+            false
         }
     }
 }

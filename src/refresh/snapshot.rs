@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
-use crate::accelerator::{Store, TableData};
+use crate::accelerator::{Checkpoint, Store, TableData};
 use crate::config::{BootstrapOnFailure, Engine, Schedule};
 use crate::dataset::{Dataset, SnapshotReport};
 use crate::metrics;
@@ -240,6 +240,62 @@ impl Follower {
         }
     }
 
+    /// Reads the downloaded `entry` at `incoming` into memory, once its
+    /// columns are checked and `durable` has synced it, and moves it into
+    /// place; its rows and the primary key to index them by. A dataset with
+    /// nothing served yet answers from the file meanwhile (reported as
+    /// `report`).
+    async fn read(
+        &self,
+        entry: &SnapshotEntry,
+        engine: Engine,
+        incoming: &Path,
+        durable: tokio::task::JoinHandle<Result<(), String>>,
+        report: SnapshotReport,
+    ) -> Result<(TableData, Vec<String>), String> {
+        let (file, table) = (incoming.to_owned(), self.name());
+        let (store, checkpoint) =
+            tokio::task::spawn_blocking(move || open_file(&table, engine, &file))
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| format!("snapshot {} cannot be read: {e}", entry.id))?;
+        if SnapshotSchema::of(&checkpoint.schema)
+            .difference(&entry.schema)
+            .is_some()
+        {
+            return Err(format!(
+                "snapshot {} holds other columns than metadata.json records",
+                entry.id
+            ));
+        }
+        let store = Arc::new(store);
+        if self.dataset.acceleration.current().is_none()
+            && persisted::serve_in_place(&self.dataset, &store, &checkpoint).await
+        {
+            self.dataset.snapshot_loaded(report, chrono::Utc::now());
+        }
+        let partitions = self.partitions;
+        let data = {
+            let checkpoint = checkpoint.clone();
+            tokio::task::spawn_blocking(move || store.read(&checkpoint, partitions))
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| format!("snapshot {} cannot be read: {e}", entry.id))?
+        };
+        durable
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("snapshot {} cannot be kept: {e}", entry.id))?;
+        replace(incoming, &self.file).map_err(|e| {
+            format!(
+                "cannot keep snapshot {} at {}: {e}",
+                entry.id,
+                self.file.display()
+            )
+        })?;
+        Ok((data, checkpoint.primary_key))
+    }
+
     /// Downloads, verifies and serves `entry`.
     async fn load(&mut self, entry: &SnapshotEntry) -> Result<(), String> {
         let name = self.name();
@@ -266,40 +322,22 @@ impl Follower {
                 ));
             }
         };
-        let partitions = self.partitions;
-        let (file, table) = (incoming.clone(), name.clone());
-        let data =
-            tokio::task::spawn_blocking(move || read_file(&table, engine, &file, partitions))
-                .await
-                .map_err(|e| e.to_string())?;
-        let (data, primary_key) = match data {
+        let report = SnapshotReport {
+            id: entry.id.clone(),
+            created_at: entry.created_at,
+            origin: "loaded",
+        };
+        let read = self
+            .read(entry, engine, &incoming, durable, report.clone())
+            .await;
+        let (data, primary_key) = match read {
             Ok(read) => read,
-            Err(e) => {
+            Err(message) => {
+                self.dataset.end_in_place();
                 let _ = std::fs::remove_file(&incoming);
-                return Err(format!("snapshot {} cannot be read: {e}", entry.id));
+                return Err(message);
             }
         };
-        if SnapshotSchema::of(data.schema())
-            .difference(&entry.schema)
-            .is_some()
-        {
-            let _ = std::fs::remove_file(&incoming);
-            return Err(format!(
-                "snapshot {} holds other columns than metadata.json records",
-                entry.id
-            ));
-        }
-        durable
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| format!("snapshot {} cannot be kept: {e}", entry.id))?;
-        replace(&incoming, &self.file).map_err(|e| {
-            format!(
-                "cannot keep snapshot {} at {}: {e}",
-                entry.id,
-                self.file.display()
-            )
-        })?;
         let rows = data.rows();
         metrics::refresh_succeeded(
             &name,
@@ -310,14 +348,8 @@ impl Follower {
             data.index_bytes(),
         );
         let served = self.dataset.acceleration.publish(data);
-        self.dataset.snapshot_loaded(
-            SnapshotReport {
-                id: entry.id.clone(),
-                created_at: entry.created_at,
-                origin: "loaded",
-            },
-            chrono::Utc::now(),
-        );
+        self.dataset.end_in_place();
+        self.dataset.snapshot_loaded(report, chrono::Utc::now());
         info!(dataset = %name, snapshot = %entry.id, rows, "dataset '{name}' serves snapshot {}", entry.id);
         self.loaded = Some(entry.clone());
         persisted::index_served(&self.dataset, served, &primary_key).await;
@@ -325,23 +357,18 @@ impl Follower {
     }
 }
 
-/// The rows of the acceleration file at `file`, and the primary key to
-/// index them by once they are served.
-fn read_file(
+/// The acceleration file at `file` and what its checkpoint says of it.
+fn open_file(
     table: &str,
     engine: crate::config::Engine,
     file: &Path,
-    partitions: usize,
-) -> Result<(TableData, Vec<String>), String> {
+) -> Result<(Store, Checkpoint), String> {
     let store = Store::open(table, engine, file, false).map_err(|e| e.to_string())?;
     let checkpoint = store
         .checkpoint()
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("the file holds no acceleration of dataset '{table}'"))?;
-    let data = store
-        .read(&checkpoint, partitions)
-        .map_err(|e| e.to_string())?;
-    Ok((data, checkpoint.primary_key))
+    Ok((store, checkpoint))
 }
 
 /// Moves `incoming` onto `file` (and drops the journal files an engine may

@@ -73,12 +73,15 @@ pub async fn serve(
         };
         let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
             warn!(%peer, max_connections, "connection refused: too many clients");
+            crate::metrics::connection_refused();
             tracker.spawn(refuse_connection(socket));
             continue;
         };
         let _ = socket.set_nodelay(true);
         let handlers = Arc::clone(&handlers);
+        let open = crate::metrics::OpenConnection::new();
         tracker.spawn(async move {
+            let _open = open;
             // At shutdown the connection itself ends, once its statement
             // has finished or `drain.timeout` has passed.
             if let Err(error) = connection::run(socket, peer, handlers).await {

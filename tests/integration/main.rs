@@ -21,6 +21,7 @@ mod limits;
 mod lookups;
 mod mysql;
 mod object_sources;
+mod operations;
 mod outages;
 mod persistence;
 mod raw;
