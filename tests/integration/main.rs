@@ -38,6 +38,7 @@ mod sqlite;
 mod stalls;
 mod support;
 mod torn_reads;
+mod tpch;
 mod types;
 mod wire;
 mod zero_results;
