@@ -3,15 +3,11 @@
 //! same tables, answers each exactly as PostgreSQL does, value for value and
 //! in the same text.
 
-use std::fmt::Display;
-use std::io::Cursor;
-use std::pin::pin;
+// Shared with the `tpch22` bench.
+#[path = "../../benches/tpch/all_tables.rs"]
+mod all_tables;
 
-use futures::SinkExt;
-use tpchgen::generators::{
-    CustomerGenerator, LineItemGenerator, NationGenerator, OrderGenerator, PartGenerator,
-    PartSuppGenerator, RegionGenerator, SupplierGenerator,
-};
+use all_tables::{TABLES, queries};
 
 use crate::support::{Server, SourceSchema, simple_rows};
 
@@ -19,124 +15,14 @@ use crate::support::{Server, SourceSchema, simple_rows};
 /// every query returns rows.
 const SCALE: f64 = 0.01;
 
-const DDL: &str = "
-CREATE TABLE {schema}.region (
-  r_regionkey integer PRIMARY KEY, r_name char(25) NOT NULL, r_comment varchar(152));
-CREATE TABLE {schema}.nation (
-  n_nationkey integer PRIMARY KEY, n_name char(25) NOT NULL, n_regionkey integer NOT NULL,
-  n_comment varchar(152));
-CREATE TABLE {schema}.part (
-  p_partkey bigint PRIMARY KEY, p_name varchar(55) NOT NULL, p_mfgr char(25) NOT NULL,
-  p_brand char(10) NOT NULL, p_type varchar(25) NOT NULL, p_size integer NOT NULL,
-  p_container char(10) NOT NULL, p_retailprice numeric(15,2) NOT NULL,
-  p_comment varchar(23) NOT NULL);
-CREATE TABLE {schema}.supplier (
-  s_suppkey bigint PRIMARY KEY, s_name char(25) NOT NULL, s_address varchar(40) NOT NULL,
-  s_nationkey integer NOT NULL, s_phone char(15) NOT NULL, s_acctbal numeric(15,2) NOT NULL,
-  s_comment varchar(101) NOT NULL);
-CREATE TABLE {schema}.partsupp (
-  ps_partkey bigint NOT NULL, ps_suppkey bigint NOT NULL, ps_availqty integer NOT NULL,
-  ps_supplycost numeric(15,2) NOT NULL, ps_comment varchar(199) NOT NULL,
-  PRIMARY KEY (ps_partkey, ps_suppkey));
-CREATE TABLE {schema}.customer (
-  c_custkey bigint PRIMARY KEY, c_name varchar(25) NOT NULL, c_address varchar(40) NOT NULL,
-  c_nationkey integer NOT NULL, c_phone char(15) NOT NULL, c_acctbal numeric(15,2) NOT NULL,
-  c_mktsegment char(10) NOT NULL, c_comment varchar(117) NOT NULL);
-CREATE TABLE {schema}.orders (
-  o_orderkey bigint PRIMARY KEY, o_custkey bigint NOT NULL, o_orderstatus char(1) NOT NULL,
-  o_totalprice numeric(15,2) NOT NULL, o_orderdate date NOT NULL,
-  o_orderpriority char(15) NOT NULL, o_clerk char(15) NOT NULL,
-  o_shippriority integer NOT NULL, o_comment varchar(79) NOT NULL);
-CREATE TABLE {schema}.lineitem (
-  l_orderkey bigint NOT NULL, l_partkey bigint NOT NULL, l_suppkey bigint NOT NULL,
-  l_linenumber integer NOT NULL, l_quantity numeric(15,2) NOT NULL,
-  l_extendedprice numeric(15,2) NOT NULL, l_discount numeric(15,2) NOT NULL,
-  l_tax numeric(15,2) NOT NULL, l_returnflag char(1) NOT NULL, l_linestatus char(1) NOT NULL,
-  l_shipdate date NOT NULL, l_commitdate date NOT NULL, l_receiptdate date NOT NULL,
-  l_shipinstruct char(25) NOT NULL, l_shipmode char(10) NOT NULL,
-  l_comment varchar(44) NOT NULL,
-  PRIMARY KEY (l_orderkey, l_linenumber));
-";
-
-const TABLES: [&str; 8] = [
-    "region", "nation", "part", "supplier", "partsupp", "customer", "orders", "lineitem",
-];
-
-/// The rows of one table as `COPY ... (DELIMITER '|')` text: tpchgen prints
-/// each row as its `.tbl` line, which ends with a `|` of its own.
-fn tbl<T: Display>(rows: impl Iterator<Item = T>) -> Vec<u8> {
-    let mut text = String::new();
-    for row in rows {
-        let line = row.to_string();
-        text.push_str(line.strip_suffix('|').unwrap_or(&line));
-        text.push('\n');
-    }
-    text.into_bytes()
-}
-
-fn generated(table: &str) -> Vec<u8> {
-    match table {
-        "region" => tbl(RegionGenerator::new(SCALE, 1, 1).iter()),
-        "nation" => tbl(NationGenerator::new(SCALE, 1, 1).iter()),
-        "part" => tbl(PartGenerator::new(SCALE, 1, 1).iter()),
-        "supplier" => tbl(SupplierGenerator::new(SCALE, 1, 1).iter()),
-        "partsupp" => tbl(PartSuppGenerator::new(SCALE, 1, 1).iter()),
-        "customer" => tbl(CustomerGenerator::new(SCALE, 1, 1).iter()),
-        "orders" => tbl(OrderGenerator::new(SCALE, 1, 1).iter()),
-        "lineitem" => tbl(LineItemGenerator::new(SCALE, 1, 1).iter()),
-        other => unreachable!("{other} is not a TPC-H table"),
-    }
-}
-
-async fn load(source: &SourceSchema) {
-    source.execute(DDL).await;
-    for table in TABLES {
-        let rows = tokio::task::spawn_blocking(move || generated(table))
-            .await
-            .unwrap();
-        let mut sink = pin!(
-            source
-                .client
-                .copy_in::<_, Cursor<Vec<u8>>>(&format!(
-                    "COPY {}.{table} FROM STDIN (DELIMITER '|')",
-                    source.name
-                ))
-                .await
-                .unwrap()
-        );
-        sink.send(Cursor::new(rows)).await.unwrap();
-        sink.as_mut().finish().await.unwrap();
-    }
-    let analyze: String = TABLES
-        .iter()
-        .map(|table| format!("ANALYZE {{schema}}.{table};"))
-        .collect();
-    source.execute(&analyze).await;
-}
-
-/// The queries of `tpch/queries.sql`, with their names.
-fn queries() -> Vec<(String, String)> {
-    let text = include_str!("tpch/queries.sql");
-    let mut queries: Vec<(String, String)> = Vec::new();
-    for line in text.lines() {
-        if let Some(name) = line.strip_prefix("-- Q") {
-            queries.push((format!("Q{name}"), String::new()));
-        } else if let Some((_, sql)) = queries.last_mut()
-            && !line.starts_with("--")
-        {
-            sql.push_str(line);
-            sql.push('\n');
-        }
-    }
-    queries
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_22_tpch_queries_answer_as_postgres_answers_them() {
     let queries = queries();
     assert_eq!(queries.len(), 22);
     let source = SourceSchema::create("tpch").await;
-    load(&source).await;
+    all_tables::load(&source.client, &source.name, SCALE)
+        .await
+        .expect("the TPC-H tables load");
     let datasets: Vec<String> = TABLES
         .iter()
         .map(|table| source.dataset(table, table, ""))
