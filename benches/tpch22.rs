@@ -16,6 +16,9 @@
 
 #[path = "tpch/all_tables.rs"]
 mod all_tables;
+#[allow(dead_code)] // the bench times queries as the TPC-H bench does
+#[path = "tpch/measure.rs"]
+mod measure;
 #[allow(dead_code)] // the bench uses part of the TPC-H bench's server guard
 #[path = "tpch/server.rs"]
 mod server;
@@ -26,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use serde_json::json;
-use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
+use tokio_postgres::{Client, NoTls};
 
 use server::Pgaccel;
 
@@ -245,39 +248,20 @@ async fn load_duckdb(sf: f64) -> Result<duckdb::Connection> {
     Ok(connection)
 }
 
-fn text_rows(messages: &[SimpleQueryMessage]) -> Vec<Vec<Option<String>>> {
-    messages
-        .iter()
-        .filter_map(|message| match message {
-            SimpleQueryMessage::Row(row) => Some(
-                (0..row.len())
-                    .map(|i| row.get(i).map(str::to_owned))
-                    .collect(),
-            ),
-            _ => None,
-        })
-        .collect()
-}
-
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
 }
 
-/// The median time of `sql` over a wire connection, and its rows.
+/// The median time of `sql` over a wire connection in milliseconds, and
+/// its rows.
 async fn time_wire(
     client: &Client,
     sql: &str,
     runs: usize,
 ) -> Result<(f64, Vec<Vec<Option<String>>>)> {
-    let mut rows = text_rows(&client.simple_query(sql).await?);
-    let mut times = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let started = Instant::now();
-        rows = text_rows(&client.simple_query(sql).await?);
-        times.push(started.elapsed().as_secs_f64() * 1e3);
-    }
-    Ok((median(times), rows))
+    let run = measure::time_query(client, sql, runs).await?;
+    Ok((run.median.as_secs_f64() * 1e3, run.rows))
 }
 
 /// [`time_wire`] on PostgreSQL, whose `statement_timeout` stops a query
