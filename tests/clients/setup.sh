@@ -59,34 +59,32 @@ setup_jdbc_driver() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpostgresql-jdbc-java >/dev/null
 }
 
-setup_moto() {
-    # moto_server: one loopback port speaking S3 (conditional GET and PUT)
-    # and SQS, for the snapshot tests.
-    local venv="$DIR/moto" stamp="$DIR/moto/.pgaccel-stamp" want
-    want="$(inputs_hash "$HERE/moto-requirements.txt")"
-    if stamp_matches "$stamp" "$want" && [[ -x "$venv/bin/moto_server" ]]; then
-        log "moto_server up to date ($venv)"
+# Installs the requirements file $2 into the venv $DIR/$1, unless its stamp
+# matches and each program named after them is there.
+setup_venv() {
+    local name="$1" requirements="$HERE/$2"
+    shift 2
+    local venv="$DIR/$name" stamp="$DIR/$name/.pgaccel-stamp" want program present=1
+    want="$(inputs_hash "$requirements")"
+    for program in "$@"; do
+        [[ -x "$venv/bin/$program" ]] || present=0
+    done
+    if stamp_matches "$stamp" "$want" && (( present )); then
+        log "$name up to date ($venv)"
         return
     fi
-    log "installing moto_server into $venv"
+    log "installing $* into $venv"
     python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$HERE/moto-requirements.txt"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
     echo "$want" > "$stamp"
 }
 
-setup_deploy_lint() {
-    # hadolint and kubernetes-validate, for the deployment files.
-    local venv="$DIR/deploy-lint" stamp="$DIR/deploy-lint/.pgaccel-stamp" want
-    want="$(inputs_hash "$HERE/deploy-lint-requirements.txt")"
-    if stamp_matches "$stamp" "$want" && [[ -x "$venv/bin/hadolint" && -x "$venv/bin/kubernetes-validate" ]]; then
-        log "deployment linters up to date ($venv)"
-        return
-    fi
-    log "installing hadolint and kubernetes-validate into $venv"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$HERE/deploy-lint-requirements.txt"
-    echo "$want" > "$stamp"
-}
+# moto_server: one loopback port speaking S3 (conditional GET and PUT) and
+# SQS, for the snapshot tests.
+setup_moto() { setup_venv moto moto-requirements.txt moto_server; }
+
+# hadolint and kubernetes-validate, for the deployment files.
+setup_deploy_lint() { setup_venv deploy-lint deploy-lint-requirements.txt hadolint kubernetes-validate; }
 
 setup_java_check() {
     local classes="$DIR/java" stamp="$DIR/java/.pgaccel-stamp" want
