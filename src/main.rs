@@ -293,7 +293,11 @@ async fn wait_for_refresh(
     timeout: Duration,
 ) -> Result<(), String> {
     let started = std::time::Instant::now();
-    let expected = before.rows.filter(|rows| *rows > 0);
+    // A full read reads about as many rows as are served; any other mode
+    // reads what changed, so only its rows and rate are shown.
+    let expected = before
+        .rows
+        .filter(|rows| *rows > 0 && before.refresh_mode.as_deref() == Some("full"));
     let bar = match expected {
         Some(rows) => ProgressBar::new(rows as u64).with_style(
             ProgressStyle::with_template(

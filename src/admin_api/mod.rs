@@ -165,6 +165,9 @@ pub struct DatasetInfo {
     pub from: String,
     pub name: String,
     pub acceleration_enabled: bool,
+    /// `full`, `append`, `changes`, `caching`, `snapshot` or `disabled`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_mode: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<DatasetStatus>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -238,6 +241,11 @@ fn info(dataset: &Dataset, with_status: bool) -> DatasetInfo {
         from: dataset.config.from_raw.clone(),
         name: dataset.name(),
         acceleration_enabled: dataset.config.acceleration.enabled,
+        refresh_mode: dataset
+            .config
+            .acceleration
+            .enabled
+            .then(|| dataset.config.acceleration.refresh_mode.as_str().to_owned()),
         status: None,
         error_message: None,
         last_refresh: None,

@@ -571,6 +571,7 @@ async fn a_running_refresh_reports_its_progress_and_refresh_wait_follows_it() {
         })
         .await;
     assert_eq!(status["refresh_phase"], "reading", "{status}");
+    assert_eq!(status["refresh_mode"], "full", "{status}");
     let progress = &status["refresh_progress"];
     assert!(progress["rows"].as_u64() < Some(100_000), "{status}");
     assert!(progress["bytes"].as_u64() > Some(0), "{status}");
