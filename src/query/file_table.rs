@@ -305,4 +305,54 @@ mod tests {
         assert!(!file.is_current(), "a plan over the file is planned again");
         check(ctx).await;
     }
+
+    async fn explained(ctx: &SessionContext, sql: &str) -> String {
+        answer(ctx, &format!("EXPLAIN {sql}")).await
+    }
+
+    /// The catalog answers a dataset from its file while nothing is in
+    /// memory, and from memory once the rows are published.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_catalog_reads_the_file_until_the_rows_are_published() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("t.db");
+        let store = Store::open("t", Engine::Duckdb, &path, false).unwrap();
+        let batch = rows(100);
+        let checkpoint = Checkpoint {
+            last_refresh: Utc::now(),
+            schema: batch.schema(),
+            primary_key: vec!["id".to_owned()],
+            refresh_sql: None,
+            position: None,
+        };
+        store
+            .write(&Change::Replace(vec![batch]), &checkpoint)
+            .unwrap();
+        let yaml = format!(
+            "datasets:\n  - from: postgres:public.t\n    name: t\n    params: {{ pg_host: 127.0.0.1, pg_db: test, pg_user: postgres }}\n    acceleration:\n      engine: duckdb\n      mode: file\n      params: {{ duckdb_file: '{}' }}\n",
+            path.display()
+        );
+        let config = crate::config::from_yaml_str(&yaml).unwrap();
+        let dataset = Arc::new(crate::dataset::Dataset::new(
+            config.datasets.into_iter().next().unwrap(),
+        ));
+        let registry = Arc::new(crate::dataset::Registry::new(vec![Arc::clone(&dataset)]));
+        let ctx = crate::query::context(&registry).unwrap();
+        let sql = "SELECT sum(id) AS total FROM t WHERE name IS NOT NULL";
+        assert!(ctx.sql(sql).await.is_err(), "nothing is served yet");
+
+        let reader = store.reader(&checkpoint).unwrap().unwrap();
+        dataset.serve_in_place(FileTable::new(Arc::clone(&dataset.acceleration), reader));
+        assert_eq!(dataset.report().rows, Some(100));
+        let from_file = answer(&ctx, sql).await;
+        assert!(from_file.contains("| 4215  |"), "{from_file}");
+        assert!(explained(&ctx, sql).await.contains("FileScanExec"));
+
+        dataset
+            .acceleration
+            .publish(store.read(&checkpoint, 1).unwrap());
+        dataset.end_in_place();
+        assert_eq!(answer(&ctx, sql).await, from_file);
+        assert!(!explained(&ctx, sql).await.contains("FileScanExec"));
+    }
 }
