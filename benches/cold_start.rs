@@ -29,6 +29,9 @@
 #[allow(dead_code)] // the TPC-H loader serves both benches
 #[path = "tpch/load.rs"]
 mod load;
+#[allow(dead_code)] // each bench uses part of the shared report
+#[path = "tpch/report.rs"]
+mod report;
 #[allow(dead_code)] // the bench uses part of the TPC-H bench's server guard
 #[path = "tpch/server.rs"]
 mod server;
@@ -40,6 +43,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use tokio_postgres::NoTls;
 
+use report::{Kind, Report, Target, Value, millis};
 use server::Pgaccel;
 
 type Result<T, E = Box<dyn std::error::Error + Send + Sync>> = std::result::Result<T, E>;
@@ -214,7 +218,9 @@ async fn run(args: Args) -> Result<()> {
         baseline.push(full);
         replica.push(restored);
     }
-    report(&baseline, &replica, table_bytes);
+    let figures = figures(&baseline, &replica, table_bytes);
+    figures.print();
+    figures.write_json(args.common.json.as_deref(), "cold_start")?;
     Ok(())
 }
 
@@ -306,51 +312,53 @@ fn median(mut values: Vec<f64>) -> f64 {
     values[values.len() / 2]
 }
 
-fn report(baseline: &[Start], replica: &[Start], table_bytes: i64) {
-    let seconds = |starts: &[Start]| median(starts.iter().map(|s| s.took.as_secs_f64()).collect());
-    let bytes = |starts: &[Start], of: fn(&Start) -> f64| median(starts.iter().map(of).collect());
-    let (full, restored) = (seconds(baseline), seconds(replica));
-    let ratio = restored / full;
-    let mb = |bytes: f64| bytes / 1e6;
-    println!("\n| figure | snapshot | full refresh | ratio |");
-    println!("|---|---|---|---|");
-    println!(
-        "| cold start to first answer (median of {}) | {restored:.2} s | {full:.2} s | {ratio:.2}x (target ≤ {TARGET_RATIO}x) |",
-        baseline.len()
-    );
+/// The medians of the rounds: each figure of a replica starting from the
+/// snapshot against a pgaccel loading the table from PostgreSQL.
+fn figures(baseline: &[Start], replica: &[Start], table_bytes: i64) -> Report {
+    let mut figures = Report::default();
     let at = |starts: &[Start], of: fn(&Start) -> Duration| {
-        median(starts.iter().map(|s| of(s).as_secs_f64()).collect())
+        Value::Got(median(starts.iter().map(|s| millis(of(s))).collect()))
     };
-    for (figure, of) in [
+    for (figure, of, target) in [
         (
-            "a scan of every row answered, asked after the first answer",
-            (|s: &Start| s.scan) as fn(&Start) -> Duration,
+            "replica start to first answer: snapshot vs full refresh",
+            (|s: &Start| s.took) as fn(&Start) -> Duration,
+            Target::AtMost(TARGET_RATIO),
         ),
-        ("the rows in memory", |s: &Start| s.in_memory),
+        (
+            "replica start to a scan of every row answered",
+            |s| s.scan,
+            Target::Report,
+        ),
+        (
+            "replica start to its rows in memory",
+            |s| s.in_memory,
+            Target::Report,
+        ),
     ] {
-        let (restored, full) = (at(replica, of), at(baseline, of));
-        println!(
-            "| {figure} | {restored:.2} s | {full:.2} s | {:.2}x |",
-            restored / full
+        figures.add(
+            figure,
+            Kind::MillisRelative,
+            at(replica, of),
+            at(baseline, of),
+            target,
         );
     }
-    println!(
-        "| loopback bytes received during the start | {:.0} MB | {:.0} MB | {:.2}x |",
-        mb(bytes(replica, |s| s.loopback as f64)),
-        mb(bytes(baseline, |s| s.loopback as f64)),
-        bytes(replica, |s| s.loopback as f64) / bytes(baseline, |s| s.loopback as f64)
+    let bytes = |starts: &[Start], of: fn(&Start) -> f64| {
+        Value::Got(median(starts.iter().map(of).collect()))
+    };
+    figures.add(
+        "replica start: loopback bytes received",
+        Kind::Bytes,
+        bytes(replica, |s| s.loopback as f64),
+        bytes(baseline, |s| s.loopback as f64),
+        Target::Report,
     );
-    println!(
-        "| snapshot bytes downloaded | {:.0} MB | - | - |",
-        mb(bytes(replica, |s| s.downloaded))
-    );
-    println!(
-        "\nlineitem occupies {:.0} MB in PostgreSQL. {}",
-        mb(table_bytes as f64),
-        if ratio <= TARGET_RATIO {
-            "The target is met."
-        } else {
-            "The target is NOT met."
-        }
-    );
+    figures.note(format!(
+        "cold start: median of {} rounds; lineitem occupies {:.0} MB in PostgreSQL; the replica downloaded {:.0} MB of snapshot",
+        baseline.len(),
+        table_bytes as f64 / 1e6,
+        median(replica.iter().map(|s| s.downloaded).collect()) / 1e6
+    ));
+    figures
 }

@@ -19,11 +19,13 @@ mod all_tables;
 #[allow(dead_code)] // the bench times queries as the TPC-H bench does
 #[path = "tpch/measure.rs"]
 mod measure;
+#[allow(dead_code)] // each bench uses part of the shared report
+#[path = "tpch/report.rs"]
+mod report;
 #[allow(dead_code)] // the bench uses part of the TPC-H bench's server guard
 #[path = "tpch/server.rs"]
 mod server;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -31,6 +33,7 @@ use clap::Parser;
 use serde_json::json;
 use tokio_postgres::{Client, NoTls};
 
+use report::{Kind, Report, Target, Value};
 use server::Pgaccel;
 
 type Result<T, E = Box<dyn std::error::Error + Send + Sync>> = std::result::Result<T, E>;
@@ -51,9 +54,6 @@ struct Args {
     /// Reuse a complete schema of an earlier run.
     #[arg(long)]
     skip_load: bool,
-    /// Also write the figures as JSON to this file.
-    #[arg(long)]
-    json: Option<PathBuf>,
     #[command(flatten)]
     common: server::Common,
 }
@@ -178,7 +178,7 @@ async fn run(args: Args) -> Result<()> {
             identical,
         });
     }
-    report(&args, &timings)?;
+    print_results(&args, &timings)?;
     drop(pgaccel);
     Ok(())
 }
@@ -315,7 +315,7 @@ fn geometric_mean(ratios: &[f64]) -> Option<f64> {
         .then(|| (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp())
 }
 
-fn report(args: &Args, timings: &[Timing]) -> Result<()> {
+fn print_results(args: &Args, timings: &[Timing]) -> Result<()> {
     println!();
     println!(
         "TPC-H sf {}, median of {} runs after a warm-up; speedup = PostgreSQL time / time",
@@ -368,21 +368,111 @@ fn report(args: &Args, timings: &[Timing]) -> Result<()> {
             }
         }
     }
-    if let Some(path) = &args.json {
-        let document = json!({
-            "scale_factor": args.sf,
-            "runs": args.runs,
-            "queries": timings.iter().map(|t| json!({
-                "query": t.name,
-                "postgres_ms": t.postgres.json(),
-                "pgaccel_ms": t.pgaccel.json(),
-                "duckdb_ms": t.duckdb.json(),
-                "same_answer": t.identical,
-            })).collect::<Vec<_>>(),
-            "geometric_mean_speedup": { "pgaccel": ours_mean, "duckdb": duck_mean },
-        });
-        std::fs::write(path, serde_json::to_string_pretty(&document)? + "\n")?;
+    let mut figures = figures(timings);
+    figures.note(format!(
+        "DuckDB in-process, on the same tables: geometric-mean speedup over PostgreSQL {}",
+        duck_mean.map_or("-".to_owned(), |r| format!("{r:.1}x"))
+    ));
+    figures.print();
+    if let Some(path) = &args.common.json {
+        let mut document = figures.json("tpch22");
+        document["scale_factor"] = json!(args.sf);
+        document["runs"] = json!(args.runs);
+        document["queries"] = timings
+            .iter()
+            .map(|t| {
+                json!({
+                    "query": t.name,
+                    "postgres_ms": t.postgres.json(),
+                    "pgaccel_ms": t.pgaccel.json(),
+                    "duckdb_ms": t.duckdb.json(),
+                    "same_answer": t.identical,
+                })
+            })
+            .collect();
+        document["geometric_mean_speedup"] = json!({ "pgaccel": ours_mean, "duckdb": duck_mean });
+        std::fs::write(path, format!("{document:#}\n"))?;
         println!("written to {}", path.display());
     }
     Ok(())
+}
+
+/// The figures against the targets: each query against PostgreSQL (Q1 and
+/// Q6 at least 20x, every other at least as fast), and the geometric means
+/// of the times against PostgreSQL (at least 15x) and against DuckDB.
+fn figures(timings: &[Timing]) -> Report {
+    let mut figures = Report::default();
+    let value = |measured: &Measured| match measured {
+        Measured::Millis(ms) => Value::Got(*ms),
+        Measured::AtLeast(ms) => Value::AtLeast(*ms),
+        Measured::Failed(why) => Value::Failed(why.clone()),
+    };
+    for timing in timings {
+        let target = if matches!(timing.name.as_str(), "Q1" | "Q6") {
+            Target::AtLeast(20.0)
+        } else {
+            Target::AtLeast(1.0)
+        };
+        figures.add(
+            &format!("TPC-H {} vs PostgreSQL", timing.name),
+            Kind::Millis,
+            value(&timing.pgaccel),
+            value(&timing.postgres),
+            target,
+        );
+    }
+    // The ratio of the geometric means of the times is the geometric mean of
+    // the speedups, over the queries both sides finished.
+    for (figure, baseline, target) in [
+        (
+            "geometric mean, 22 queries vs PostgreSQL",
+            (|t: &Timing| &t.postgres) as fn(&Timing) -> &Measured,
+            Target::AtLeast(15.0),
+        ),
+        (
+            "geometric mean, 22 queries vs DuckDB in-process",
+            |t: &Timing| &t.duckdb,
+            Target::Report,
+        ),
+    ] {
+        let pairs: Vec<(f64, f64, bool)> = timings
+            .iter()
+            .filter_map(|t| {
+                let theirs = baseline(t);
+                let bound = matches!(theirs, Measured::AtLeast(_));
+                Some((t.pgaccel.millis()?, theirs.millis()?, bound))
+            })
+            .collect();
+        let mean = |side: fn(&(f64, f64, bool)) -> f64| {
+            (pairs.iter().map(|p| side(p).ln()).sum::<f64>() / pairs.len() as f64).exp()
+        };
+        let (ours, theirs) = if pairs.is_empty() {
+            (
+                Value::Failed("no query was measured on both sides".to_owned()),
+                Value::Skipped,
+            )
+        } else if pairs.iter().any(|p| p.2) {
+            (Value::Got(mean(|p| p.0)), Value::AtLeast(mean(|p| p.1)))
+        } else {
+            (Value::Got(mean(|p| p.0)), Value::Got(mean(|p| p.1)))
+        };
+        figures.add(figure, Kind::Millis, ours, theirs, target);
+    }
+    let compared: Vec<bool> = timings.iter().filter_map(|t| t.identical).collect();
+    let differ: Vec<&str> = timings
+        .iter()
+        .filter(|t| t.identical == Some(false))
+        .map(|t| t.name.as_str())
+        .collect();
+    figures.note(format!(
+        "answers compared with PostgreSQL's: {} of 22, identical: {}{}",
+        compared.len(),
+        compared.iter().filter(|same| **same).count(),
+        if differ.is_empty() {
+            String::new()
+        } else {
+            format!(" (WARNING: {} differ)", differ.join(", "))
+        }
+    ));
+    figures
 }

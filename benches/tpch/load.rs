@@ -163,7 +163,7 @@ fn send_orders(sf: f64, tx: mpsc::Sender<Vec<u8>>) {
     send_chunks(OrderGenerator::new(sf, 1, 1).iter(), write_order, tx);
 }
 
-fn send_lineitems(sf: f64, tx: mpsc::Sender<Vec<u8>>) {
+pub fn send_lineitems(sf: f64, tx: mpsc::Sender<Vec<u8>>) {
     send_chunks(LineItemGenerator::new(sf, 1, 1).iter(), write_lineitem, tx);
 }
 
@@ -246,7 +246,7 @@ pub async fn count_rows(client: &Client, schema: &str) -> Result<RowCounts> {
     })
 }
 
-fn expected_orders(sf: f64) -> u64 {
+pub fn expected_orders(sf: f64) -> u64 {
     OrderGenerator::calculate_row_count(sf, 1, 1) as u64
 }
 

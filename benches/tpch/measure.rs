@@ -36,7 +36,12 @@ WHERE l_shipdate >= DATE '1994-01-01'
   AND l_discount BETWEEN 0.05 AND 0.07
   AND l_quantity < 24";
 
-const POINT_LOOKUP: &str = "SELECT * FROM orders WHERE o_orderkey = $1";
+pub const POINT_LOOKUP: &str = "SELECT * FROM orders WHERE o_orderkey = $1";
+
+/// An aggregate over a range of `orders` keys starting at an existing key:
+/// about a tenth of the table at scale factor 1.
+pub const RANGE_AGGREGATE: &str = "SELECT o_orderstatus, count(*), sum(o_totalprice) \
+     FROM orders WHERE o_orderkey >= $1 AND o_orderkey < $1 + 600000 GROUP BY o_orderstatus";
 
 /// Where a client connects: PostgreSQL itself (with the bench schema on the search
 /// path, so the same SQL text works on both sides) or pgaccel's wire port.
@@ -188,15 +193,17 @@ pub struct Percentiles {
     pub p99: Duration,
 }
 
-/// One connection's prepared point lookups, back to back, until `stop`
-/// resolves: the latency of each, summarized.
-pub async fn lookup_latencies(
+/// One connection's prepared `sql` (one bigint parameter, an order key),
+/// back to back on random keys until `stop` resolves: the latency of each,
+/// summarized. Any failed query fails the measurement.
+pub async fn latencies(
     endpoint: &Endpoint,
+    sql: &str,
     keys: Arc<Vec<i64>>,
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<Percentiles> {
     let client = endpoint.connect().await?;
-    let statement = client.prepare(POINT_LOOKUP).await?;
+    let statement = client.prepare(sql).await?;
     let mut rng = SmallRng::from_os_rng();
     let mut samples = Vec::new();
     tokio::pin!(stop);
@@ -213,7 +220,7 @@ pub async fn lookup_latencies(
         }
     }
     if samples.is_empty() {
-        return Err("no point lookup completed".into());
+        return Err(format!("no query completed: {sql}").into());
     }
     samples.sort_unstable();
     Ok(Percentiles {

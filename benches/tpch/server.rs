@@ -28,6 +28,9 @@ pub struct Common {
     /// PostgreSQL user, for the bench and for pgaccel's source params.
     #[arg(long, default_value = "postgres")]
     pub pg_user: String,
+    /// Also write the figures as JSON to this file (read by `cargo bench --bench report`).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     bench: bool,

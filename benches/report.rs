@@ -1,0 +1,267 @@
+//! Every performance figure of pgaccel against its baseline, in one run and
+//! one table.
+//!
+//! It builds the release binary, then runs each bench below with `--json`,
+//! one after the other so that none competes with another for the machine,
+//! and prints their figures as one table of ratios with the absolute
+//! figures beside them; the same table is written as JSON (`--json`) and,
+//! if asked, as Markdown for the README (`--markdown`).
+//!
+//! | bench | what it compares |
+//! |---|---|
+//! | `tpch` | Q1/Q6, lookups, lineitem full refresh against binary COPY, memory steady and while refreshing, latency during a refresh against idle |
+//! | `tpch22` | the 22 TPC-H queries against PostgreSQL and DuckDB in-process, answers compared |
+//! | `lookups` | pgbench point lookups (prepared and simple, 1, 4 and 32 clients) and `SELECT 1` against PostgreSQL |
+//! | `mysql_refresh` | a full refresh from MariaDB against `mysql --quick` |
+//! | `cold_start` | a replica starting from a snapshot against a full refresh |
+//!
+//! A bench that fails shows as a note; the others still report, and the run
+//! exits non-zero.
+//!
+//! ```text
+//! cargo bench --bench report -- [--sf 1] [--rounds 3] [--json report.json] [--markdown report.md]
+//! cargo bench --bench report -- --quick      # sf 0.1, one round: a check that everything runs
+//! ```
+
+#[allow(dead_code)] // each bench uses part of the shared report
+#[path = "tpch/report.rs"]
+mod report;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+use clap::Parser;
+use serde_json::{Value as Json, json};
+
+use report::Table;
+
+type Result<T, E = Box<dyn std::error::Error + Send + Sync>> = std::result::Result<T, E>;
+
+/// The benches, in the order they run and their sections appear.
+const BENCHES: [(&str, &str); 5] = [
+    ("tpch", "TPC-H Q1/Q6, refresh, memory, latency during a refresh"),
+    ("tpch22", "TPC-H, all 22 queries"),
+    ("lookups", "point lookups and round trips (pgbench)"),
+    ("mysql_refresh", "refresh from MariaDB"),
+    ("cold_start", "replica cold start from a snapshot"),
+];
+
+#[derive(Parser)]
+#[command(about = "Every pgaccel benchmark in one run, as one table of ratios")]
+struct Args {
+    /// TPC-H scale factor for every bench.
+    #[arg(long, default_value_t = 1.0)]
+    sf: f64,
+    /// Rounds (or runs per query) of each bench that repeats its measurement.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Seconds per pgbench run.
+    #[arg(long, default_value_t = 5)]
+    seconds: u32,
+    /// A PostgreSQL query of `tpch22` still running after this long is
+    /// reported as at least this long.
+    #[arg(long, default_value = "60s")]
+    timeout: String,
+    /// A quick check that every bench runs: sf 0.1, one round, 2 s per pgbench run.
+    #[arg(long)]
+    quick: bool,
+    /// Only these benches (comma-separated names).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// The combined figures as JSON.
+    #[arg(long, default_value = "pgaccel-report.json")]
+    json: PathBuf,
+    /// Also write the table as Markdown.
+    #[arg(long)]
+    markdown: Option<PathBuf>,
+    /// Passed by `cargo bench`; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
+fn main() -> ExitCode {
+    match run(Args::parse()) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(error) => {
+            eprintln!("report: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Whether every bench ran.
+fn run(mut args: Args) -> Result<bool> {
+    if args.quick {
+        args.sf = 0.1;
+        args.rounds = 1;
+        args.seconds = 2;
+    }
+    for name in &args.only {
+        if !BENCHES.iter().any(|(bench, _)| bench == name) {
+            return Err(format!(
+                "--only {name}: no such bench (the benches: {})",
+                BENCHES.map(|(bench, _)| bench).join(", ")
+            )
+            .into());
+        }
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    println!("building the release binary ...");
+    let built = Command::new(&cargo)
+        .args(["build", "--release", "--bin", "pgaccel"])
+        .status()?;
+    if !built.success() {
+        return Err(format!("cargo build --release failed ({built})").into());
+    }
+    let folder = tempfile::Builder::new()
+        .prefix("pgaccel-report-")
+        .tempdir()?;
+    let started = Instant::now();
+    let mut table = Table {
+        sections: Vec::new(),
+        notes: Vec::new(),
+    };
+    let mut benches = Vec::new();
+    let mut all_ran = true;
+    for (bench, title) in BENCHES {
+        if !args.only.is_empty() && !args.only.iter().any(|name| name == bench) {
+            continue;
+        }
+        let json_path = folder.path().join(format!("{bench}.json"));
+        println!("\n===== {bench}: {title} =====");
+        let bench_started = Instant::now();
+        let status = Command::new(&cargo)
+            .args(["bench", "--bench", bench, "--"])
+            .args(bench_args(&args, bench))
+            .arg("--json")
+            .arg(&json_path)
+            .status()?;
+        let seconds = bench_started.elapsed().as_secs_f64();
+        // A bench that measured some figures and failed on others still
+        // wrote them; show what there is.
+        let figures = read_figures(&json_path);
+        match &figures {
+            Ok(figures) => {
+                table.sections.push((title.to_owned(), cells(figures)?));
+                for note in figures["notes"].as_array().into_iter().flatten() {
+                    table
+                        .notes
+                        .push(format!("{bench}: {}", note.as_str().unwrap_or_default()));
+                }
+            }
+            Err(e) => table
+                .notes
+                .push(format!("{bench}: no figures ({status}): {e}")),
+        }
+        if !status.success() {
+            all_ran = false;
+            table.notes.push(format!("{bench} failed ({status})"));
+        }
+        benches.push(json!({
+            "bench": bench,
+            "title": title,
+            "succeeded": status.success(),
+            "seconds": seconds,
+            "figures": figures.unwrap_or(Json::Null),
+        }));
+    }
+    println!(
+        "\n===== every figure ({:.0} s in all) =====",
+        started.elapsed().as_secs_f64()
+    );
+    table.print();
+    let document = json!({
+        "scale_factor": args.sf,
+        "rounds": args.rounds,
+        "machine": machine(),
+        "benches": benches,
+    });
+    std::fs::write(&args.json, format!("{document:#}\n"))?;
+    println!("\nwritten to {}", args.json.display());
+    if let Some(path) = &args.markdown {
+        std::fs::write(path, table.markdown())?;
+        println!("written to {}", path.display());
+    }
+    Ok(all_ran)
+}
+
+/// The arguments of `bench` for this run.
+fn bench_args(args: &Args, bench: &str) -> Vec<String> {
+    let sf = args.sf.to_string();
+    let rounds = args.rounds.to_string();
+    let mut out = vec!["--sf".to_owned(), sf];
+    match bench {
+        "tpch" => out.push("--skip-load".to_owned()),
+        "tpch22" => out.extend([
+            "--skip-load".to_owned(),
+            "--runs".to_owned(),
+            rounds,
+            "--timeout".to_owned(),
+            args.timeout.clone(),
+        ]),
+        "lookups" => out.extend([
+            "--rounds".to_owned(),
+            rounds,
+            "--seconds".to_owned(),
+            args.seconds.to_string(),
+        ]),
+        "mysql_refresh" | "cold_start" => {
+            out.extend(["--skip-load".to_owned(), "--rounds".to_owned(), rounds])
+        }
+        _ => {}
+    }
+    out
+}
+
+fn read_figures(path: &Path) -> Result<Json> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    Ok(serde_json::from_str(&text)?)
+}
+
+/// The printed cells of each row of a bench's figures.
+fn cells(figures: &Json) -> Result<Vec<[String; 6]>> {
+    figures["rows"]
+        .as_array()
+        .ok_or("figures without rows")?
+        .iter()
+        .map(|row| {
+            let cells: Vec<String> = row["cells"]
+                .as_array()
+                .ok_or("a row without cells")?
+                .iter()
+                .map(|cell| cell.as_str().unwrap_or_default().to_owned())
+                .collect();
+            <[String; 6]>::try_from(cells).map_err(|_| "a row without 6 cells".into())
+        })
+        .collect()
+}
+
+/// What the figures were measured on.
+fn machine() -> Json {
+    let output = |program: &str, args: &[&str]| {
+        Command::new(program)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+    };
+    let memory_kib = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find_map(|line| line.strip_prefix("MemTotal:"))
+                .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        });
+    json!({
+        "cores": std::thread::available_parallelism().map(|n| n.get()).ok(),
+        "memory_bytes": memory_kib.map(|kib| kib * 1024),
+        "postgres": output("psql", &["-h", "127.0.0.1", "-U", "postgres", "-d", "test", "-At", "-c", "SELECT version()"]),
+        "mariadb": output("mysql", &["-h", "127.0.0.1", "-u", "root", "--batch", "--skip-column-names", "-e", "SELECT version()"]),
+        "commit": output("git", &["rev-parse", "HEAD"]),
+        "measured_at": output("date", &["-u", "+%Y-%m-%dT%H:%M:%SZ"]),
+    })
+}
