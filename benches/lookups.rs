@@ -127,12 +127,36 @@ async fn run(args: Args) -> Result<()> {
     let mut figures = Report::default();
     for (name, script, mode, clients, tps_target) in [
         ("lookup, prepared, 1 client", &lookup, "prepared", 1, None),
-        ("lookup, prepared, 4 clients", &lookup, "prepared", 4, Some(2.0)),
-        ("lookup, prepared, 32 clients", &lookup, "prepared", 32, Some(2.0)),
+        (
+            "lookup, prepared, 4 clients",
+            &lookup,
+            "prepared",
+            4,
+            Some(2.0),
+        ),
+        (
+            "lookup, prepared, 32 clients",
+            &lookup,
+            "prepared",
+            32,
+            Some(2.0),
+        ),
         ("lookup, simple, 1 client", &lookup, "simple", 1, None),
         ("lookup, simple, 4 clients", &lookup, "simple", 4, Some(1.5)),
-        ("lookup, simple, 32 clients", &lookup, "simple", 32, Some(1.5)),
-        ("SELECT 1, prepared, 1 client", &select_one, "prepared", 1, None),
+        (
+            "lookup, simple, 32 clients",
+            &lookup,
+            "simple",
+            32,
+            Some(1.5),
+        ),
+        (
+            "SELECT 1, prepared, 1 client",
+            &select_one,
+            "prepared",
+            1,
+            None,
+        ),
         ("SELECT 1, simple, 1 client", &select_one, "simple", 1, None),
     ] {
         let bench = Pgbench {

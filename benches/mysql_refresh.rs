@@ -194,7 +194,15 @@ struct ClientRead {
 fn mysql_quick(database: &str) -> Result<ClientRead> {
     let started = Instant::now();
     let mut child = Command::new("mysql")
-        .args(["--quick", "--batch", "-h", "127.0.0.1", "-u", "root", database])
+        .args([
+            "--quick",
+            "--batch",
+            "-h",
+            "127.0.0.1",
+            "-u",
+            "root",
+            database,
+        ])
         .args(["-e", "SELECT * FROM lineitem"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -226,7 +234,14 @@ fn mysql_quick(database: &str) -> Result<ClientRead> {
 /// its batch output.
 fn mysql(database: Option<&str>, sql: &str, local_infile: bool) -> Result<String> {
     let mut command = Command::new("mysql");
-    command.args(["--batch", "--skip-column-names", "-h", "127.0.0.1", "-u", "root"]);
+    command.args([
+        "--batch",
+        "--skip-column-names",
+        "-h",
+        "127.0.0.1",
+        "-u",
+        "root",
+    ]);
     if local_infile {
         command.arg("--local-infile=1");
     }
@@ -304,10 +319,7 @@ async fn prepare(database: &str, sf: f64, skip_load: bool) -> Result<u64> {
         &format!("ALTER TABLE lineitem COMMENT = '{}'", mark(rows)),
         false,
     )?;
-    println!(
-        "  {rows} rows in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
+    println!("  {rows} rows in {:.1} s", started.elapsed().as_secs_f64());
     Ok(rows)
 }
 

@@ -40,7 +40,10 @@ type Result<T, E = Box<dyn std::error::Error + Send + Sync>> = std::result::Resu
 
 /// The benches, in the order they run and their sections appear.
 const BENCHES: [(&str, &str); 5] = [
-    ("tpch", "TPC-H Q1/Q6, refresh, memory, latency during a refresh"),
+    (
+        "tpch",
+        "TPC-H Q1/Q6, refresh, memory, latency during a refresh",
+    ),
     ("tpch22", "TPC-H, all 22 queries"),
     ("lookups", "point lookups and round trips (pgbench)"),
     ("mysql_refresh", "refresh from MariaDB"),
@@ -254,7 +257,13 @@ fn machine() -> Json {
         .and_then(|info| {
             info.lines()
                 .find_map(|line| line.strip_prefix("MemTotal:"))
-                .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                .and_then(|rest| {
+                    rest.trim()
+                        .trim_end_matches("kB")
+                        .trim()
+                        .parse::<u64>()
+                        .ok()
+                })
         });
     json!({
         "cores": std::thread::available_parallelism().map(|n| n.get()).ok(),

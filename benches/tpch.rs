@@ -458,9 +458,7 @@ fn add_rows(
     let steady = ours(accelerated, |a| &a.memory, |m| m.rss_delta);
     let peak = match accelerated {
         Some(Ok(accelerated)) => match (&accelerated.memory, &accelerated.isolation) {
-            (Ok(memory), Ok(isolation)) => {
-                Value::Got(isolation.peak_rss as f64 - memory.empty_rss)
-            }
+            (Ok(memory), Ok(isolation)) => Value::Got(isolation.peak_rss as f64 - memory.empty_rss),
             (Err(e), _) | (_, Err(e)) => Value::Failed(e.to_string()),
         },
         Some(Err(_)) => Value::NotRun,

@@ -6,6 +6,7 @@
 //! read; the old version is freed when its last reader finishes.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwapOption;
@@ -17,6 +18,7 @@ use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::ScalarValue;
 
 use super::index::{PrimaryKeyIndex, RowRef};
+use super::statistics::{self, TableStatistics};
 use super::store::Store;
 
 /// Rows per stored batch. Small source batches are coalesced up to this size
@@ -35,6 +37,8 @@ pub struct TableData {
     /// Built from exactly these batches before publication; `None` when the
     /// dataset has no primary key.
     primary_key: Option<PrimaryKeyIndex>,
+    /// Column statistics for the optimizer, computed after publication.
+    statistics: OnceLock<Arc<TableStatistics>>,
 }
 
 impl TableData {
@@ -62,6 +66,16 @@ impl TableData {
 
     pub fn primary_key(&self) -> Option<&PrimaryKeyIndex> {
         self.primary_key.as_ref()
+    }
+
+    /// Each column's statistics, once computed (see [`statistics`]).
+    pub fn column_statistics(&self) -> Option<Arc<TableStatistics>> {
+        self.statistics.get().cloned()
+    }
+
+    /// Whether this version still needs its column statistics.
+    fn lacks_statistics(&self) -> bool {
+        self.statistics.get().is_none() && self.rows > 0
     }
 
     /// The rows whose primary key equals `key`; `None` without a key index.
@@ -158,12 +172,21 @@ impl TableData {
         if let Some(index) = &mut index {
             index.fold_if_due();
         }
-        Ok(TableData::spread(
+        let revised = TableData::spread(
             Arc::clone(&self.schema),
             batches,
             self.partitions.len(),
             index,
-        ))
+        );
+        // A stream of small revisions keeps the statistics of the version
+        // they were computed on (as estimates) until the rows have drifted
+        // by a tenth; only then are they computed again.
+        if let Some(computed) = self.statistics.get()
+            && revised.rows.abs_diff(computed.rows) <= computed.rows / 10
+        {
+            let _ = revised.statistics.set(Arc::new(computed.estimated()));
+        }
+        Ok(revised)
     }
 
     /// This version's rows indexed by `primary_key` (column names), as a new
@@ -183,6 +206,7 @@ impl TableData {
             rows: self.rows,
             bytes: self.bytes,
             primary_key: Some(index),
+            statistics: self.statistics.clone(),
         }))
     }
 
@@ -208,6 +232,7 @@ impl TableData {
             rows,
             bytes,
             primary_key,
+            statistics: OnceLock::new(),
         }
     }
 
@@ -314,7 +339,10 @@ fn key_index(
 #[derive(Debug)]
 pub struct ArrowAcceleration {
     dataset: String,
-    current: ArcSwapOption<TableData>,
+    current: Arc<ArcSwapOption<TableData>>,
+    /// Set while a thread computes column statistics for the published
+    /// version (one at a time per dataset).
+    computing_statistics: Arc<AtomicBool>,
     /// The file that keeps every published version (file engines only),
     /// attached when the refresh loop opens it.
     store: OnceLock<Arc<Store>>,
@@ -329,7 +357,8 @@ impl ArrowAcceleration {
     pub fn new(dataset: String) -> Self {
         ArrowAcceleration {
             dataset,
-            current: ArcSwapOption::empty(),
+            current: Arc::new(ArcSwapOption::empty()),
+            computing_statistics: Arc::new(AtomicBool::new(false)),
             store: OnceLock::new(),
             commit: Arc::new(tokio::sync::Mutex::new(())),
             progress: super::ReadProgress::default(),
@@ -365,9 +394,15 @@ impl ArrowAcceleration {
     /// newer version replaced it meanwhile.
     pub fn publish_index(&self, served: &Arc<TableData>, indexed: TableData) -> bool {
         let expected = Some(Arc::clone(served));
+        // The same rows: their statistics carry over.
+        if let Some(computed) = served.statistics.get() {
+            let _ = indexed.statistics.set(Arc::clone(computed));
+        }
+        let indexed = Arc::new(indexed);
         let previous = self
             .current
-            .compare_and_swap(&expected, Some(Arc::new(indexed)));
+            .compare_and_swap(&expected, Some(Arc::clone(&indexed)));
+        self.compute_statistics();
         previous
             .as_ref()
             .is_some_and(|previous| Arc::ptr_eq(previous, served))
@@ -389,10 +424,52 @@ impl ArrowAcceleration {
         drop(self.commit.lock().await);
     }
 
+    /// Computes the column statistics of the published version on a
+    /// low-priority thread, and then of any version published meanwhile,
+    /// unless a thread is at it already.
+    fn compute_statistics(&self) {
+        let pending = |current: &ArcSwapOption<TableData>| {
+            current.load_full().filter(|data| data.lacks_statistics())
+        };
+        if !statistics::enabled()
+            || pending(&self.current).is_none()
+            || self.computing_statistics.swap(true, Ordering::AcqRel)
+        {
+            return;
+        }
+        let current = Arc::clone(&self.current);
+        let computing = Arc::clone(&self.computing_statistics);
+        let spawned = std::thread::Builder::new()
+            .name("table-statistics".to_owned())
+            .spawn(move || {
+                let _ = crate::threads::set_current_nice(crate::threads::REFRESH_NICE);
+                loop {
+                    while let Some(data) = pending(&current) {
+                        let computed = TableStatistics {
+                            columns: statistics::compute(&data.schema, &data.batches()),
+                            rows: data.rows,
+                        };
+                        let _ = data.statistics.set(Arc::new(computed));
+                    }
+                    computing.store(false, Ordering::Release);
+                    // A version published after the last look, whose
+                    // publisher saw this thread still at work.
+                    if pending(&current).is_none() || computing.swap(true, Ordering::AcqRel) {
+                        break;
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            self.computing_statistics.store(false, Ordering::Release);
+            tracing::warn!(dataset = %self.dataset, error = %e, "cannot start a thread for column statistics; queries are planned without them");
+        }
+    }
+
     /// Publishes a complete new version; readers holding the old one keep it.
     pub fn publish(&self, data: TableData) -> Arc<TableData> {
         let data = Arc::new(data);
         self.current.store(Some(Arc::clone(&data)));
+        self.compute_statistics();
         data
     }
 }

@@ -13,12 +13,14 @@ mod duckdb_file;
 mod index;
 mod progress;
 mod sqlite_file;
+mod statistics;
 pub mod store;
 
 pub use arrow::{ArrowAcceleration, TableData, TableDataBuilder};
 pub use duckdb_file::FileReader;
 pub use index::{PrimaryKeyIndex, RowRef};
 pub use progress::{ProgressReport, ReadProgress};
+pub use statistics::TableStatistics;
 #[cfg(test)]
 pub use store::Persisted;
 pub use store::{Change, Checkpoint, Store, StoreError};

@@ -50,6 +50,7 @@ pub mod statement;
 pub mod system;
 mod table;
 mod table_qualifiers;
+mod table_statistics;
 mod temporal;
 pub mod text;
 mod text_casts;

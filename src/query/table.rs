@@ -20,6 +20,7 @@ use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
 
 use super::engine::SessionInfo;
+use super::table_statistics::WithStatistics;
 use crate::accelerator::{ArrowAcceleration, TableData};
 
 /// The acceleration versions one statement, or one transaction, reads: the
@@ -144,7 +145,12 @@ impl TableProvider for AcceleratedTable {
             projection.cloned(),
         )?
         .with_limit(limit);
-        Ok(DataSourceExec::from_data_source(source))
+        Ok(match data.column_statistics() {
+            Some(statistics) => {
+                DataSourceExec::from_data_source(WithStatistics::new(source, statistics))
+            }
+            None => DataSourceExec::from_data_source(source),
+        })
     }
 }
 

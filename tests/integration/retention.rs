@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::support::{MysqlDatabase, Relay, Server, SourceSchema, logs, simple_rows};
+use crate::support::{MysqlDatabase, Relay, Server, SourceSchema, eventually, logs, simple_rows};
 
 /// Ids held by dataset `name`, in order.
 async fn ids(server: &Server, name: &str) -> Vec<String> {
@@ -68,10 +68,11 @@ async fn retention_evicts_by_period_and_by_sql_on_every_engine() {
         // Row 2 is too old, row 3 archived; NULL time or status is kept.
         wait_for_ids(&server, &name, &["1", "4", "5"]).await;
         let evicted = format!("[retention] Dataset '{name}': the retention check evicted 2 rows");
-        assert!(
-            logs().iter().any(|l| l.contains(&evicted)),
-            "no log '{evicted}'"
-        );
+        // The check logs once it has published, so the log may follow the rows.
+        eventually(&format!("the log '{evicted}'"), || async {
+            logs().iter().any(|l| l.contains(&evicted))
+        })
+        .await;
         let (_, metrics) = server.get("/metrics").await;
         let series = format!("dataset_acceleration_retention_evicted_rows{{dataset=\"{name}\"}} ");
         let counted: f64 = metrics
