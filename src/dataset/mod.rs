@@ -247,6 +247,17 @@ impl Dataset {
         *self.in_place.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
+    /// The file served in place failed while its rows were read into
+    /// memory: it no longer answers, and with nothing in memory a dataset
+    /// that is ready once loaded (`ready_state: on_load`) is not ready
+    /// again until a load succeeds, so `/v1/ready` stops counting it.
+    pub fn end_in_place_unread(&self) {
+        self.end_in_place();
+        if self.config.ready_state == ReadyState::OnLoad && self.acceleration.current().is_none() {
+            self.ever_ready.store(false, Ordering::Release);
+        }
+    }
+
     /// The acceleration file queries read while nothing is in memory.
     pub fn in_place(&self) -> Option<Arc<FileTable>> {
         self.in_place

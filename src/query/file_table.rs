@@ -355,4 +355,49 @@ mod tests {
         assert_eq!(answer(&ctx, sql).await, from_file);
         assert!(!explained(&ctx, sql).await.contains("FileScanExec"));
     }
+
+    /// A file served in place that then fails to be read into memory
+    /// leaves nothing served: the dataset no longer counts as ready. Once
+    /// rows are in memory, the same end keeps it ready.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_file_that_fails_to_load_after_serving_in_place_is_not_ready() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("t.db");
+        let store = Store::open("t", Engine::Duckdb, &path, false).unwrap();
+        let batch = rows(10);
+        let checkpoint = Checkpoint {
+            last_refresh: Utc::now(),
+            schema: batch.schema(),
+            primary_key: vec!["id".to_owned()],
+            refresh_sql: None,
+            position: None,
+        };
+        store
+            .write(&Change::Replace(vec![batch]), &checkpoint)
+            .unwrap();
+        let yaml = format!(
+            "datasets:\n  - from: postgres:public.t\n    name: t\n    params: {{ pg_host: 127.0.0.1, pg_db: test, pg_user: postgres }}\n    acceleration:\n      engine: duckdb\n      mode: file\n      params: {{ duckdb_file: '{}' }}\n",
+            path.display()
+        );
+        let config = crate::config::from_yaml_str(&yaml).unwrap();
+        let dataset = crate::dataset::Dataset::new(config.datasets.into_iter().next().unwrap());
+        let serve = || {
+            let reader = store.reader(&checkpoint).unwrap().unwrap();
+            dataset.serve_in_place(FileTable::new(Arc::clone(&dataset.acceleration), reader));
+            dataset.restored(Some(checkpoint.last_refresh));
+            assert!(dataset.was_ever_ready());
+        };
+
+        serve();
+        dataset.end_in_place_unread();
+        assert!(dataset.in_place().is_none());
+        assert!(!dataset.was_ever_ready(), "nothing is served");
+
+        serve();
+        dataset
+            .acceleration
+            .publish(store.read(&checkpoint, 1).unwrap());
+        dataset.end_in_place_unread();
+        assert!(dataset.was_ever_ready(), "the rows in memory are served");
+    }
 }

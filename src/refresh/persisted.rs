@@ -135,11 +135,11 @@ pub async fn open(
     let data = match read {
         Ok(Ok(data)) => data,
         Ok(Err(e)) => {
-            dataset.end_in_place();
+            dataset.end_in_place_unread();
             return broken(dataset, e.to_string());
         }
         Err(e) => {
-            dataset.end_in_place();
+            dataset.end_in_place_unread();
             return broken(
                 dataset,
                 format!("reading the acceleration file failed: {e}"),

@@ -333,7 +333,7 @@ impl Follower {
         let (data, primary_key) = match read {
             Ok(read) => read,
             Err(message) => {
-                self.dataset.end_in_place();
+                self.dataset.end_in_place_unread();
                 let _ = std::fs::remove_file(&incoming);
                 return Err(message);
             }
