@@ -1,11 +1,17 @@
 //! Every performance figure of pgaccel against its baseline, in one run and
 //! one table.
 //!
-//! It builds the release binary, then runs each bench below with `--json`,
-//! one after the other so that none competes with another for the machine,
-//! and prints their figures as one table of ratios with the absolute
-//! figures beside them; the same table is written as JSON (`--json`) and,
-//! if asked, as Markdown for the README (`--markdown`).
+//! It runs each bench below with `--json`, one after the other so that none
+//! competes with another for the machine, and prints their figures as one
+//! table of ratios with the absolute figures beside them; the same table is
+//! written as JSON (`--json`) and, if asked, as Markdown for the README
+//! (`--markdown`). `--from DIR` prints the table of an earlier run's JSON
+//! files instead of measuring.
+//!
+//! The benches are run as the executables `cargo build --release --benches`
+//! left beside this one, not through cargo: a cargo started from a bench
+//! inherits the variables cargo sets for it, and those can make it rebuild
+//! the release dependencies from scratch.
 //!
 //! | bench | what it compares |
 //! |---|---|
@@ -19,6 +25,7 @@
 //! exits non-zero.
 //!
 //! ```text
+//! cargo build --release --benches
 //! cargo bench --bench report -- [--sf 1] [--rounds 3] [--json report.json] [--markdown report.md]
 //! cargo bench --bench report -- --quick      # sf 0.1, one round: a check that everything runs
 //! ```
@@ -78,6 +85,10 @@ struct Args {
     /// Also write the table as Markdown.
     #[arg(long)]
     markdown: Option<PathBuf>,
+    /// Measure nothing: print the table of the `<bench>.json` files in this
+    /// folder (as each bench writes them with `--json`).
+    #[arg(long)]
+    from: Option<PathBuf>,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -110,17 +121,13 @@ fn run(mut args: Args) -> Result<bool> {
             .into());
         }
     }
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    println!("building the release binary ...");
-    let built = Command::new(&cargo)
-        .args(["build", "--release", "--bin", "pgaccel"])
-        .status()?;
-    if !built.success() {
-        return Err(format!("cargo build --release failed ({built})").into());
-    }
     let folder = tempfile::Builder::new()
         .prefix("pgaccel-report-")
         .tempdir()?;
+    let (figures_dir, executables) = match &args.from {
+        Some(from) => (from.clone(), None),
+        None => (folder.path().to_owned(), Some(std::env::current_exe()?)),
+    };
     let started = Instant::now();
     let mut table = Table {
         sections: Vec::new(),
@@ -132,15 +139,25 @@ fn run(mut args: Args) -> Result<bool> {
         if !args.only.is_empty() && !args.only.iter().any(|name| name == bench) {
             continue;
         }
-        let json_path = folder.path().join(format!("{bench}.json"));
-        println!("\n===== {bench}: {title} =====");
+        let json_path = figures_dir.join(format!("{bench}.json"));
         let bench_started = Instant::now();
-        let status = Command::new(&cargo)
-            .args(["bench", "--bench", bench, "--"])
-            .args(bench_args(&args, bench))
-            .arg("--json")
-            .arg(&json_path)
-            .status()?;
+        let succeeded = match &executables {
+            None => json_path.is_file(),
+            Some(report) => {
+                println!("\n===== {bench}: {title} =====");
+                let executable = sibling(report, bench)?;
+                let status = Command::new(&executable)
+                    .args(bench_args(&args, bench))
+                    .arg("--json")
+                    .arg(&json_path)
+                    .status()
+                    .map_err(|e| format!("cannot run {}: {e}", executable.display()))?;
+                if !status.success() {
+                    table.notes.push(format!("{bench} failed ({status})"));
+                }
+                status.success()
+            }
+        };
         let seconds = bench_started.elapsed().as_secs_f64();
         // A bench that measured some figures and failed on others still
         // wrote them; show what there is.
@@ -154,18 +171,13 @@ fn run(mut args: Args) -> Result<bool> {
                         .push(format!("{bench}: {}", note.as_str().unwrap_or_default()));
                 }
             }
-            Err(e) => table
-                .notes
-                .push(format!("{bench}: no figures ({status}): {e}")),
+            Err(e) => table.notes.push(format!("{bench}: no figures: {e}")),
         }
-        if !status.success() {
-            all_ran = false;
-            table.notes.push(format!("{bench} failed ({status})"));
-        }
+        all_ran &= succeeded;
         benches.push(json!({
             "bench": bench,
             "title": title,
-            "succeeded": status.success(),
+            "succeeded": succeeded,
             "seconds": seconds,
             "figures": figures.unwrap_or(Json::Null),
         }));
@@ -188,6 +200,35 @@ fn run(mut args: Args) -> Result<bool> {
         println!("written to {}", path.display());
     }
     Ok(all_ran)
+}
+
+/// The newest executable of `bench` that cargo built beside `report` (its
+/// name is the bench's and a hash).
+fn sibling(report: &Path, bench: &str) -> Result<PathBuf> {
+    let folder = report.parent().ok_or("the report has no folder")?;
+    let is_build = |name: &str| {
+        name.strip_prefix(bench)
+            .and_then(|rest| rest.strip_prefix('-'))
+            .is_some_and(|hash| hash.len() == 16 && hash.chars().all(|c| c.is_ascii_hexdigit()))
+    };
+    let mut found: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
+    for entry in std::fs::read_dir(folder)? {
+        let entry = entry?;
+        if entry.file_name().to_str().is_some_and(is_build) {
+            found.push((entry.metadata()?.modified()?, entry.path()));
+        }
+    }
+    found
+        .into_iter()
+        .max()
+        .map(|(_, path)| path)
+        .ok_or_else(|| {
+            format!(
+                "no build of bench {bench} in {}: run `cargo build --release --benches` first",
+                folder.display()
+            )
+            .into()
+        })
 }
 
 /// The arguments of `bench` for this run.

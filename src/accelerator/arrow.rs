@@ -439,17 +439,20 @@ impl ArrowAcceleration {
         }
         let current = Arc::clone(&self.current);
         let computing = Arc::clone(&self.computing_statistics);
+        let dataset = self.dataset.clone();
         let spawned = std::thread::Builder::new()
             .name("table-statistics".to_owned())
             .spawn(move || {
                 let _ = crate::threads::set_current_nice(crate::threads::REFRESH_NICE);
                 loop {
                     while let Some(data) = pending(&current) {
+                        let started = std::time::Instant::now();
                         let computed = TableStatistics {
                             columns: statistics::compute(&data.schema, &data.batches()),
                             rows: data.rows,
                         };
                         let _ = data.statistics.set(Arc::new(computed));
+                        tracing::debug!(dataset = %dataset, rows = data.rows, took_ms = started.elapsed().as_millis() as u64, "column statistics computed");
                     }
                     computing.store(false, Ordering::Release);
                     // A version published after the last look, whose
