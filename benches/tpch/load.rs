@@ -44,7 +44,7 @@ const ORDERS_DDL: &str = "CREATE TABLE orders (
     o_shippriority  integer       NOT NULL,
     o_comment       varchar(79)   NOT NULL)";
 
-const LINEITEM_DDL: &str = "CREATE TABLE lineitem (
+pub const LINEITEM_DDL: &str = "CREATE TABLE lineitem (
     l_orderkey      bigint        NOT NULL,
     l_partkey       bigint        NOT NULL,
     l_suppkey       bigint        NOT NULL,

@@ -306,18 +306,15 @@ mod tests {
         check(ctx).await;
     }
 
-    async fn explained(ctx: &SessionContext, sql: &str) -> String {
-        answer(ctx, &format!("EXPLAIN {sql}")).await
-    }
-
-    /// The catalog answers a dataset from its file while nothing is in
-    /// memory, and from memory once the rows are published.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn the_catalog_reads_the_file_until_the_rows_are_published() {
-        let folder = tempfile::tempdir().unwrap();
-        let path = folder.path().join("t.db");
+    /// A DuckDB acceleration file in `folder` holding `count` rows, and
+    /// dataset `t` configured over it (nothing loaded or served yet).
+    fn file_dataset(
+        folder: &std::path::Path,
+        count: i64,
+    ) -> (Store, Checkpoint, crate::dataset::Dataset) {
+        let path = folder.join("t.db");
         let store = Store::open("t", Engine::Duckdb, &path, false).unwrap();
-        let batch = rows(100);
+        let batch = rows(count);
         let checkpoint = Checkpoint {
             last_refresh: Utc::now(),
             schema: batch.schema(),
@@ -333,9 +330,21 @@ mod tests {
             path.display()
         );
         let config = crate::config::from_yaml_str(&yaml).unwrap();
-        let dataset = Arc::new(crate::dataset::Dataset::new(
-            config.datasets.into_iter().next().unwrap(),
-        ));
+        let dataset = crate::dataset::Dataset::new(config.datasets.into_iter().next().unwrap());
+        (store, checkpoint, dataset)
+    }
+
+    async fn explained(ctx: &SessionContext, sql: &str) -> String {
+        answer(ctx, &format!("EXPLAIN {sql}")).await
+    }
+
+    /// The catalog answers a dataset from its file while nothing is in
+    /// memory, and from memory once the rows are published.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_catalog_reads_the_file_until_the_rows_are_published() {
+        let folder = tempfile::tempdir().unwrap();
+        let (store, checkpoint, dataset) = file_dataset(folder.path(), 100);
+        let dataset = Arc::new(dataset);
         let registry = Arc::new(crate::dataset::Registry::new(vec![Arc::clone(&dataset)]));
         let ctx = crate::query::context(&registry).unwrap();
         let sql = "SELECT sum(id) AS total FROM t WHERE name IS NOT NULL";
@@ -362,25 +371,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_file_that_fails_to_load_after_serving_in_place_is_not_ready() {
         let folder = tempfile::tempdir().unwrap();
-        let path = folder.path().join("t.db");
-        let store = Store::open("t", Engine::Duckdb, &path, false).unwrap();
-        let batch = rows(10);
-        let checkpoint = Checkpoint {
-            last_refresh: Utc::now(),
-            schema: batch.schema(),
-            primary_key: vec!["id".to_owned()],
-            refresh_sql: None,
-            position: None,
-        };
-        store
-            .write(&Change::Replace(vec![batch]), &checkpoint)
-            .unwrap();
-        let yaml = format!(
-            "datasets:\n  - from: postgres:public.t\n    name: t\n    params: {{ pg_host: 127.0.0.1, pg_db: test, pg_user: postgres }}\n    acceleration:\n      engine: duckdb\n      mode: file\n      params: {{ duckdb_file: '{}' }}\n",
-            path.display()
-        );
-        let config = crate::config::from_yaml_str(&yaml).unwrap();
-        let dataset = crate::dataset::Dataset::new(config.datasets.into_iter().next().unwrap());
+        let (store, checkpoint, dataset) = file_dataset(folder.path(), 10);
         let serve = || {
             let reader = store.reader(&checkpoint).unwrap().unwrap();
             dataset.serve_in_place(FileTable::new(Arc::clone(&dataset.acceleration), reader));
