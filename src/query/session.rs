@@ -102,6 +102,8 @@ pub struct Session {
     cursors: BTreeMap<String, Cursor>,
     /// Reported settings as the client last heard them.
     reported: BTreeMap<&'static str, String>,
+    /// The settings' generation when `reported` was last brought up to date.
+    reported_generation: u64,
     notices: Vec<Notice>,
     activity: ActivityHandle,
     /// The statement running ended a transaction block, which counted the
@@ -169,6 +171,7 @@ impl Session {
             block: None,
             cursors: BTreeMap::new(),
             reported: BTreeMap::new(),
+            reported_generation: 0,
             notices: Vec::new(),
             activity,
             ended_block: false,
@@ -176,6 +179,7 @@ impl Session {
         };
         session.settings_changed();
         session.reported = session.settings.reported().into_iter().collect();
+        session.reported_generation = session.settings.generation();
         Ok(session)
     }
 
@@ -475,6 +479,10 @@ impl Session {
     /// Reported settings whose value changed since the client last heard.
     pub fn parameter_changes(&mut self) -> Vec<(&'static str, String)> {
         let mut changes = Vec::new();
+        if self.settings.generation() == self.reported_generation {
+            return changes;
+        }
+        self.reported_generation = self.settings.generation();
         for (name, value) in self.settings.reported() {
             if self.reported.get(name) != Some(&value) {
                 self.reported.insert(name, value.clone());

@@ -13,6 +13,7 @@ mod file;
 pub mod http;
 mod mysql;
 mod objects;
+mod pg_copy;
 pub mod pg_stream;
 pub mod pgoutput;
 mod postgres;

@@ -183,7 +183,7 @@ impl PostgresSource {
                 })?;
         }
         let pool = Arc::new(pool);
-        let (provider, columns, _) = describe_table(&dataset, &pool, schema, table).await?;
+        let (provider, columns, _) = describe_table(&dataset, &pool, schema, table, false).await?;
         let federated = super::federated_view(&dataset, provider, &columns)?;
         Ok(PostgresSource {
             dataset,
@@ -199,12 +199,14 @@ impl PostgresSource {
     }
 
     /// The table's current columns and primary key, and a provider reading
-    /// exactly those columns. Resolved again at every read, so a column
-    /// added at the source appears at the next refresh.
+    /// exactly those columns (through binary COPY, see [`super::pg_copy`]).
+    /// Resolved again at every read, so a column added at the source
+    /// appears at the next refresh.
     async fn describe(
         &self,
     ) -> Result<(Arc<dyn TableProvider>, SchemaRef, Vec<String>), SourceError> {
-        describe_table(&self.dataset, &self.pool, &self.schema, &self.table).await
+        let copy = super::pg_copy::enabled();
+        describe_table(&self.dataset, &self.pool, &self.schema, &self.table, copy).await
     }
 
     /// The class of the error that reading the table meets now, on a
@@ -257,12 +259,14 @@ impl PostgresSource {
 }
 
 /// The table's current columns (annotated) and primary key, and a provider
-/// reading exactly those columns.
+/// reading exactly those columns; with `copy`, one that reads them through
+/// binary COPY wherever it can decode every column.
 async fn describe_table(
     dataset: &str,
     pool: &Arc<PostgresConnectionPool>,
     schema: &str,
     table: &str,
+    copy: bool,
 ) -> Result<(Arc<dyn TableProvider>, SchemaRef, Vec<String>), SourceError> {
     let described = describe(pool, schema, table)
         .await
@@ -301,32 +305,34 @@ async fn describe_table(
         })
         .map(|(name, _)| name.clone())
         .collect();
-    let provider: Arc<dyn TableProvider> = if text_columns.is_empty() && parsed_back.is_empty() {
-        Arc::new(table)
-    } else {
-        let field = |name: &String, text: bool| match read.field_with_name(name) {
-            Ok(field) if !text_columns.contains(name) && !text => field.clone(),
-            // Read as text, with the column's own nullability.
-            Ok(field) => Field::new(name, DataType::Utf8, field.is_nullable()),
-            Err(_) => Field::new(name, DataType::Utf8, true),
+    let provider: Arc<dyn TableProvider> =
+        if text_columns.is_empty() && parsed_back.is_empty() && !copy {
+            Arc::new(table)
+        } else {
+            let field = |name: &String, text: bool| match read.field_with_name(name) {
+                Ok(field) if !text_columns.contains(name) && !text => field.clone(),
+                // Read as text, with the column's own nullability.
+                Ok(field) => Field::new(name, DataType::Utf8, field.is_nullable()),
+                Err(_) => Field::new(name, DataType::Utf8, true),
+            };
+            let fields = |text: bool| {
+                described
+                    .order
+                    .iter()
+                    .map(|name| field(name, text && parsed_back.contains(name)))
+                    .collect::<Vec<_>>()
+            };
+            let schema = Arc::new(Schema::new(fields(false)));
+            Arc::new(TextCastTable {
+                inner: SqlTable::new_with_schema("postgres", &dyn_pool, schema, reference)
+                    .with_dialect(Arc::new(PostgreSqlDialect {})),
+                read_schema: Arc::new(Schema::new(fields(true))),
+                pool: dyn_pool,
+                text_columns,
+                parsed_back,
+                copy: copy.then(|| Arc::clone(pool)),
+            })
         };
-        let fields = |text: bool| {
-            described
-                .order
-                .iter()
-                .map(|name| field(name, text && parsed_back.contains(name)))
-                .collect::<Vec<_>>()
-        };
-        let schema = Arc::new(Schema::new(fields(false)));
-        Arc::new(TextCastTable {
-            inner: SqlTable::new_with_schema("postgres", &dyn_pool, schema, reference)
-                .with_dialect(Arc::new(PostgreSqlDialect {})),
-            read_schema: Arc::new(Schema::new(fields(true))),
-            pool: dyn_pool,
-            text_columns,
-            parsed_back,
-        })
-    };
     let annotated = annotate(&provider.schema(), &described);
     Ok((provider, annotated, described.primary_key))
 }
@@ -486,6 +492,9 @@ struct TextCastTable {
     inner: SqlTable<PostgresPooledConnection, &'static (dyn tokio_postgres::types::ToSql + Sync)>,
     pool: Arc<DynPostgresConnectionPool>,
     text_columns: HashSet<String>,
+    /// Reads through binary COPY on this pool where every column decodes
+    /// (see [`super::pg_copy`]); otherwise through the provider's rows.
+    copy: Option<Arc<PostgresConnectionPool>>,
 }
 
 impl std::fmt::Debug for TextCastTable {
@@ -494,6 +503,7 @@ impl std::fmt::Debug for TextCastTable {
             .field("inner", &self.inner)
             .field("text_columns", &self.text_columns)
             .field("parsed_back", &self.parsed_back)
+            .field("copy", &self.copy.is_some())
             .finish()
     }
 }
@@ -616,14 +626,37 @@ impl TableProvider for TextCastTable {
         use datafusion::physical_expr::ScalarFunctionExpr;
         use datafusion::physical_expr::expressions::{CastExpr, Column};
         use datafusion::physical_plan::projection::ProjectionExec;
-        let sql = self.cast_columns(&self.inner.scan_to_sql(projection, filters, limit)?)?;
-        let read = Arc::new(SqlExec::new(
-            projection,
-            &self.read_schema,
-            Arc::clone(&self.pool),
-            sql,
-            Arc::new(PostgreSqlDialect {}),
-        )?);
+        let sql = self.inner.scan_to_sql(projection, filters, limit)?;
+        let sql = if self.text_columns.is_empty() && self.parsed_back.is_empty() {
+            sql
+        } else {
+            self.cast_columns(&sql)?
+        };
+        let read_schema = match projection {
+            Some(indices) => Arc::new(self.read_schema.project(indices)?),
+            None => Arc::clone(&self.read_schema),
+        };
+        let copied = match &self.copy {
+            Some(pool) => super::pg_copy::plan(pool, &sql, &read_schema)
+                .await?
+                .map(|columns| (Arc::clone(pool), columns)),
+            None => None,
+        };
+        let read: Arc<dyn datafusion::physical_plan::ExecutionPlan> = match copied {
+            Some((pool, columns)) => Arc::new(super::pg_copy::CopyExec::new(
+                pool,
+                sql,
+                read_schema,
+                columns,
+            )),
+            None => Arc::new(SqlExec::new(
+                projection,
+                &self.read_schema,
+                Arc::clone(&self.pool),
+                sql,
+                Arc::new(PostgreSqlDialect {}),
+            )?),
+        };
         if self.parsed_back.is_empty() {
             return Ok(read);
         }
@@ -724,5 +757,152 @@ impl datafusion::logical_expr::ScalarUDFImpl for ArrayFromText {
         Ok(datafusion::logical_expr::ColumnarValue::Array(
             ScalarValue::iter_to_array(values)?,
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::SslMode;
+    use datafusion::arrow::compute::concat_batches;
+    use datafusion::physical_plan::ExecutionPlan;
+
+    fn local_params() -> PostgresParams {
+        PostgresParams {
+            host: "127.0.0.1".into(),
+            port: 5432,
+            db: "test".into(),
+            user: "postgres".into(),
+            pass: None,
+            sslmode: SslMode::Disable,
+            sslrootcert: None,
+            connection_string: None,
+            replication_slot: None,
+            publication: None,
+            drop_slot_on_remove: false,
+        }
+    }
+
+    /// Every row of `provider`, through `plan`'s choice of reader, and
+    /// whether that reader was the binary COPY one.
+    async fn read(provider: Arc<dyn TableProvider>) -> (RecordBatch, bool) {
+        let context = SessionContext::new();
+        let plan = context
+            .read_table(provider)
+            .unwrap()
+            .create_physical_plan()
+            .await
+            .unwrap();
+        let mut copied = false;
+        let mut stack: Vec<Arc<dyn ExecutionPlan>> = vec![Arc::clone(&plan)];
+        while let Some(node) = stack.pop() {
+            copied |= node.name() == "CopyExec";
+            stack.extend(node.children().into_iter().cloned());
+        }
+        let batches = datafusion::physical_plan::collect(plan, context.task_ctx())
+            .await
+            .unwrap();
+        let schema = batches[0].schema();
+        // By the first column: two scans need not return rows in one order.
+        let batch = concat_batches(&schema, &batches).unwrap();
+        let order =
+            datafusion::arrow::compute::sort_to_indices(batch.column(0), None, None).unwrap();
+        let batch = datafusion::arrow::compute::take_record_batch(&batch, &order).unwrap();
+        (batch, copied)
+    }
+
+    use datafusion::arrow::record_batch::RecordBatch;
+
+    /// The binary COPY reader gives exactly the arrays the table
+    /// provider's row reader gives, for every type it decodes and their
+    /// edge values; a table it cannot decode falls back to the rows.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn copy_reads_what_the_row_reader_reads() {
+        let schema = format!("pgaccel_copy_{}", std::process::id());
+        let params = local_params();
+        let pool = Arc::new(
+            postgres_pool(&params)
+                .await
+                .unwrap()
+                .with_unsupported_type_action(UnsupportedTypeAction::Ignore),
+        );
+        let admin = pool.connect_direct().await.unwrap();
+        admin
+            .conn
+            .batch_execute(&format!(
+                "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema};
+                 CREATE DOMAIN {schema}.small AS int4 CHECK (VALUE < 1000);
+                 CREATE TABLE {schema}.t (id int8 PRIMARY KEY, b bool, c \"char\", i2 int2, i4 int4,
+                   o oid, f4 float4, f8 float8, n numeric(12,3), n0 numeric(18,0), tx text,
+                   vc varchar(9), bp char(6), nm name, u uuid, j json, jb jsonb, by bytea, d date,
+                   tm time, tz timestamptz, iv interval, dom {schema}.small, ts timestamp,
+                   wide numeric);
+                 INSERT INTO {schema}.t VALUES
+                   (1, true, 'a', 32767, -2147483648, 4294967295, 'NaN', '-Infinity', -123456789.125,
+                    999999999999999999, 'ünï ✓', 'varying', 'ab', 'pg_class',
+                    'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '{{\"a\": [1]}}', '{{\"b\": null}}',
+                    '\\xdeadbeef', '0001-01-01', '23:59:59.999999', '1677-09-22 00:00:00+00',
+                    '-178000000 years -3 days -04:05:06.000007', 999, '1900-01-01 00:00:01',
+                    1e-40),
+                   (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+                   (3, false, ' ', -32768, 0, 0, 1.5, 1e300, 0.001, 0, '', '', '', '',
+                    '00000000-0000-0000-0000-000000000000', '[]', '{{}}', '\\x', '2262-04-11',
+                    '00:00', '2262-04-11 23:47:16.854775+00', '1 mon 2 days 00:00:00.000001', -5,
+                    '2000-01-01', 12345678901234.5);
+                 INSERT INTO {schema}.t (id, n, tx, bp)
+                   SELECT g, g / 7.0, repeat('x', g % 50), 'k' || g % 10 FROM generate_series(4, 20000) g;
+                 CREATE TYPE {schema}.mood AS ENUM ('sad', 'ok');
+                 CREATE TABLE {schema}.e (id int4, m {schema}.mood);
+                 INSERT INTO {schema}.e VALUES (1, 'ok'), (2, NULL);"
+            ))
+            .await
+            .unwrap();
+        let (rows, _, _) = describe_table("t", &pool, &schema, "t", false)
+            .await
+            .unwrap();
+        let (copy, annotated, _) = describe_table("t", &pool, &schema, "t", true)
+            .await
+            .unwrap();
+        let (by_rows, rows_copied) = read(rows).await;
+        let (by_copy, copied) = read(copy).await;
+        assert!(!rows_copied);
+        assert!(copied, "every column of t decodes from binary COPY");
+        assert_eq!(by_copy.num_rows(), 20_000);
+        for (index, field) in annotated.fields().iter().enumerate() {
+            assert_eq!(
+                by_copy.column(index).data_type(),
+                by_rows.column(index).data_type(),
+                "column {}",
+                field.name()
+            );
+            let differ = (0..by_copy.num_rows()).find(|&row| {
+                by_copy.column(index).slice(row, 1).to_data()
+                    != by_rows.column(index).slice(row, 1).to_data()
+            });
+            assert_eq!(
+                differ.map(|row| (
+                    format!("{:?}", by_copy.column(index).slice(row, 1)),
+                    format!("{:?}", by_rows.column(index).slice(row, 1))
+                )),
+                None,
+                "column {}",
+                field.name()
+            );
+        }
+
+        // An enum column is left to the rows.
+        let (copy, _, _) = describe_table("e", &pool, &schema, "e", true)
+            .await
+            .unwrap();
+        let (batch, copied) = read(copy).await;
+        assert!(!copied);
+        assert_eq!(batch.num_rows(), 2);
+
+        admin
+            .conn
+            .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+            .await
+            .unwrap();
     }
 }

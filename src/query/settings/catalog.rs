@@ -230,7 +230,7 @@ pub fn lookup(name: &str) -> Option<&'static Definition> {
     let catalog = &*CATALOG;
     catalog
         .by_name
-        .get(&name.to_lowercase())
+        .get(super::lowercase(name).as_ref())
         .map(|&index| &catalog.definitions[index])
 }
 

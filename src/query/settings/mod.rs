@@ -140,6 +140,9 @@ pub struct Settings {
     session: BTreeMap<String, String>,
     /// `SET LOCAL` values, dropped when the transaction ends.
     local: BTreeMap<String, String>,
+    /// Counts the changes to `session` and `local`, so that what is derived
+    /// from them is worked out again only when one may have changed.
+    generation: u64,
 }
 
 /// How a `SET` should be applied.
@@ -156,14 +159,21 @@ impl Settings {
             server,
             session: BTreeMap::new(),
             local: BTreeMap::new(),
+            generation: 0,
         }
+    }
+
+    /// A number that changes whenever a value may have changed.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// The value of `name` in its stored form; `42704` for a setting that
     /// does not exist (a custom `a.b` one included, until it is set).
     pub fn get(&self, name: &str) -> Result<String, PgError> {
-        let key = name.to_lowercase();
-        if let Some(value) = self.local.get(&key).or_else(|| self.session.get(&key)) {
+        let key = lowercase(name);
+        let key = key.as_ref();
+        if let Some(value) = self.local.get(key).or_else(|| self.session.get(key)) {
             return Ok(value.clone());
         }
         // Outside a transaction the transaction's characteristics are the
@@ -173,10 +183,10 @@ impl Settings {
         {
             return self.get(&format!("default_{key}"));
         }
-        if let Some(value) = self.server.values.get(&key) {
+        if let Some(value) = self.server.values.get(key) {
             return Ok(value.clone());
         }
-        catalog::lookup(&key)
+        catalog::lookup(key)
             .map(|definition| definition.boot.to_owned())
             .ok_or_else(|| unrecognized(name))
     }
@@ -221,6 +231,7 @@ impl Settings {
         value: Option<&str>,
         scope: Scope,
     ) -> Result<Vec<Notice>, PgError> {
+        self.generation += 1;
         let key = name.to_lowercase();
         let Some(definition) = catalog::lookup(&key) else {
             return self.set_custom(name, &key, value, scope);
@@ -305,12 +316,14 @@ impl Settings {
 
     /// `RESET ALL`: every session value back to its default.
     pub fn reset_all(&mut self) {
+        self.generation += 1;
         self.session.clear();
         self.local.clear();
     }
 
     /// `session_authorization`: the user the client connected as.
     pub fn set_session_authorization(&mut self, user: &str) {
+        self.generation += 1;
         self.session
             .insert("session_authorization".to_owned(), user.to_owned());
     }
@@ -335,6 +348,7 @@ impl Settings {
     }
 
     fn set_at_startup(&mut self, name: &str, value: &str) -> Result<(), PgError> {
+        self.generation += 1;
         let key = name.to_lowercase();
         match catalog::lookup(&key) {
             // Backend settings may be given at connection start only.
@@ -355,13 +369,17 @@ impl Settings {
     }
 
     pub fn restore(&mut self, snapshot: Snapshot) {
+        self.generation += 1;
         self.session = snapshot.session;
         self.local = snapshot.local;
     }
 
     /// Ends a transaction that committed: `SET LOCAL` values are dropped.
     pub fn end_transaction(&mut self) {
-        self.local.clear();
+        if !self.local.is_empty() {
+            self.generation += 1;
+            self.local.clear();
+        }
     }
 
     /// The reported settings and their current values.
@@ -449,6 +467,16 @@ impl Settings {
             extra_float_digits: self.integer("extra_float_digits"),
             bytea_hex: self.get("bytea_output").is_ok_and(|v| v == "hex"),
         }
+    }
+}
+
+/// `name` in lower case, copied only when it is not already: settings are
+/// looked up by name on every statement.
+pub(super) fn lowercase(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.bytes().any(|byte| byte.is_ascii_uppercase()) || !name.is_ascii() {
+        std::borrow::Cow::Owned(name.to_lowercase())
+    } else {
+        std::borrow::Cow::Borrowed(name)
     }
 }
 
@@ -664,6 +692,28 @@ mod tests {
         assert_eq!(settings.show("port").unwrap().1, "15432");
         assert_eq!(settings.get("nope").unwrap_err().code, "42704");
         assert!(settings.show_all().len() > 350);
+    }
+
+    #[test]
+    fn the_generation_moves_with_every_change_and_only_then() {
+        let mut settings = settings();
+        let start = settings.generation();
+        // A statement outside a transaction ends one with nothing local.
+        settings.end_transaction();
+        assert_eq!(settings.generation(), start);
+        assert_eq!(settings.get("DateStyle").unwrap(), "ISO, MDY");
+        settings
+            .set("TimeZone", Some("Europe/Paris"), Scope::Local)
+            .unwrap();
+        let local = settings.generation();
+        assert_ne!(local, start);
+        assert_eq!(settings.get("TIMEZONE").unwrap(), "Europe/Paris");
+        settings.end_transaction();
+        assert_ne!(settings.generation(), local);
+        assert_eq!(settings.get("timezone").unwrap(), "UTC");
+        let before = settings.generation();
+        settings.reset_all();
+        assert_ne!(settings.generation(), before);
     }
 
     #[test]
