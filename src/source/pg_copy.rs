@@ -163,6 +163,8 @@ fn failed(error: &(dyn std::error::Error + 'static)) -> DataFusionError {
 pub struct CopyExec {
     pool: Arc<PostgresConnectionPool>,
     sql: String,
+    /// Each partition reads one range of pages, all in one snapshot.
+    split: Option<Split>,
     columns: Arc<[(String, DataType, Decode)]>,
     properties: Arc<PlanProperties>,
 }
@@ -180,16 +182,19 @@ impl CopyExec {
         sql: String,
         schema: SchemaRef,
         columns: Vec<(String, DataType, Decode)>,
+        split: Option<Split>,
     ) -> Self {
+        let partitions = split.as_ref().map_or(1, |split| split.bounds.len() + 1);
         let properties = PlanProperties::new(
             EquivalenceProperties::new(schema),
-            Partitioning::UnknownPartitioning(1),
+            Partitioning::UnknownPartitioning(partitions),
             EmissionType::Incremental,
             Boundedness::Bounded,
         );
         CopyExec {
             pool,
             sql,
+            split,
             columns: columns.into(),
             properties: Arc::new(properties),
         }
@@ -231,13 +236,23 @@ impl ExecutionPlan for CopyExec {
 
     fn execute(
         &self,
-        _partition: usize,
+        partition: usize,
         _context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
         let schema = self.schema();
+        let (sql, leader) = match &self.split {
+            None => (self.sql.clone(), None),
+            Some(split) => {
+                let from = partition.checked_sub(1).map(|index| split.bounds[index]);
+                let to = split.bounds.get(partition).copied();
+                let sql = within_pages(&self.sql, from, to)?;
+                (sql, Some(Arc::clone(&split.leader)))
+            }
+        };
         let reading = Reading {
             pool: Arc::clone(&self.pool),
-            sql: self.sql.clone(),
+            sql,
+            leader,
             copy: None,
             tuples: Tuples::new(&self.columns),
             schema: Arc::clone(&schema),
@@ -250,40 +265,113 @@ impl ExecutionPlan for CopyExec {
 
 type CopyStream = Pin<Box<tokio_postgres::CopyOutStream>>;
 
+type Connection = datafusion_table_providers::postgres::conn::PostgresPooledConnection;
+
+/// A pooled connection that may be inside a transaction: one dropped before
+/// its transaction ended (a read that failed or was cancelled) is rolled
+/// back before the pool hands it out again.
+struct Held {
+    connection: Option<Connection>,
+    in_transaction: bool,
+}
+
+impl Held {
+    /// Commits the (read-only) transaction, if any, and returns the
+    /// connection to the pool.
+    async fn release(mut self) -> Result<()> {
+        if let Some(connection) = self.connection.take()
+            && self.in_transaction
+        {
+            connection
+                .batch_execute("COMMIT")
+                .await
+                .map_err(|e| failed(&e))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some(connection) = self.connection.take()
+            && self.in_transaction
+        {
+            roll_back(connection);
+        }
+    }
+}
+
+/// Ends `connection`'s transaction in the background; it goes back to the
+/// pool once PostgreSQL has answered (after any COPY still under way).
+fn roll_back(connection: Connection) {
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(async move {
+            let _ = connection.batch_execute("ROLLBACK").await;
+        });
+    }
+}
+
 /// A COPY being read: its connection (held until the stream ends) and the
 /// rows decoded so far.
 struct Reading {
     pool: Arc<PostgresConnectionPool>,
     sql: String,
-    copy: Option<(
-        datafusion_table_providers::postgres::conn::PostgresPooledConnection,
-        CopyStream,
-    )>,
+    /// For one range of a split read: the snapshot every range reads.
+    leader: Option<Arc<Leader>>,
+    copy: Option<(Held, CopyStream)>,
     tuples: Tuples,
     schema: SchemaRef,
     finished: bool,
 }
 
 impl Reading {
+    async fn open(&self) -> Result<(Held, CopyStream)> {
+        let connection = self
+            .pool
+            .connect_direct()
+            .await
+            .map_err(|e| failed(&e))?
+            .conn;
+        let mut held = Held {
+            connection: Some(connection),
+            in_transaction: false,
+        };
+        if let Some(leader) = &self.leader {
+            held.in_transaction = true;
+            let begin = format!(
+                "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT '{}'",
+                leader.snapshot
+            );
+            let imported = held
+                .connection
+                .as_ref()
+                .expect("held above")
+                .batch_execute(&begin)
+                .await;
+            // Whether or not it took, this range no longer needs the
+            // leader's transaction.
+            leader.imported().await;
+            imported.map_err(|e| failed(&e))?;
+        }
+        let copy = format!("COPY ({}) TO STDOUT (FORMAT binary)", self.sql);
+        let stream = held
+            .connection
+            .as_ref()
+            .expect("held above")
+            .copy_out(copy.as_str())
+            .await
+            .map_err(|e| failed(&e))?;
+        Ok((held, Box::pin(stream)))
+    }
+
     async fn next_batch(mut self) -> Result<Option<(RecordBatch, Reading)>> {
         if self.finished {
             return Ok(None);
         }
-        if self.copy.is_none() {
-            let connection = self
-                .pool
-                .connect_direct()
-                .await
-                .map_err(|e| failed(&e))?
-                .conn;
-            let copy = format!("COPY ({}) TO STDOUT (FORMAT binary)", self.sql);
-            let stream = connection
-                .copy_out(copy.as_str())
-                .await
-                .map_err(|e| failed(&e))?;
-            self.copy = Some((connection, Box::pin(stream)));
-        }
-        let (connection, mut stream) = self.copy.take().expect("opened above");
+        let (held, mut stream) = match self.copy.take() {
+            Some(open) => open,
+            None => self.open().await?,
+        };
         loop {
             match stream.next().await {
                 Some(chunk) => {
@@ -293,15 +381,15 @@ impl Reading {
                         .map_err(DataFusionError::Execution)?;
                     if self.tuples.rows >= BATCH_ROWS {
                         let batch = self.tuples.batch(&self.schema)?;
-                        self.copy = Some((connection, stream));
+                        self.copy = Some((held, stream));
                         return Ok(Some((batch, self)));
                     }
                 }
                 None => {
                     self.tuples.end().map_err(DataFusionError::Execution)?;
                     self.finished = true;
-                    // The connection goes back to the pool.
-                    drop((stream, connection));
+                    drop(stream);
+                    held.release().await?;
                     if self.tuples.rows == 0 {
                         return Ok(None);
                     }
@@ -311,6 +399,177 @@ impl Reading {
             }
         }
     }
+}
+
+/// The transaction whose snapshot every range of a split read imports,
+/// so that together they read the table as of one instant. It stays open
+/// until the last range has imported it.
+struct Leader {
+    connection: std::sync::Mutex<Option<Connection>>,
+    snapshot: String,
+    /// Ranges yet to import the snapshot.
+    waiting: std::sync::atomic::AtomicUsize,
+}
+
+impl Leader {
+    async fn imported(&self) {
+        use std::sync::atomic::Ordering;
+        if self.waiting.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let connection = self.connection.lock().expect("not poisoned").take();
+            if let Some(connection) = connection {
+                let _ = connection.batch_execute("COMMIT").await;
+            }
+        }
+    }
+}
+
+impl Drop for Leader {
+    fn drop(&mut self) {
+        if let Some(connection) = self.connection.get_mut().expect("not poisoned").take() {
+            roll_back(connection);
+        }
+    }
+}
+
+/// A read split into ranges of the table's pages (`ctid`), read by
+/// parallel COPYs in one snapshot.
+pub struct Split {
+    leader: Arc<Leader>,
+    /// The first page of each range after the first.
+    bounds: Vec<u64>,
+}
+
+/// When and how a large table's read is split into ranges of its pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SplitPolicy {
+    /// How many ranges (1: never split).
+    pub ranges: usize,
+    /// The fewest pages (8 kB each) a table must have to be split.
+    pub min_pages: i64,
+}
+
+impl SplitPolicy {
+    /// The host's cores, at most 4, for tables of 1 GB or more: below that,
+    /// one COPY keeps up with the refresh. `PGACCEL_POSTGRES_COPY_RANGES`
+    /// sets the number of ranges (1 never splits), for comparisons.
+    pub fn from_env() -> Self {
+        let ranges = std::env::var("PGACCEL_POSTGRES_COPY_RANGES")
+            .ok()
+            .and_then(|value| value.parse().ok())
+            .unwrap_or_else(|| {
+                std::thread::available_parallelism()
+                    .map(usize::from)
+                    .unwrap_or(1)
+                    .min(4)
+            });
+        SplitPolicy {
+            ranges,
+            min_pages: 131_072,
+        }
+    }
+}
+
+/// Splits the read of `table` (a quoted, qualified name) into ranges of
+/// its pages when it is a large plain table, and opens the transaction
+/// whose snapshot they share; `None` reads it with one COPY.
+pub async fn split(
+    pool: &PostgresConnectionPool,
+    table: &str,
+    policy: SplitPolicy,
+) -> Result<Option<Split>> {
+    let ranges = policy.ranges;
+    if ranges < 2 {
+        return Ok(None);
+    }
+    let connection = pool.connect_direct().await.map_err(|e| failed(&e))?.conn;
+    let row = connection
+        .query_opt(
+            "SELECT c.relkind::text, pg_relation_size(c.oid) / current_setting('block_size')::int8 \
+             FROM pg_class c WHERE c.oid = to_regclass($1)",
+            &[&table],
+        )
+        .await
+        .map_err(|e| failed(&e))?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let (kind, pages): (String, i64) = (row.get(0), row.get(1));
+    if !matches!(kind.as_str(), "r" | "m") || pages < policy.min_pages.max(ranges as i64) {
+        return Ok(None);
+    }
+    let mut held = Held {
+        connection: Some(connection),
+        in_transaction: true,
+    };
+    let leader = held.connection.as_ref().expect("held above");
+    leader
+        .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        .await
+        .map_err(|e| failed(&e))?;
+    let snapshot: String = leader
+        .query_one("SELECT pg_export_snapshot()", &[])
+        .await
+        .map_err(|e| failed(&e))?
+        .get(0);
+    let pages = pages as u64;
+    let bounds = (1..ranges as u64)
+        .map(|range| pages * range / ranges as u64)
+        .collect();
+    let leader = Leader {
+        connection: std::sync::Mutex::new(held.connection.take()),
+        snapshot,
+        waiting: std::sync::atomic::AtomicUsize::new(ranges),
+    };
+    Ok(Some(Split {
+        leader: Arc::new(leader),
+        bounds,
+    }))
+}
+
+/// `sql` (one SELECT of one table) restricted to the pages from `from`
+/// (inclusive) to `to` (exclusive); an open end reads to the table's end,
+/// rows added after the split included.
+fn within_pages(sql: &str, from: Option<u64>, to: Option<u64>) -> Result<String> {
+    use datafusion::sql::sqlparser::ast::{BinaryOperator, Expr, SetExpr, Statement};
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    use datafusion::sql::sqlparser::parser::Parser;
+    let bounds: Vec<String> = [
+        from.map(|page| format!("ctid >= '({page},0)'::tid")),
+        to.map(|page| format!("ctid < '({page},0)'::tid")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if bounds.is_empty() {
+        return Ok(sql.to_owned());
+    }
+    let parse_error = |e: datafusion::sql::sqlparser::parser::ParserError| {
+        DataFusionError::Plan(format!("cannot split the read {sql}: {e}"))
+    };
+    let bound = Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(&bounds.join(" AND "))
+        .and_then(|mut parser| parser.parse_expr())
+        .map_err(parse_error)?;
+    let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(parse_error)?;
+    let [Statement::Query(query)] = statements.as_mut_slice() else {
+        return Err(DataFusionError::Plan(format!(
+            "cannot split the read {sql}"
+        )));
+    };
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return Err(DataFusionError::Plan(format!(
+            "cannot split the read {sql}"
+        )));
+    };
+    select.selection = Some(match select.selection.take() {
+        Some(filter) => Expr::BinaryOp {
+            left: Box::new(Expr::Nested(Box::new(filter))),
+            op: BinaryOperator::And,
+            right: Box::new(bound),
+        },
+        None => bound,
+    });
+    Ok(statements[0].to_string())
 }
 
 /// The decoder of a binary COPY stream: the rows of the batch being built.
@@ -799,6 +1058,20 @@ mod tests {
         }
         bytes.extend((-1i16).to_be_bytes());
         bytes
+    }
+
+    #[test]
+    fn a_range_of_pages_is_and_ed_with_the_read_filters() {
+        let sql = r#"SELECT "a" FROM "s"."t" WHERE ("a" > 1 OR "a" IS NULL)"#;
+        assert_eq!(
+            within_pages(sql, Some(10), Some(20)).unwrap(),
+            r#"SELECT "a" FROM "s"."t" WHERE (("a" > 1 OR "a" IS NULL)) AND ctid >= '(10,0)'::tid AND ctid < '(20,0)'::tid"#
+        );
+        assert_eq!(
+            within_pages(r#"SELECT "a" FROM "s"."t""#, None, Some(7)).unwrap(),
+            r#"SELECT "a" FROM "s"."t" WHERE ctid < '(7,0)'::tid"#
+        );
+        assert_eq!(within_pages(sql, None, None).unwrap(), sql);
     }
 
     #[test]

@@ -109,6 +109,21 @@ pub struct PostgresSource {
     table: String,
     /// The table as resolved at connection, for queries the source answers.
     federated: Arc<dyn TableProvider>,
+    /// Reads on one connection, in a snapshot of its own: a read is never
+    /// split into parallel ranges.
+    single: bool,
+}
+
+/// How a refresh reads the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reader {
+    /// The table provider's rows.
+    Rows,
+    /// Binary COPY (see [`super::pg_copy`]), split into ranges of a large
+    /// table's pages read in parallel as `split` says.
+    Copy {
+        split: Option<super::pg_copy::SplitPolicy>,
+    },
 }
 
 impl PostgresSource {
@@ -183,7 +198,8 @@ impl PostgresSource {
                 })?;
         }
         let pool = Arc::new(pool);
-        let (provider, columns, _) = describe_table(&dataset, &pool, schema, table, false).await?;
+        let (provider, columns, _) =
+            describe_table(&dataset, &pool, schema, table, Reader::Rows).await?;
         let federated = super::federated_view(&dataset, provider, &columns)?;
         Ok(PostgresSource {
             dataset,
@@ -191,6 +207,7 @@ impl PostgresSource {
             schema: schema.to_owned(),
             table: table.to_owned(),
             federated,
+            single: snapshot.is_some(),
         })
     }
 
@@ -205,8 +222,14 @@ impl PostgresSource {
     async fn describe(
         &self,
     ) -> Result<(Arc<dyn TableProvider>, SchemaRef, Vec<String>), SourceError> {
-        let copy = super::pg_copy::enabled();
-        describe_table(&self.dataset, &self.pool, &self.schema, &self.table, copy).await
+        let reader = if super::pg_copy::enabled() {
+            Reader::Copy {
+                split: (!self.single).then(super::pg_copy::SplitPolicy::from_env),
+            }
+        } else {
+            Reader::Rows
+        };
+        describe_table(&self.dataset, &self.pool, &self.schema, &self.table, reader).await
     }
 
     /// The class of the error that reading the table meets now, on a
@@ -259,15 +282,16 @@ impl PostgresSource {
 }
 
 /// The table's current columns (annotated) and primary key, and a provider
-/// reading exactly those columns; with `copy`, one that reads them through
-/// binary COPY wherever it can decode every column.
+/// reading exactly those columns, with `reader` wherever it can decode
+/// every column.
 async fn describe_table(
     dataset: &str,
     pool: &Arc<PostgresConnectionPool>,
     schema: &str,
     table: &str,
-    copy: bool,
+    reader: Reader,
 ) -> Result<(Arc<dyn TableProvider>, SchemaRef, Vec<String>), SourceError> {
+    let qualified = format!("{}.{}", quote_ident(schema), quote_ident(table));
     let described = describe(pool, schema, table)
         .await
         .map_err(|e| SourceError::connect_failed(dataset, &*e))?;
@@ -306,7 +330,7 @@ async fn describe_table(
         .map(|(name, _)| name.clone())
         .collect();
     let provider: Arc<dyn TableProvider> =
-        if text_columns.is_empty() && parsed_back.is_empty() && !copy {
+        if text_columns.is_empty() && parsed_back.is_empty() && reader == Reader::Rows {
             Arc::new(table)
         } else {
             let field = |name: &String, text: bool| match read.field_with_name(name) {
@@ -330,7 +354,13 @@ async fn describe_table(
                 pool: dyn_pool,
                 text_columns,
                 parsed_back,
-                copy: copy.then(|| Arc::clone(pool)),
+                copy: match reader {
+                    Reader::Rows => None,
+                    Reader::Copy { split } => Some(CopyRead {
+                        pool: Arc::clone(pool),
+                        split: split.map(|policy| (qualified, policy)),
+                    }),
+                },
             })
         };
     let annotated = annotate(&provider.schema(), &described);
@@ -494,7 +524,15 @@ struct TextCastTable {
     text_columns: HashSet<String>,
     /// Reads through binary COPY on this pool where every column decodes
     /// (see [`super::pg_copy`]); otherwise through the provider's rows.
-    copy: Option<Arc<PostgresConnectionPool>>,
+    copy: Option<CopyRead>,
+}
+
+/// A table read through binary COPY.
+struct CopyRead {
+    pool: Arc<PostgresConnectionPool>,
+    /// The table, quoted and qualified, and when its reads are split into
+    /// ranges of its pages.
+    split: Option<(String, super::pg_copy::SplitPolicy)>,
 }
 
 impl std::fmt::Debug for TextCastTable {
@@ -637,18 +675,29 @@ impl TableProvider for TextCastTable {
             None => Arc::clone(&self.read_schema),
         };
         let copied = match &self.copy {
-            Some(pool) => super::pg_copy::plan(pool, &sql, &read_schema)
+            Some(copy) => super::pg_copy::plan(&copy.pool, &sql, &read_schema)
                 .await?
-                .map(|columns| (Arc::clone(pool), columns)),
+                .map(|columns| (copy, columns)),
             None => None,
         };
         let read: Arc<dyn datafusion::physical_plan::ExecutionPlan> = match copied {
-            Some((pool, columns)) => Arc::new(super::pg_copy::CopyExec::new(
-                pool,
-                sql,
-                read_schema,
-                columns,
-            )),
+            Some((copy, columns)) => {
+                // A limited read is one COPY: its ranges would each apply the
+                // limit.
+                let split = match (&copy.split, limit) {
+                    (Some((table, policy)), None) => {
+                        super::pg_copy::split(&copy.pool, table, *policy).await?
+                    }
+                    _ => None,
+                };
+                Arc::new(super::pg_copy::CopyExec::new(
+                    Arc::clone(&copy.pool),
+                    sql,
+                    read_schema,
+                    columns,
+                    split,
+                ))
+            }
             None => Arc::new(SqlExec::new(
                 projection,
                 &self.read_schema,
@@ -783,9 +832,18 @@ mod tests {
         }
     }
 
-    /// Every row of `provider`, through `plan`'s choice of reader, and
-    /// whether that reader was the binary COPY one.
-    async fn read(provider: Arc<dyn TableProvider>) -> (RecordBatch, bool) {
+    /// Every row of `provider`, through `plan`'s choice of reader, and how
+    /// many binary COPYs read it (0: the row reader).
+    async fn read(provider: Arc<dyn TableProvider>) -> (RecordBatch, usize) {
+        read_after(provider, async {}).await
+    }
+
+    /// As [`read`], running `between` after the plan is made and before it
+    /// runs.
+    async fn read_after(
+        provider: Arc<dyn TableProvider>,
+        between: impl std::future::Future<Output = ()>,
+    ) -> (RecordBatch, usize) {
         let context = SessionContext::new();
         let plan = context
             .read_table(provider)
@@ -793,12 +851,15 @@ mod tests {
             .create_physical_plan()
             .await
             .unwrap();
-        let mut copied = false;
+        let mut copied = 0;
         let mut stack: Vec<Arc<dyn ExecutionPlan>> = vec![Arc::clone(&plan)];
         while let Some(node) = stack.pop() {
-            copied |= node.name() == "CopyExec";
+            if node.name() == "CopyExec" {
+                copied = node.properties().partitioning.partition_count();
+            }
             stack.extend(node.children().into_iter().cloned());
         }
+        between.await;
         let batches = datafusion::physical_plan::collect(plan, context.task_ctx())
             .await
             .unwrap();
@@ -858,16 +919,17 @@ mod tests {
             ))
             .await
             .unwrap();
-        let (rows, _, _) = describe_table("t", &pool, &schema, "t", false)
+        let (rows, _, _) = describe_table("t", &pool, &schema, "t", Reader::Rows)
             .await
             .unwrap();
-        let (copy, annotated, _) = describe_table("t", &pool, &schema, "t", true)
-            .await
-            .unwrap();
+        let (copy, annotated, _) =
+            describe_table("t", &pool, &schema, "t", Reader::Copy { split: None })
+                .await
+                .unwrap();
         let (by_rows, rows_copied) = read(rows).await;
         let (by_copy, copied) = read(copy).await;
-        assert!(!rows_copied);
-        assert!(copied, "every column of t decodes from binary COPY");
+        assert_eq!(rows_copied, 0);
+        assert_eq!(copied, 1, "every column of t decodes from binary COPY");
         assert_eq!(by_copy.num_rows(), 20_000);
         for (index, field) in annotated.fields().iter().enumerate() {
             assert_eq!(
@@ -891,12 +953,39 @@ mod tests {
             );
         }
 
+        // Split into three ranges of pages: the same rows, as of the
+        // snapshot taken when the read was planned.
+        let policy = super::super::pg_copy::SplitPolicy {
+            ranges: 3,
+            min_pages: 1,
+        };
+        let (split, _, _) = describe_table(
+            "t",
+            &pool,
+            &schema,
+            "t",
+            Reader::Copy {
+                split: Some(policy),
+            },
+        )
+        .await
+        .unwrap();
+        let later = format!(
+            "INSERT INTO {schema}.t (id) VALUES (99999); DELETE FROM {schema}.t WHERE id = 4"
+        );
+        let (by_ranges, ranges) = read_after(split, async {
+            admin.conn.batch_execute(&later).await.unwrap();
+        })
+        .await;
+        assert_eq!(ranges, 3);
+        assert_eq!(by_ranges, by_rows);
+
         // An enum column is left to the rows.
-        let (copy, _, _) = describe_table("e", &pool, &schema, "e", true)
+        let (copy, _, _) = describe_table("e", &pool, &schema, "e", Reader::Copy { split: None })
             .await
             .unwrap();
         let (batch, copied) = read(copy).await;
-        assert!(!copied);
+        assert_eq!(copied, 0);
         assert_eq!(batch.num_rows(), 2);
 
         admin
