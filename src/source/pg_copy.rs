@@ -449,8 +449,9 @@ pub struct SplitPolicy {
 }
 
 impl SplitPolicy {
-    /// The host's cores, at most 4, for tables of 1 GB or more: below that,
-    /// one COPY keeps up with the refresh. `PGACCEL_POSTGRES_COPY_RANGES`
+    /// The host's cores, at most 4, for tables of 128 MB or more: below
+    /// that, the ranges' extra connections and planning would cost more
+    /// than they save. `PGACCEL_POSTGRES_COPY_RANGES`
     /// sets the number of ranges (1 never splits), for comparisons.
     pub fn from_env() -> Self {
         let ranges = std::env::var("PGACCEL_POSTGRES_COPY_RANGES")
@@ -464,7 +465,7 @@ impl SplitPolicy {
             });
         SplitPolicy {
             ranges,
-            min_pages: 131_072,
+            min_pages: 16_384,
         }
     }
 }
