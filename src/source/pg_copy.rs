@@ -489,9 +489,10 @@ pub async fn split(
              FROM pg_class c WHERE c.oid = to_regclass($1)",
             &[&table],
         )
-        .await
-        .map_err(|e| failed(&e))?;
-    let Some(row) = row else {
+        .await;
+    // A table whose size cannot be read is read with one COPY, which
+    // reports what is wrong with it.
+    let Ok(Some(row)) = row else {
         return Ok(None);
     };
     let (kind, pages): (String, i64) = (row.get(0), row.get(1));
@@ -503,15 +504,25 @@ pub async fn split(
         in_transaction: true,
     };
     let leader = held.connection.as_ref().expect("held above");
-    leader
-        .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        .await
-        .map_err(|e| failed(&e))?;
-    let snapshot: String = leader
-        .query_one("SELECT pg_export_snapshot()", &[])
-        .await
-        .map_err(|e| failed(&e))?
-        .get(0);
+    let exported = async {
+        leader
+            .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            .await?;
+        leader.query_one("SELECT pg_export_snapshot()", &[]).await
+    };
+    // A server that cannot export a snapshot (a standby in recovery, for
+    // one) is read with one COPY.
+    let snapshot: String = match exported.await {
+        Ok(row) => row.get(0),
+        Err(error) => {
+            tracing::debug!(
+                table,
+                "reading with one COPY: no snapshot to share: {}",
+                super::with_causes(&error)
+            );
+            return Ok(None);
+        }
+    };
     let pages = pages as u64;
     let bounds = (1..ranges as u64)
         .map(|range| pages * range / ranges as u64)
@@ -529,7 +540,7 @@ pub async fn split(
 
 /// `sql` (one SELECT of one table) restricted to the pages from `from`
 /// (inclusive) to `to` (exclusive); an open end reads to the table's end,
-/// rows added after the split included.
+/// pages added since its size was read included.
 fn within_pages(sql: &str, from: Option<u64>, to: Option<u64>) -> Result<String> {
     use datafusion::sql::sqlparser::ast::{BinaryOperator, Expr, SetExpr, Statement};
     use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
