@@ -12,6 +12,7 @@ mod duckdb;
 mod file;
 pub mod http;
 mod mysql;
+mod mysql_read;
 mod objects;
 mod pg_copy;
 pub mod pg_stream;

@@ -207,6 +207,17 @@ impl MysqlSource {
     pub async fn read_all(&self, filter: &ReadFilter) -> Result<Snapshot, SourceError> {
         let (provider, columns) = self.describe().await?;
         let read_error = |message: String| SourceError::reading(&self.dataset, message);
+        // Rows decoded in place where every column allows (see
+        // [`super::mysql_read`]).
+        let provider: Arc<dyn TableProvider> = if super::mysql_read::enabled() {
+            Arc::new(super::mysql_read::DirectTable::new(
+                provider,
+                Arc::clone(&self.pool),
+                self.reference(),
+            ))
+        } else {
+            provider
+        };
         let frame = SessionContext::new()
             .read_table(provider)
             .map_err(|e| read_error(e.to_string()))?;
@@ -384,4 +395,135 @@ fn pg_schema(read: &SchemaRef, columns: &Columns) -> SchemaRef {
         })
         .collect();
     Arc::new(Schema::new(fields))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::compute::{concat_batches, sort_to_indices, take_record_batch};
+    use datafusion::arrow::record_batch::RecordBatch;
+    use datafusion::physical_plan::ExecutionPlan;
+
+    /// Every row of `provider` sorted by its first column, and whether the
+    /// in-place reader read them.
+    async fn read(provider: Arc<dyn TableProvider>) -> (RecordBatch, bool) {
+        let context = SessionContext::new();
+        let plan = context
+            .read_table(provider)
+            .unwrap()
+            .create_physical_plan()
+            .await
+            .unwrap();
+        let mut direct = false;
+        let mut stack: Vec<Arc<dyn ExecutionPlan>> = vec![Arc::clone(&plan)];
+        while let Some(node) = stack.pop() {
+            direct |= node.name() == "MysqlReadExec";
+            stack.extend(node.children().into_iter().cloned());
+        }
+        let batches = datafusion::physical_plan::collect(plan, context.task_ctx())
+            .await
+            .unwrap();
+        let batch = concat_batches(&batches[0].schema(), &batches).unwrap();
+        let order = sort_to_indices(batch.column(0), None, None).unwrap();
+        (take_record_batch(&batch, &order).unwrap(), direct)
+    }
+
+    /// The in-place reader gives exactly the arrays the provider's
+    /// conversion gives, for every type it decodes and their edge values;
+    /// a table it cannot decode is left to the provider.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_in_place_reader_reads_what_the_provider_reads() {
+        let database = format!("pgaccel_direct_{}", std::process::id());
+        let params = MysqlParams {
+            host: "127.0.0.1".into(),
+            port: 3306,
+            db: Some("test".into()),
+            user: "root".into(),
+            pass: None,
+            sslmode: SslMode::Disable,
+            sslrootcert: None,
+            connection_string: None,
+            server_id: None,
+        };
+        let pool = Arc::new(connect_pool("t", &params, false).await.unwrap());
+        let setup = format!(
+            "DROP DATABASE IF EXISTS {database}; CREATE DATABASE {database};
+             CREATE TABLE {database}.t (id BIGINT PRIMARY KEY, ti TINYINT, tu TINYINT UNSIGNED,
+               si SMALLINT, su SMALLINT UNSIGNED, mi MEDIUMINT, i INT, iu INT UNSIGNED,
+               bu BIGINT UNSIGNED, f FLOAT, d DOUBLE, n DECIMAL(15,2), n0 DECIMAL(20,0),
+               c CHAR(4), vc VARCHAR(20), vb VARCHAR(20) COLLATE utf8mb4_bin, tx TEXT, dt DATE)
+               CHARACTER SET utf8mb4;
+             INSERT INTO {database}.t VALUES
+               (1, -128, 255, -32768, 65535, -8388608, -2147483648, 4294967295,
+                18446744073709551615, 1.5, -1e300, -9999999999999.99, 99999999999999999999,
+                'ab', 'ünï ✓', 'Bin', 'long text', '1000-01-01'),
+               (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+               (3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.01, 0, '', '', '', '', '9999-12-31');
+             CREATE TABLE {database}.big (id INT PRIMARY KEY, n DECIMAL(12,3), s VARCHAR(30));
+             INSERT INTO {database}.big
+               SELECT seq, seq / 7, REPEAT('x', seq % 30) FROM seq_1_to_20000;
+             CREATE TABLE {database}.e (id INT, m ENUM('a', 'b'));
+             INSERT INTO {database}.e VALUES (1, 'b'), (2, NULL);"
+        );
+        {
+            let connection = pool.connect_direct().await.unwrap();
+            let mut conn = connection.conn.lock().await;
+            conn.query_drop(setup).await.unwrap();
+        }
+        for (table, rows) in [("t", 3), ("big", 20_000)] {
+            let reference = TableReference::partial(database.as_str(), table);
+            let provider = MySQLTableFactory::new(Arc::clone(&pool))
+                .table_provider(reference.clone())
+                .await
+                .unwrap();
+            let direct = super::super::mysql_read::DirectTable::new(
+                Arc::clone(&provider),
+                Arc::clone(&pool),
+                reference,
+            );
+            let (by_provider, provider_direct) = read(provider).await;
+            let (by_direct, was_direct) = read(Arc::new(direct)).await;
+            assert!(!provider_direct);
+            assert!(was_direct, "every column of {table} decodes in place");
+            assert_eq!(by_direct.num_rows(), rows);
+            for (index, field) in by_provider.schema().fields().iter().enumerate() {
+                assert_eq!(
+                    by_direct.column(index).data_type(),
+                    by_provider.column(index).data_type(),
+                    "{table}.{}",
+                    field.name()
+                );
+                let differ = (0..rows).find(|&row| {
+                    by_direct.column(index).slice(row, 1).to_data()
+                        != by_provider.column(index).slice(row, 1).to_data()
+                });
+                assert_eq!(
+                    differ.map(|row| (
+                        format!("{:?}", by_direct.column(index).slice(row, 1)),
+                        format!("{:?}", by_provider.column(index).slice(row, 1))
+                    )),
+                    None,
+                    "{table}.{}",
+                    field.name()
+                );
+            }
+        }
+        // An ENUM column is left to the provider.
+        let reference = TableReference::partial(database.as_str(), "e");
+        let provider = MySQLTableFactory::new(Arc::clone(&pool))
+            .table_provider(reference.clone())
+            .await
+            .unwrap();
+        let direct =
+            super::super::mysql_read::DirectTable::new(provider, Arc::clone(&pool), reference);
+        let (batch, was_direct) = read(Arc::new(direct)).await;
+        assert!(!was_direct);
+        assert_eq!(batch.num_rows(), 2);
+
+        let connection = pool.connect_direct().await.unwrap();
+        let mut conn = connection.conn.lock().await;
+        conn.query_drop(format!("DROP DATABASE {database}"))
+            .await
+            .unwrap();
+    }
 }
