@@ -29,8 +29,12 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::TableProvider;
 use datafusion::common::ScalarValue;
+use datafusion::error::DataFusionError;
 use datafusion::execution::SendableRecordBatchStream;
+use datafusion::physical_expr::EquivalenceProperties;
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{Partitioning, PlanProperties};
 use futures::StreamExt;
 
 use datafusion::prelude::DataFrame;
@@ -305,6 +309,23 @@ pub(super) fn with_causes(error: &dyn std::error::Error) -> String {
         cause = error.source();
     }
     text
+}
+
+/// An error of a source server as a plan's error, with the server's own
+/// message (drivers often say only "db error").
+pub(super) fn plan_error(error: &(dyn std::error::Error + 'static)) -> DataFusionError {
+    DataFusionError::Execution(with_causes(error))
+}
+
+/// The properties of a plan that reads a source in `partitions` streams,
+/// each handing on rows as they come.
+pub(super) fn read_properties(schema: SchemaRef, partitions: usize) -> Arc<PlanProperties> {
+    Arc::new(PlanProperties::new(
+        EquivalenceProperties::new(schema),
+        Partitioning::UnknownPartitioning(partitions),
+        EmissionType::Incremental,
+        Boundedness::Bounded,
+    ))
 }
 
 /// A CA file named by `key` (`params.pg_sslrootcert`, ...) must be

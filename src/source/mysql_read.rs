@@ -30,12 +30,9 @@ use datafusion::datasource::TableType;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
-use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
-use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::{
-    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
-};
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 use datafusion_table_providers::sql::db_connection_pool::mysqlpool::MySQLConnectionPool;
 use datafusion_table_providers::sql::sql_provider_datafusion::SqlTable;
 use mysql_async::consts::{ColumnFlags, ColumnType};
@@ -207,9 +204,12 @@ async fn plan(
     sql: &str,
     schema: &SchemaRef,
 ) -> Result<Option<Vec<(String, Decode)>>> {
-    let connection = pool.connect_direct().await.map_err(|e| failed(&e))?;
+    let connection = pool
+        .connect_direct()
+        .await
+        .map_err(|e| super::plan_error(&e))?;
     let mut conn = connection.conn.lock().await;
-    let statement = conn.prep(sql).await.map_err(|e| failed(&e))?;
+    let statement = conn.prep(sql).await.map_err(|e| super::plan_error(&e))?;
     let columns = statement.columns();
     if columns.len() != schema.fields().len() {
         return Ok(None);
@@ -221,11 +221,6 @@ async fn plan(
             Decode::choose(column, field.data_type()).map(|decode| (field.name().clone(), decode))
         })
         .collect())
-}
-
-/// An error of the source, with the server's own message.
-fn failed(error: &(dyn std::error::Error + 'static)) -> DataFusionError {
-    DataFusionError::Execution(super::with_causes(error))
 }
 
 /// Reads one SELECT, decoding its rows in place.
@@ -251,17 +246,12 @@ impl MysqlReadExec {
         schema: SchemaRef,
         columns: Vec<(String, Decode)>,
     ) -> Self {
-        let properties = PlanProperties::new(
-            EquivalenceProperties::new(schema),
-            Partitioning::UnknownPartitioning(1),
-            EmissionType::Incremental,
-            Boundedness::Bounded,
-        );
+        let properties = super::read_properties(schema, 1);
         MysqlReadExec {
             pool,
             sql,
             columns: columns.into(),
-            properties: Arc::new(properties),
+            properties,
         }
     }
 }
@@ -346,18 +336,21 @@ async fn read(
     schema: SchemaRef,
     sender: tokio::sync::mpsc::Sender<Result<RecordBatch>>,
 ) -> Result<()> {
-    let connection = pool.connect_direct().await.map_err(|e| failed(&e))?;
+    let connection = pool
+        .connect_direct()
+        .await
+        .map_err(|e| super::plan_error(&e))?;
     let mut conn = connection.conn.lock().await;
     let mut result = conn
         .exec_iter(sql.as_str(), ())
         .await
-        .map_err(|e| failed(&e))?;
+        .map_err(|e| super::plan_error(&e))?;
     let mut builders: Vec<Builder> = columns
         .iter()
         .map(|(_, decode)| Builder::new(*decode))
         .collect();
     let mut rows = 0;
-    while let Some(row) = result.next().await.map_err(|e| failed(&e))? {
+    while let Some(row) = result.next().await.map_err(|e| super::plan_error(&e))? {
         for (index, builder) in builders.iter_mut().enumerate() {
             builder
                 .append(row.as_ref(index).unwrap_or(&Value::NULL))

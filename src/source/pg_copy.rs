@@ -32,12 +32,9 @@ use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
-use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
-use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::{
-    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
-};
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 use datafusion_table_providers::sql::db_connection_pool::postgrespool::PostgresConnectionPool;
 use futures::StreamExt;
 use tokio_postgres::types::{Kind, Type};
@@ -137,8 +134,15 @@ pub async fn plan(
     sql: &str,
     schema: &SchemaRef,
 ) -> Result<Option<Vec<(String, DataType, Decode)>>> {
-    let connection = pool.connect_direct().await.map_err(|e| failed(&e))?;
-    let statement = connection.conn.prepare(sql).await.map_err(|e| failed(&e))?;
+    let connection = pool
+        .connect_direct()
+        .await
+        .map_err(|e| super::plan_error(&e))?;
+    let statement = connection
+        .conn
+        .prepare(sql)
+        .await
+        .map_err(|e| super::plan_error(&e))?;
     if statement.columns().len() != schema.fields().len() {
         return Ok(None);
     }
@@ -151,12 +155,6 @@ pub async fn plan(
                 .map(|decode| (field.name().clone(), field.data_type().clone(), decode))
         })
         .collect())
-}
-
-/// An error of the source, with the server's own message (the driver's
-/// says only "db error").
-fn failed(error: &(dyn std::error::Error + 'static)) -> DataFusionError {
-    DataFusionError::Execution(super::with_causes(error))
 }
 
 /// Reads one SELECT as binary COPY.
@@ -185,18 +183,13 @@ impl CopyExec {
         split: Option<Split>,
     ) -> Self {
         let partitions = split.as_ref().map_or(1, |split| split.bounds.len() + 1);
-        let properties = PlanProperties::new(
-            EquivalenceProperties::new(schema),
-            Partitioning::UnknownPartitioning(partitions),
-            EmissionType::Incremental,
-            Boundedness::Bounded,
-        );
+        let properties = super::read_properties(schema, partitions);
         CopyExec {
             pool,
             sql,
             split,
             columns: columns.into(),
-            properties: Arc::new(properties),
+            properties,
         }
     }
 }
@@ -285,7 +278,7 @@ impl Held {
             connection
                 .batch_execute("COMMIT")
                 .await
-                .map_err(|e| failed(&e))?;
+                .map_err(|e| super::plan_error(&e))?;
         }
         Ok(())
     }
@@ -330,7 +323,7 @@ impl Reading {
             .pool
             .connect_direct()
             .await
-            .map_err(|e| failed(&e))?
+            .map_err(|e| super::plan_error(&e))?
             .conn;
         let mut held = Held {
             connection: Some(connection),
@@ -351,7 +344,7 @@ impl Reading {
             // Whether or not it took, this range no longer needs the
             // leader's transaction.
             leader.imported().await;
-            imported.map_err(|e| failed(&e))?;
+            imported.map_err(|e| super::plan_error(&e))?;
         }
         let copy = format!("COPY ({}) TO STDOUT (FORMAT binary)", self.sql);
         let stream = held
@@ -360,7 +353,7 @@ impl Reading {
             .expect("held above")
             .copy_out(copy.as_str())
             .await
-            .map_err(|e| failed(&e))?;
+            .map_err(|e| super::plan_error(&e))?;
         Ok((held, Box::pin(stream)))
     }
 
@@ -375,7 +368,7 @@ impl Reading {
         loop {
             match stream.next().await {
                 Some(chunk) => {
-                    let chunk = chunk.map_err(|e| failed(&e))?;
+                    let chunk = chunk.map_err(|e| super::plan_error(&e))?;
                     self.tuples
                         .feed(chunk)
                         .map_err(DataFusionError::Execution)?;
@@ -482,7 +475,11 @@ pub async fn split(
     if ranges < 2 {
         return Ok(None);
     }
-    let connection = pool.connect_direct().await.map_err(|e| failed(&e))?.conn;
+    let connection = pool
+        .connect_direct()
+        .await
+        .map_err(|e| super::plan_error(&e))?
+        .conn;
     let row = connection
         .query_opt(
             "SELECT c.relkind::text, pg_relation_size(c.oid) / current_setting('block_size')::int8 \
