@@ -328,6 +328,16 @@ pub(super) fn read_properties(schema: SchemaRef, partitions: usize) -> Arc<PlanP
     ))
 }
 
+/// `array` with its buffers cut to what it holds: a builder grows by
+/// doubling, and a batch kept for the life of a version should not carry
+/// the unused half.
+pub(super) fn fitted<A: datafusion::arrow::array::Array + 'static>(
+    mut array: A,
+) -> datafusion::arrow::array::ArrayRef {
+    array.shrink_to_fit();
+    Arc::new(array)
+}
+
 /// A CA file named by `key` (`params.pg_sslrootcert`, ...) must be
 /// readable: the pools would report only that some path does not exist.
 pub(super) fn check_root_cert(key: &str, path: Option<&std::path::Path>) -> Result<(), String> {

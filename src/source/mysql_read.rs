@@ -18,9 +18,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    ArrayBuilder, ArrayRef, Date32Builder, Decimal128Builder, Float32Builder, Float64Builder,
-    Int8Builder, Int16Builder, Int32Builder, Int64Builder, LargeStringBuilder, StringBuilder,
-    UInt8Builder, UInt16Builder, UInt32Builder, UInt64Builder,
+    ArrayRef, Date32Builder, Decimal128Builder, Float32Builder, Float64Builder, Int8Builder,
+    Int16Builder, Int32Builder, Int64Builder, LargeStringBuilder, StringBuilder, UInt8Builder,
+    UInt16Builder, UInt32Builder, UInt64Builder,
 };
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
@@ -38,6 +38,8 @@ use datafusion_table_providers::sql::sql_provider_datafusion::SqlTable;
 use mysql_async::consts::{ColumnFlags, ColumnType};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Column, Value};
+
+use super::fitted;
 
 /// Rows per batch.
 const BATCH_ROWS: usize = 8192;
@@ -512,24 +514,24 @@ impl Builder {
                 builder,
                 precision,
                 scale,
-            } => Arc::new(
+            } => fitted(
                 builder
                     .finish()
                     .with_precision_and_scale(*precision, *scale)?,
             ),
-            Builder::Int8(builder) => Arc::new(builder.finish()),
-            Builder::Int16(builder) => Arc::new(builder.finish()),
-            Builder::Int32(builder) => Arc::new(builder.finish()),
-            Builder::Int64(builder) => Arc::new(builder.finish()),
-            Builder::UInt8(builder) => Arc::new(builder.finish()),
-            Builder::UInt16(builder) => Arc::new(builder.finish()),
-            Builder::UInt32(builder) => Arc::new(builder.finish()),
-            Builder::UInt64(builder) => Arc::new(builder.finish()),
-            Builder::Float32(builder) => Arc::new(builder.finish()),
-            Builder::Float64(builder) => Arc::new(builder.finish()),
-            Builder::Text(builder) => ArrayBuilder::finish(builder),
-            Builder::LargeText(builder) => ArrayBuilder::finish(builder),
-            Builder::Date(builder) => Arc::new(builder.finish()),
+            Builder::Int8(builder) => fitted(builder.finish()),
+            Builder::Int16(builder) => fitted(builder.finish()),
+            Builder::Int32(builder) => fitted(builder.finish()),
+            Builder::Int64(builder) => fitted(builder.finish()),
+            Builder::UInt8(builder) => fitted(builder.finish()),
+            Builder::UInt16(builder) => fitted(builder.finish()),
+            Builder::UInt32(builder) => fitted(builder.finish()),
+            Builder::UInt64(builder) => fitted(builder.finish()),
+            Builder::Float32(builder) => fitted(builder.finish()),
+            Builder::Float64(builder) => fitted(builder.finish()),
+            Builder::Text(builder) => fitted(builder.finish()),
+            Builder::LargeText(builder) => fitted(builder.finish()),
+            Builder::Date(builder) => fitted(builder.finish()),
         })
     }
 }

@@ -37,6 +37,8 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 use datafusion_table_providers::sql::db_connection_pool::postgrespool::PostgresConnectionPool;
 use futures::StreamExt;
+
+use super::fitted;
 use tokio_postgres::types::{Kind, Type};
 
 /// Rows per batch: a batch is handed on once it holds at least this many.
@@ -898,36 +900,36 @@ impl Column {
 
     fn finish(&mut self) -> std::result::Result<ArrayRef, String> {
         Ok(match self {
-            Column::Bool(builder) => Arc::new(builder.finish()),
-            Column::Char(builder) => Arc::new(builder.finish()),
-            Column::Int2(builder) => Arc::new(builder.finish()),
-            Column::Int4(builder) => Arc::new(builder.finish()),
-            Column::Int8(builder) => Arc::new(builder.finish()),
-            Column::Oid(builder) => Arc::new(builder.finish()),
-            Column::Float4(builder) => Arc::new(builder.finish()),
-            Column::Float8(builder) => Arc::new(builder.finish()),
+            Column::Bool(builder) => fitted(builder.finish()),
+            Column::Char(builder) => fitted(builder.finish()),
+            Column::Int2(builder) => fitted(builder.finish()),
+            Column::Int4(builder) => fitted(builder.finish()),
+            Column::Int8(builder) => fitted(builder.finish()),
+            Column::Oid(builder) => fitted(builder.finish()),
+            Column::Float4(builder) => fitted(builder.finish()),
+            Column::Float8(builder) => fitted(builder.finish()),
             Column::Numeric {
                 builder,
                 precision,
                 scale,
-            } => Arc::new(
+            } => fitted(
                 builder
                     .finish()
                     .with_precision_and_scale(*precision, *scale)
                     .map_err(|e| e.to_string())?,
             ),
-            Column::Text(builder) | Column::Jsonb(builder) => Arc::new(
+            Column::Text(builder) | Column::Jsonb(builder) => fitted(
                 StringArray::try_from_binary(builder.finish())
                     .map_err(|_| "PostgreSQL sent text that is not valid UTF-8".to_owned())?,
             ),
-            Column::Bytea(builder) => Arc::new(builder.finish()),
-            Column::Bpchar(builder) | Column::Uuid(builder) => Arc::new(builder.finish()),
-            Column::Date(builder) => Arc::new(builder.finish()),
-            Column::Time(builder) => Arc::new(builder.finish()),
+            Column::Bytea(builder) => fitted(builder.finish()),
+            Column::Bpchar(builder) | Column::Uuid(builder) => fitted(builder.finish()),
+            Column::Date(builder) => fitted(builder.finish()),
+            Column::Time(builder) => fitted(builder.finish()),
             Column::Timestamptz { builder, zone } => {
-                Arc::new(builder.finish().with_timezone(Arc::clone(zone)))
+                fitted(builder.finish().with_timezone(Arc::clone(zone)))
             }
-            Column::Interval(builder) => Arc::new(builder.finish()),
+            Column::Interval(builder) => fitted(builder.finish()),
         })
     }
 }
