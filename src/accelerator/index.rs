@@ -262,6 +262,11 @@ impl PrimaryKeyIndex {
     pub fn fold_if_due(&mut self) {
         let changes = self.delta.len() + self.removed.len();
         if self.base.is_empty() && self.removed.is_empty() {
+            // Sized for the rows expected: far fewer came, so give the
+            // rest back.
+            if self.delta.capacity() > 2 * self.delta.len().max(FOLD_AT_LEAST) {
+                self.delta.shrink_to_fit(|entry| entry.hash);
+            }
             self.base = Arc::new(std::mem::take(&mut self.delta));
             return;
         }
@@ -315,6 +320,38 @@ mod tests {
             ],
         )
         .unwrap()
+    }
+
+    /// An index sized for the rows of the version it replaces keeps that
+    /// size when they come, and gives most of it back when far fewer do.
+    #[test]
+    fn an_index_sized_for_more_rows_than_came_gives_the_rest_back() {
+        let schema = schema();
+        let ids: Vec<i64> = (0..20_000).collect();
+        let names = vec!["n"; ids.len()];
+        let full = batch(&schema, ids, names);
+        let mut sized = PrimaryKeyIndex::new(&schema, vec![0], 20_000).unwrap();
+        let reserved = sized.bytes();
+        sized.insert_batch(0, &full).unwrap();
+        sized.fold_if_due();
+        assert_eq!(sized.bytes(), reserved, "no growth past the expected rows");
+
+        let mut shrunk = PrimaryKeyIndex::new(&schema, vec![0], 1_000_000).unwrap();
+        let few = batch(&schema, vec![1, 2], vec!["a", "b"]);
+        shrunk.insert_batch(0, &few).unwrap();
+        let before = shrunk.bytes();
+        shrunk.fold_if_due();
+        assert!(
+            shrunk.bytes() * 100 < before,
+            "{} of {before}",
+            shrunk.bytes()
+        );
+        assert_eq!(
+            shrunk
+                .lookup(&[ScalarValue::Int64(Some(2))], |_| &few)
+                .unwrap(),
+            [RowRef { batch: 0, row: 1 }]
+        );
     }
 
     #[test]

@@ -262,6 +262,7 @@ impl Follower {
                 &self.dataset.config.acceleration.primary_key,
                 &filter,
                 None,
+                full::served_rows(&self.dataset.acceleration),
             )
             .await?;
             require_key(&data, &name, &self.feed.table_name())?;
@@ -590,6 +591,7 @@ async fn copy_aside(aside: Aside) -> Result<(TableData, Position, Duration), Ref
         &aside.primary_key,
         &aside.filter,
         None,
+        full::served_rows(&aside.acceleration),
     )
     .await?;
     require_key(&data, &aside.dataset, &aside.feed.table_name())?;

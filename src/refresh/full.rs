@@ -68,6 +68,7 @@ pub async fn run(
         configured_key,
         filter,
         expected,
+        served_rows(acceleration),
     )
     .await?;
     // Invariant: the data, and its primary-key index, are complete before
@@ -85,8 +86,18 @@ pub async fn run(
     .await
 }
 
+/// The rows of the version `acceleration` serves (0 before the first
+/// load): what the next full read of it most likely holds, so that its
+/// index is sized once instead of growing by doubling, each step holding
+/// the old table and the new one at once.
+pub(super) fn served_rows(acceleration: &ArrowAcceleration) -> usize {
+    acceleration.current().map_or(0, |data| data.rows())
+}
+
 /// Reads the whole (filtered) table into a new version, indexed by the
-/// configured key or else the source's primary key; publishes nothing.
+/// configured key or else the source's primary key (sized for
+/// `expected_rows`); publishes nothing.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn read(
     source: &Source,
     dataset: &str,
@@ -95,6 +106,7 @@ pub(super) async fn read(
     configured_key: &[String],
     filter: &ReadFilter,
     expected: Option<&SchemaRef>,
+    expected_rows: usize,
 ) -> Result<TableData, RefreshError> {
     let snapshot = source.read_all(filter).await?;
     if let Some(change) = expected.and_then(|held| column_change(held, &snapshot.schema)) {
@@ -108,7 +120,7 @@ pub(super) async fn read(
     } else {
         configured_key
     };
-    let mut builder = TableDataBuilder::keyed(snapshot.schema, primary_key, 0)
+    let mut builder = TableDataBuilder::keyed(snapshot.schema, primary_key, expected_rows)
         .map_err(|e| RefreshError::build(dataset, e))?;
     drain(snapshot.stream, dataset, progress, |batch| {
         builder
