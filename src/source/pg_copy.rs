@@ -27,7 +27,9 @@ use datafusion::arrow::array::{
     IntervalMonthDayNanoBuilder, StringArray, StringBuilder, Time64NanosecondBuilder,
     TimestampNanosecondBuilder, UInt32Builder,
 };
-use datafusion::arrow::datatypes::{DataType, IntervalMonthDayNano, SchemaRef, TimeUnit};
+use datafusion::arrow::datatypes::{
+    DataType, IntervalMonthDayNano, IntervalUnit, SchemaRef, TimeUnit,
+};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::{DataFusionError, Result};
@@ -119,14 +121,10 @@ impl Decode {
             ("timestamptz", DataType::Timestamp(TimeUnit::Nanosecond, Some(_))) => {
                 Decode::Timestamptz
             }
-            ("interval", DataType::Interval(_)) if *arrow == interval_type() => Decode::Interval,
+            ("interval", DataType::Interval(IntervalUnit::MonthDayNano)) => Decode::Interval,
             _ => return None,
         })
     }
-}
-
-fn interval_type() -> DataType {
-    DataType::Interval(datafusion::arrow::datatypes::IntervalUnit::MonthDayNano)
 }
 
 /// The decoders of `sql`'s result columns, if every one of them can be read
@@ -1120,10 +1118,17 @@ mod tests {
                 &Int64Array::from(vec![0, 1, 2, 3, 4]),
                 "chunks of {size} bytes"
             );
-            let names: Vec<Option<&str>> = batch.column(1).as_string::<i32>().iter().collect();
+            let names = batch.column(1).as_string::<i32>();
+            let texts: Vec<Option<&str>> = names.iter().collect();
             assert_eq!(
-                names,
+                texts,
                 [Some("n0"), Some("n1"), Some("n2"), None, Some("n4")]
+            );
+            // The builder's room for a whole batch is not kept.
+            assert!(
+                names.values().capacity() < 1024,
+                "{} bytes kept for 8 bytes of text",
+                names.values().capacity()
             );
         }
         // A stream that stops in the middle of a row.
