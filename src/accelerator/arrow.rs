@@ -351,6 +351,9 @@ pub struct ArrowAcceleration {
     commit: Arc<tokio::sync::Mutex<()>>,
     /// The refresh's read of its source in flight.
     progress: super::ReadProgress,
+    /// The version queries read in place from the file (file engines whose
+    /// refresh mode never revises rows in memory).
+    in_file: ArcSwapOption<super::FileVersion>,
 }
 
 impl ArrowAcceleration {
@@ -362,6 +365,42 @@ impl ArrowAcceleration {
             store: OnceLock::new(),
             commit: Arc::new(tokio::sync::Mutex::new(())),
             progress: super::ReadProgress::default(),
+            in_file: ArcSwapOption::empty(),
+        }
+    }
+
+    /// The version read in place from the file, once one is committed.
+    pub fn file_version(&self) -> Option<Arc<super::FileVersion>> {
+        self.in_file.load_full()
+    }
+
+    /// Publishes a version committed to the file, read in place.
+    pub fn publish_file(&self, version: super::FileVersion) -> Arc<super::FileVersion> {
+        let version = Arc::new(version);
+        self.in_file.store(Some(Arc::clone(&version)));
+        version
+    }
+
+    /// Whether a version is served, from memory or in place from the file.
+    pub fn serving(&self) -> bool {
+        self.current.load().is_some() || self.in_file.load().is_some()
+    }
+
+    /// The columns of the version served, if any.
+    pub fn served_schema(&self) -> Option<SchemaRef> {
+        match self.current() {
+            Some(data) => Some(Arc::clone(data.schema())),
+            None => self
+                .file_version()
+                .map(|version| Arc::clone(&version.checkpoint.schema)),
+        }
+    }
+
+    /// The rows of the version served, if any.
+    pub fn served_rows(&self) -> Option<usize> {
+        match self.current() {
+            Some(data) => Some(data.rows()),
+            None => self.file_version().map(|version| version.reader.rows()),
         }
     }
 

@@ -15,7 +15,8 @@ use duckdb::{Connection, OptionalExt, Transaction, params};
 use super::store::{
     Change, Checkpoint, CheckpointRow, DELETE_POSITION, SELECT_CHECKPOINT, SELECT_POSITION,
     UPSERT_CHECKPOINT, UPSERT_POSITION, column_definitions, create_checkpoint_sql,
-    create_position_sql, from_storage, quote, recreate_table_sql, storage_schema, to_storage,
+    create_position_sql, from_storage, key_index_sql, quote, recreate_table_sql, storage_schema,
+    to_storage,
 };
 
 /// A table of fewer rows than this per core is read on one connection
@@ -28,11 +29,17 @@ const PARALLEL_READ_ROWS: usize = 1000;
 /// The table that holds the keys an upsert removes, inside its transaction.
 const REMOVED_TABLE: &str = "pgaccel_removed_keys";
 
+/// What DuckDB's key index (an ART, which DuckDB holds in memory while it
+/// builds and commits it) takes per row, about: measured near 40 bytes for
+/// a BIGINT key, rounded up.
+const INDEX_BYTES_PER_ROW: u64 = 48;
+
 #[derive(Debug)]
 pub struct DuckdbFile {
     path: PathBuf,
     table: String,
     connection: Mutex<Connection>,
+    memory_limit: Option<u64>,
 }
 
 /// How DuckDB keeps a column of type `data_type`; `None` for its text form.
@@ -92,8 +99,19 @@ fn text(error: impl std::fmt::Display) -> String {
 }
 
 impl DuckdbFile {
-    pub fn open(path: &Path, table: String) -> Result<DuckdbFile, String> {
+    /// Opens `path`; `memory_limit` caps what DuckDB holds in memory for it
+    /// (buffer cache, index builds) before spilling to disk.
+    pub fn open(
+        path: &Path,
+        table: String,
+        memory_limit: Option<u64>,
+    ) -> Result<DuckdbFile, String> {
         let connection = Connection::open(path).map_err(text)?;
+        if let Some(bytes) = memory_limit {
+            connection
+                .execute_batch(&format!("SET memory_limit = '{}MiB'", (bytes >> 20).max(1)))
+                .map_err(text)?;
+        }
         connection
             .execute_batch(&format!(
                 "{}; {}",
@@ -105,6 +123,7 @@ impl DuckdbFile {
             path: path.to_owned(),
             table,
             connection: Mutex::new(connection),
+            memory_limit,
         })
     }
 
@@ -159,22 +178,11 @@ impl DuckdbFile {
         Ok(Some(checkpoint))
     }
 
-    /// A reader of the acceleration as `checkpoint` describes it, on a
-    /// connection of its own: queries can read the file in place (while its
-    /// rows are read into memory) without waiting on this one.
-    pub fn reader(&self, checkpoint: &Checkpoint) -> Result<FileReader, String> {
+    /// A reader of the file on a connection of its own: queries read the
+    /// file in place without waiting on this one.
+    pub fn reader(&self) -> Result<DuckdbReader, String> {
         let connection = self.connection().try_clone().map_err(text)?;
-        let rows: i64 = connection
-            .query_row(
-                &format!("SELECT count(*) FROM {}", quote(&self.table)),
-                [],
-                |row| row.get(0),
-            )
-            .map_err(text)?;
-        Ok(FileReader {
-            table: self.table.clone(),
-            schema: std::sync::Arc::clone(&checkpoint.schema),
-            rows: usize::try_from(rows).unwrap_or(0),
+        Ok(DuckdbReader {
             connection: Mutex::new(connection),
         })
     }
@@ -266,6 +274,70 @@ impl DuckdbFile {
             }
             Change::Nothing => {}
         }
+        self.commit(transaction, checkpoint)
+    }
+
+    /// Replaces the rows with those `feed` sends, all in one transaction:
+    /// each batch is appended as it arrives (DuckDB writes a large
+    /// transaction's row groups to the file as they fill, so the rows never
+    /// need to fit in memory). `Some(batch)` carries rows, `None` ends the
+    /// feed: the key index is built, the checkpoint (its last refresh set
+    /// by `completed`) written and the whole committed. A feed closed
+    /// without `None` (a failed or cancelled read) rolls everything back.
+    pub fn replace_from(
+        &self,
+        mut checkpoint: Checkpoint,
+        feed: &mut dyn FnMut() -> Option<Option<RecordBatch>>,
+        completed: fn() -> chrono::DateTime<chrono::Utc>,
+    ) -> Result<Checkpoint, String> {
+        let storage = storage(&checkpoint.schema)?;
+        let mut connection = self.connection();
+        let transaction = connection.transaction().map_err(text)?;
+        transaction
+            .execute_batch(&recreate_table_sql(&self.table, &storage, sql_type))
+            .map_err(text)?;
+        let mut rows = 0u64;
+        {
+            let mut appender = transaction.appender(&self.table).map_err(text)?;
+            loop {
+                match feed() {
+                    Some(Some(batch)) if batch.num_rows() > 0 => {
+                        rows += batch.num_rows() as u64;
+                        let batch = to_storage(&batch, &storage).map_err(text)?;
+                        let batch = arrow_bridge::record_batch_to_60(&batch).map_err(text)?;
+                        appender.append_record_batch(batch).map_err(text)?;
+                    }
+                    Some(Some(_)) => {}
+                    Some(None) => break,
+                    None => return Err("the read of the source stopped".to_owned()),
+                }
+            }
+            appender.flush().map_err(text)?;
+        }
+        if let Some(index) = key_index_sql(&self.table, &checkpoint.primary_key) {
+            // The old version's index and the new one are both in memory
+            // until the commit: an index that would not fit is not built,
+            // and a lookup by key reads the key column, skipping the row
+            // groups whose key range (DuckDB's zone maps) excludes it.
+            match self.memory_limit {
+                Some(limit) if rows * INDEX_BYTES_PER_ROW * 4 > limit => {
+                    tracing::info!(
+                        dataset = %self.table,
+                        rows,
+                        "no key index in the DuckDB file: it would not fit params.duckdb_memory_limit ({} MB); lookups by key scan the key column",
+                        limit >> 20
+                    );
+                }
+                _ => transaction.execute_batch(&index).map_err(text)?,
+            }
+        }
+        checkpoint.last_refresh = completed();
+        self.commit(transaction, &checkpoint)?;
+        Ok(checkpoint)
+    }
+
+    /// Writes `checkpoint` into `transaction` and commits it.
+    fn commit(&self, transaction: Transaction<'_>, checkpoint: &Checkpoint) -> Result<(), String> {
         let row = CheckpointRow::of(checkpoint)?;
         transaction
             .execute(
@@ -297,8 +369,9 @@ fn read_rows(
     sink: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
 ) -> Result<(), String> {
     let mut statement = connection.prepare(sql).map_err(text)?;
-    for batch in statement.query_arrow([]).map_err(text)? {
-        let batch = arrow_bridge::record_batch_from_60(&batch).map_err(text)?;
+    // Streamed chunk by chunk: a whole result would be materialized first.
+    for batch in statement.stream_arrow([]).map_err(text)? {
+        let batch = arrow_bridge::record_batch_from_60(&batch.map_err(text)?).map_err(text)?;
         sink(from_storage(batch.columns().to_vec(), schema).map_err(text)?)?;
     }
     Ok(())
@@ -358,71 +431,50 @@ fn delete_keys(
         .map_err(text)
 }
 
-/// Reads the acceleration a file holds, in the served columns and types,
-/// each read in one statement (so one consistent version of the file) on a
-/// connection of its own.
+/// Reads a DuckDB file in place: each read is one statement (so one
+/// consistent version of the file) on a connection of its own.
 #[derive(Debug)]
-pub struct FileReader {
-    table: String,
-    schema: SchemaRef,
-    rows: usize,
+pub struct DuckdbReader {
     /// Cloned for each read; reads run side by side.
     connection: Mutex<Connection>,
 }
 
-impl FileReader {
-    pub fn schema(&self) -> &SchemaRef {
-        &self.schema
-    }
+/// Whether DuckDB compares values of a column of `data_type` exactly as
+/// the served type does: the column is stored as that very type.
+pub fn compares_as_served(data_type: &DataType) -> bool {
+    use DataType::*;
+    matches!(
+        data_type,
+        Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32 | UInt64 | Utf8 | Date32
+    ) || matches!(data_type, Decimal128(precision, _) if *precision <= 38)
+}
 
-    /// The rows the file held when the reader was made.
-    pub fn rows(&self) -> usize {
-        self.rows
-    }
-
-    /// Hands the columns `projection` (indices into the schema; all with
-    /// `None`) of at most `limit` rows to `sink`, batch by batch.
-    pub fn read(
-        &self,
-        projection: Option<&[usize]>,
-        limit: Option<usize>,
-        sink: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
-    ) -> Result<(), String> {
-        let connection = self
-            .connection
+impl DuckdbReader {
+    fn connection(&self) -> Result<Connection, String> {
+        self.connection
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .try_clone()
-            .map_err(text)?;
-        let schema = match projection {
-            Some(columns) => std::sync::Arc::new(self.schema.project(columns).map_err(text)?),
-            None => std::sync::Arc::clone(&self.schema),
-        };
-        let limit = limit.map(|n| format!(" LIMIT {n}")).unwrap_or_default();
-        if schema.fields().is_empty() {
-            // No column asked for (`count(*)`): the rows, without values.
-            let rows: i64 = connection
-                .query_row(
-                    &format!(
-                        "SELECT count(*) FROM (SELECT 1 FROM {}{limit})",
-                        quote(&self.table)
-                    ),
-                    [],
-                    |row| row.get(0),
-                )
-                .map_err(text)?;
-            let options = datafusion::arrow::record_batch::RecordBatchOptions::new()
-                .with_row_count(Some(usize::try_from(rows).unwrap_or(0)));
-            let batch =
-                RecordBatch::try_new_with_options(schema, Vec::new(), &options).map_err(text)?;
-            return sink(batch);
-        }
-        let columns: Vec<String> = schema.fields().iter().map(|f| quote(f.name())).collect();
-        let select = format!(
-            "SELECT {} FROM {}{limit}",
-            columns.join(", "),
-            quote(&self.table)
-        );
-        read_rows(&connection, &select, &schema, sink)
+            .map_err(text)
+    }
+
+    /// The rows `select` reads, in `schema`'s columns, batch by batch to
+    /// `sink`.
+    pub fn read(
+        &self,
+        select: &str,
+        schema: &SchemaRef,
+        sink: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
+    ) -> Result<(), String> {
+        read_rows(&self.connection()?, select, schema, sink)
+    }
+
+    /// The number of rows `select` reads.
+    pub fn count(&self, select: &str) -> Result<i64, String> {
+        self.connection()?
+            .query_row(&format!("SELECT count(*) FROM ({select})"), [], |row| {
+                row.get(0)
+            })
+            .map_err(text)
     }
 }

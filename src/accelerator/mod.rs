@@ -4,9 +4,11 @@
 //! Invariant kept by every engine: a published acceleration is immutable. A
 //! refresh builds the complete next version aside and publishes it in one
 //! atomic step, so a query sees the old data or the new, never a mix, and is
-//! never blocked by a refresh. Queries read the in-memory version; the file
-//! engines (`duckdb`, `sqlite` with a file mode) also keep it durably in a
-//! file, with a checkpoint, so a restart serves it again (see [`store`]).
+//! never blocked by a refresh. The file engines (`duckdb`, `sqlite` with a
+//! file mode) keep every version durably in a file, with a checkpoint, so a
+//! restart serves it again (see [`store`]); queries read that file in place
+//! ([`FileVersion`]), or, for the refresh modes that revise rows in memory,
+//! an in-memory copy of it.
 
 mod arrow;
 mod duckdb_file;
@@ -17,13 +19,12 @@ mod statistics;
 pub mod store;
 
 pub use arrow::{ArrowAcceleration, TableData, TableDataBuilder};
-pub use duckdb_file::FileReader;
 pub use index::{PrimaryKeyIndex, RowRef};
 pub use progress::{ProgressReport, ReadProgress};
 pub use statistics::TableStatistics;
 #[cfg(test)]
 pub use store::Persisted;
-pub use store::{Change, Checkpoint, Store, StoreError};
+pub use store::{Change, Checkpoint, FileReader, FileVersion, Store, StoreError};
 
 /// Field metadata key recording the source column's PostgreSQL type where
 /// Arrow alone cannot tell it (`uuid`, `json`, `jsonb`, `varchar` are all

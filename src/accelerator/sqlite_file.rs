@@ -19,7 +19,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use super::store::{
     Change, Checkpoint, CheckpointRow, DELETE_POSITION, SELECT_CHECKPOINT, SELECT_POSITION,
     UPSERT_CHECKPOINT, UPSERT_POSITION, create_checkpoint_sql, create_position_sql, from_storage,
-    quote, recreate_table_sql, storage_schema, to_storage,
+    key_index_sql, quote, recreate_table_sql, select_sql, storage_schema, to_storage,
 };
 
 /// Rows per batch read back from the file.
@@ -68,11 +68,14 @@ impl SqliteFile {
         connection
             .busy_timeout(Duration::from_secs(5))
             .map_err(text)?;
-        // A rollback journal with full syncs: a transaction is either in
-        // the file or rolled back when the file is next opened.
+        // A write-ahead log with full syncs: a transaction is either in the
+        // file or rolled back when the file is next opened, and queries
+        // reading the file in place go on reading the last committed
+        // version while a refresh writes the next (a rollback journal
+        // would lock them out once the writer's cache spills).
         connection
             .execute_batch(&format!(
-                "PRAGMA journal_mode = DELETE; PRAGMA synchronous = FULL; {}; {}",
+                "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; {}; {}",
                 create_checkpoint_sql("TEXT", "INTEGER"),
                 create_position_sql("TEXT")
             ))
@@ -141,7 +144,49 @@ impl SqliteFile {
         checkpoint: &Checkpoint,
         sink: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
     ) -> Result<(), String> {
-        read_rows(&self.connection(), &self.table, &checkpoint.schema, sink)
+        let select = select_sql(&self.table, &checkpoint.schema, None, None);
+        read_rows(&self.connection(), &select, &checkpoint.schema, sink)
+    }
+
+    /// A reader of the file on read-only connections of its own.
+    pub fn reader(&self) -> SqliteReader {
+        SqliteReader {
+            path: self.path.clone(),
+            idle: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Replaces the rows with those `feed` sends in one transaction (see
+    /// `DuckdbFile::replace_from`); the write-ahead log holds what does not
+    /// fit SQLite's page cache.
+    pub fn replace_from(
+        &self,
+        mut checkpoint: Checkpoint,
+        feed: &mut dyn FnMut() -> Option<Option<RecordBatch>>,
+        completed: fn() -> chrono::DateTime<chrono::Utc>,
+    ) -> Result<Checkpoint, String> {
+        let storage = storage(&checkpoint.schema)?;
+        let mut connection = self.connection();
+        let transaction = connection.transaction().map_err(text)?;
+        let table = quote(&self.table);
+        transaction
+            .execute_batch(&recreate_table_sql(&self.table, &storage, sql_type))
+            .map_err(text)?;
+        loop {
+            match feed() {
+                Some(Some(batch)) => {
+                    insert(&transaction, &table, &storage, std::slice::from_ref(&batch))?
+                }
+                Some(None) => break,
+                None => return Err("the read of the source stopped".to_owned()),
+            }
+        }
+        if let Some(index) = key_index_sql(&self.table, &checkpoint.primary_key) {
+            transaction.execute_batch(&index).map_err(text)?;
+        }
+        checkpoint.last_refresh = completed();
+        self.commit(transaction, &checkpoint)?;
+        Ok(checkpoint)
     }
 
     pub fn write(&self, change: &Change, checkpoint: &Checkpoint) -> Result<(), String> {
@@ -154,16 +199,8 @@ impl SqliteFile {
                 transaction
                     .execute_batch(&recreate_table_sql(&self.table, &storage, sql_type))
                     .map_err(text)?;
-                if !checkpoint.primary_key.is_empty() {
-                    let key: Vec<String> =
-                        checkpoint.primary_key.iter().map(|c| quote(c)).collect();
-                    let index = quote(&format!("{}_pgaccel_key", self.table));
-                    transaction
-                        .execute_batch(&format!(
-                            "CREATE INDEX {index} ON {table} ({})",
-                            key.join(", ")
-                        ))
-                        .map_err(text)?;
+                if let Some(index) = key_index_sql(&self.table, &checkpoint.primary_key) {
+                    transaction.execute_batch(&index).map_err(text)?;
                 }
                 insert(&transaction, &table, &storage, batches)?;
             }
@@ -175,6 +212,11 @@ impl SqliteFile {
             }
             Change::Nothing => {}
         }
+        self.commit(transaction, checkpoint)
+    }
+
+    /// Writes `checkpoint` into `transaction` and commits it.
+    fn commit(&self, transaction: Transaction<'_>, checkpoint: &Checkpoint) -> Result<(), String> {
         let row = CheckpointRow::of(checkpoint)?;
         transaction
             .execute(
@@ -195,6 +237,78 @@ impl SqliteFile {
         }
         .map_err(text)?;
         transaction.commit().map_err(text)
+    }
+}
+
+/// Reads an SQLite file in place; each read is one statement on a
+/// read-only connection of its own (kept for the next read).
+#[derive(Debug)]
+pub struct SqliteReader {
+    path: PathBuf,
+    idle: Mutex<Vec<Connection>>,
+}
+
+/// Whether SQLite compares values of a column of `data_type` exactly as the
+/// served type does: integers kept as INTEGER, strings as TEXT (compared
+/// byte by byte, as DataFusion does).
+pub fn compares_as_served(data_type: &DataType) -> bool {
+    use DataType::*;
+    matches!(
+        data_type,
+        Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32 | Utf8
+    )
+}
+
+impl SqliteReader {
+    /// Runs `read` on an idle connection, or a new one.
+    fn with_connection<T>(
+        &self,
+        read: impl FnOnce(&Connection) -> Result<T, String>,
+    ) -> Result<T, String> {
+        let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let connection = match idle {
+            Some(connection) => connection,
+            None => {
+                let connection = Connection::open_with_flags(
+                    &self.path,
+                    rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                        | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )
+                .map_err(text)?;
+                connection
+                    .busy_timeout(Duration::from_secs(5))
+                    .map_err(text)?;
+                connection
+            }
+        };
+        let result = read(&connection);
+        self.idle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(connection);
+        result
+    }
+
+    /// The rows `select` reads, in `schema`'s columns, batch by batch to
+    /// `sink`.
+    pub fn read(
+        &self,
+        select: &str,
+        schema: &SchemaRef,
+        sink: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
+    ) -> Result<(), String> {
+        self.with_connection(|connection| read_rows(connection, select, schema, sink))
+    }
+
+    /// The number of rows `select` reads.
+    pub fn count(&self, select: &str) -> Result<i64, String> {
+        self.with_connection(|connection| {
+            connection
+                .query_row(&format!("SELECT count(*) FROM ({select})"), [], |row| {
+                    row.get(0)
+                })
+                .map_err(text)
+        })
     }
 }
 
@@ -330,21 +444,15 @@ impl ColumnBuilder {
     }
 }
 
+/// The rows `select` reads (in `schema`'s columns), batch by batch to `sink`.
 fn read_rows(
     connection: &Connection,
-    table: &str,
+    select: &str,
     schema: &SchemaRef,
     sink: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
 ) -> Result<(), String> {
     let storage = storage(schema)?;
-    let columns: Vec<String> = schema.fields().iter().map(|f| quote(f.name())).collect();
-    let mut statement = connection
-        .prepare(&format!(
-            "SELECT {} FROM {}",
-            columns.join(", "),
-            quote(table)
-        ))
-        .map_err(text)?;
+    let mut statement = connection.prepare_cached(select).map_err(text)?;
     let mut builders: Vec<ColumnBuilder> = storage
         .fields()
         .iter()

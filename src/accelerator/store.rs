@@ -25,7 +25,8 @@ use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::ipc::reader::StreamReader;
 use datafusion::arrow::ipc::writer::StreamWriter;
 
-use super::duckdb_file::{DuckdbFile, FileReader};
+use super::duckdb_file::{self, DuckdbFile, DuckdbReader};
+use super::sqlite_file::{self, SqliteReader};
 use super::{TableData, TableDataBuilder, sqlite_file::SqliteFile};
 use crate::config::Engine;
 
@@ -96,11 +97,13 @@ pub enum Store {
 impl Store {
     /// Opens (creating it and its folder if needed) the file of `dataset`;
     /// `recreate` (`mode: file_create`) first removes what a previous run left.
+    /// `memory_limit` caps DuckDB's memory for the file.
     pub fn open(
         dataset: &str,
         engine: Engine,
         file: &Path,
         recreate: bool,
+        memory_limit: Option<u64>,
     ) -> Result<Store, StoreError> {
         let engine_name = engine.as_str();
         let fail = |message: String| StoreError {
@@ -128,7 +131,7 @@ impl Store {
         }
         let table = dataset.to_owned();
         match engine {
-            Engine::Duckdb => DuckdbFile::open(file, table).map(Store::Duckdb),
+            Engine::Duckdb => DuckdbFile::open(file, table, memory_limit).map(Store::Duckdb),
             Engine::Sqlite => SqliteFile::open(file, table).map(Store::Sqlite),
             Engine::Arrow => Err("the arrow engine keeps no file".to_owned()),
         }
@@ -145,6 +148,58 @@ impl Store {
         .map_err(|message| self.error(message))
     }
 
+    /// A reader that queries use to read the file in place, as `checkpoint`
+    /// describes it.
+    pub fn reader(&self, checkpoint: &Checkpoint) -> Result<FileReader, StoreError> {
+        let engine = match self {
+            Store::Duckdb(file) => file.reader().map(ReaderEngine::Duckdb),
+            Store::Sqlite(file) => Ok(ReaderEngine::Sqlite(file.reader())),
+        }
+        .map_err(|m| self.error(m))?;
+        let table = match self {
+            Store::Duckdb(file) => file.table(),
+            Store::Sqlite(file) => file.table(),
+        };
+        let mut reader = FileReader {
+            table: table.to_owned(),
+            schema: Arc::clone(&checkpoint.schema),
+            rows: 0,
+            engine,
+        };
+        let all = select_sql(table, &Arc::new(Schema::empty()), None, None);
+        let rows = reader.engine.count(&all).map_err(|m| self.error(m))?;
+        reader.rows = usize::try_from(rows).unwrap_or(0);
+        Ok(reader)
+    }
+
+    /// Replaces the file's rows with those `feed` sends, streamed into one
+    /// transaction (see `DuckdbFile::replace_from`), and indexes them by
+    /// the checkpoint's primary key; returns the checkpoint committed.
+    pub fn replace_from(
+        &self,
+        checkpoint: Checkpoint,
+        feed: &mut dyn FnMut() -> Option<Option<RecordBatch>>,
+        completed: fn() -> chrono::DateTime<Utc>,
+    ) -> Result<Checkpoint, StoreError> {
+        match self {
+            Store::Duckdb(file) => file.replace_from(checkpoint, feed, completed),
+            Store::Sqlite(file) => file.replace_from(checkpoint, feed, completed),
+        }
+        .map_err(|m| self.error(m))
+    }
+
+    /// The size of the file (and of its write-ahead log), in bytes.
+    pub fn bytes(&self) -> u64 {
+        ["", ".wal", "-wal"]
+            .iter()
+            .filter_map(|suffix| {
+                let mut path = self.path().as_os_str().to_owned();
+                path.push(suffix);
+                std::fs::metadata(path).ok().map(|m| m.len())
+            })
+            .sum()
+    }
+
     /// The rows of the write `checkpoint` records, as the version queries
     /// are served from, spread over `partitions`. Reading the file (this
     /// thread) and coalescing its batches (another thread) overlap, so a
@@ -152,16 +207,6 @@ impl Store {
     /// primary-key index is not built here: the rows can be served while it
     /// is ([`TableData::indexed`]), which takes a restart's first answer off
     /// the index's critical path.
-    /// A reader that queries can use to read the file in place while its
-    /// rows are read into memory; `None` for an engine that has none
-    /// (SQLite, whose rows are served once read).
-    pub fn reader(&self, checkpoint: &Checkpoint) -> Option<Result<FileReader, StoreError>> {
-        match self {
-            Store::Duckdb(file) => Some(file.reader(checkpoint).map_err(|m| self.error(m))),
-            Store::Sqlite(_) => None,
-        }
-    }
-
     pub fn read(
         &self,
         checkpoint: &Checkpoint,
@@ -370,6 +415,134 @@ pub(super) fn recreate_table_sql(
     )
 }
 
+/// The index a file keeps on the primary key of the table `table`
+/// (unquoted), for lookups by key read in place; `None` without a key.
+pub(super) fn key_index_sql(table: &str, key: &[String]) -> Option<String> {
+    if key.is_empty() {
+        return None;
+    }
+    let columns: Vec<String> = key.iter().map(|c| quote(c)).collect();
+    Some(format!(
+        "CREATE INDEX {} ON {} ({})",
+        quote(&format!("{table}_pgaccel_key")),
+        quote(table),
+        columns.join(", ")
+    ))
+}
+
+/// `SELECT <schema's columns> FROM table [WHERE condition] [LIMIT n]`; with
+/// no columns, a `SELECT 1` per row.
+pub(super) fn select_sql(
+    table: &str,
+    schema: &SchemaRef,
+    condition: Option<&str>,
+    limit: Option<usize>,
+) -> String {
+    let columns: Vec<String> = schema.fields().iter().map(|f| quote(f.name())).collect();
+    let columns = if columns.is_empty() {
+        "1".to_owned()
+    } else {
+        columns.join(", ")
+    };
+    let mut sql = format!("SELECT {columns} FROM {}", quote(table));
+    if let Some(condition) = condition {
+        sql.push_str(" WHERE ");
+        sql.push_str(condition);
+    }
+    if let Some(n) = limit {
+        sql.push_str(&format!(" LIMIT {n}"));
+    }
+    sql
+}
+
+/// A batch of `rows` rows and no columns (what `count(*)` reads).
+fn rows_only(schema: SchemaRef, rows: i64) -> Result<RecordBatch, String> {
+    let options = datafusion::arrow::record_batch::RecordBatchOptions::new()
+        .with_row_count(Some(usize::try_from(rows).unwrap_or(0)));
+    RecordBatch::try_new_with_options(schema, Vec::new(), &options).map_err(|e| e.to_string())
+}
+
+/// Reads the acceleration a file holds, in place, in the served columns and
+/// types.
+#[derive(Debug)]
+pub struct FileReader {
+    table: String,
+    schema: SchemaRef,
+    rows: usize,
+    engine: ReaderEngine,
+}
+
+#[derive(Debug)]
+enum ReaderEngine {
+    Duckdb(DuckdbReader),
+    Sqlite(SqliteReader),
+}
+
+impl ReaderEngine {
+    fn count(&self, select: &str) -> Result<i64, String> {
+        match self {
+            ReaderEngine::Duckdb(reader) => reader.count(select),
+            ReaderEngine::Sqlite(reader) => reader.count(select),
+        }
+    }
+}
+
+impl FileReader {
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// The rows the file held when the reader was made.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Whether the file's engine compares values of a column served as
+    /// `data_type` exactly as DataFusion does, so a condition on it can be
+    /// evaluated in the file.
+    pub fn compares_as_served(&self, data_type: &DataType) -> bool {
+        match self.engine {
+            ReaderEngine::Duckdb(_) => duckdb_file::compares_as_served(data_type),
+            ReaderEngine::Sqlite(_) => sqlite_file::compares_as_served(data_type),
+        }
+    }
+
+    /// Hands the columns `projection` (indices into the schema; all with
+    /// `None`) of at most `limit` rows for which `condition` (SQL over the
+    /// file's columns) holds to `sink`, batch by batch.
+    pub fn read(
+        &self,
+        projection: Option<&[usize]>,
+        condition: Option<&str>,
+        limit: Option<usize>,
+        sink: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let schema = match projection {
+            Some(columns) => Arc::new(self.schema.project(columns).map_err(|e| e.to_string())?),
+            None => Arc::clone(&self.schema),
+        };
+        let select = select_sql(&self.table, &schema, condition, limit);
+        if schema.fields().is_empty() {
+            // No column asked for (`count(*)`): the rows, without values.
+            let rows = self.engine.count(&select)?;
+            return sink(rows_only(schema, rows)?);
+        }
+        match &self.engine {
+            ReaderEngine::Duckdb(reader) => reader.read(&select, &schema, sink),
+            ReaderEngine::Sqlite(reader) => reader.read(&select, &schema, sink),
+        }
+    }
+}
+
+/// The version of a file acceleration that queries read in place.
+#[derive(Debug)]
+pub struct FileVersion {
+    pub reader: Arc<FileReader>,
+    pub checkpoint: Checkpoint,
+    /// The file's size once this version was committed.
+    pub bytes: u64,
+}
+
 /// `"a" TYPE, "b" TYPE` for `storage`'s columns.
 pub(super) fn column_definitions(
     storage: &SchemaRef,
@@ -385,7 +558,7 @@ pub(super) fn column_definitions(
 
 /// `"name"`, with embedded quotes doubled: an SQL identifier in both DuckDB
 /// and SQLite.
-pub(super) fn quote(name: &str) -> String {
+pub fn quote(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
@@ -580,13 +753,13 @@ mod tests {
         let batch = every_type();
         let first = checkpoint(batch.schema(), None);
         {
-            let store = Store::open("orders", engine, &path, false).unwrap();
+            let store = Store::open("orders", engine, &path, false, None).unwrap();
             assert!(store.load().unwrap().is_none());
             store
                 .write(&Change::Replace(vec![batch.clone()]), &first)
                 .unwrap();
         }
-        let store = Store::open("orders", engine, &path, false).unwrap();
+        let store = Store::open("orders", engine, &path, false, None).unwrap();
         let found = store.load().unwrap().unwrap();
         assert_eq!(found.checkpoint, first);
         assert_eq!(found.batches.len(), 1);
@@ -627,7 +800,7 @@ mod tests {
         assert!(!i2.iter().any(|v| v == Some(-7)));
         drop(store);
         // mode: file_create starts from an empty file.
-        let store = Store::open("orders", engine, &path, true).unwrap();
+        let store = Store::open("orders", engine, &path, true, None).unwrap();
         assert!(store.load().unwrap().is_none());
     }
 
@@ -656,7 +829,7 @@ mod tests {
             refresh_sql: None,
             position: None,
         };
-        let store = Store::open("t", engine, path, false).unwrap();
+        let store = Store::open("t", engine, path, false, None).unwrap();
         store
             .write(&Change::Replace(vec![batch]), &checkpoint)
             .unwrap();
@@ -748,7 +921,7 @@ mod tests {
             checkpoint.position = Some("16/B374D848".to_owned());
             store.write(&Change::Nothing, &checkpoint).unwrap();
             drop(store);
-            let reopened = Store::open("t", engine, &path, false).unwrap();
+            let reopened = Store::open("t", engine, &path, false, None).unwrap();
             let found = reopened.checkpoint().unwrap().unwrap();
             assert_eq!(found.position.as_deref(), Some("16/B374D848"), "{engine:?}");
             checkpoint.position = None;

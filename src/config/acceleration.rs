@@ -25,6 +25,10 @@ pub struct Acceleration {
     pub mode: Mode,
     /// `params.duckdb_file`/`params.sqlite_file`; `None` lets the engine pick its path.
     pub engine_file: Option<PathBuf>,
+    /// `params.duckdb_memory_limit`: the most memory DuckDB uses for the
+    /// acceleration file (its buffer cache, sorts, index builds) before it
+    /// spills to disk; `None` leaves DuckDB's own default (80% of RAM).
+    pub duckdb_memory_limit: Option<u64>,
     /// Columns that identify a row; lets refreshes upsert and lookups use an index.
     pub primary_key: Vec<String>,
     pub refresh_mode: RefreshMode,
@@ -163,12 +167,47 @@ impl Acceleration {
     /// The acceleration file of dataset `name`: `None` unless the engine is
     /// duckdb or sqlite with a file mode.
     pub fn file_path(&self, name: &str) -> Option<PathBuf> {
-        if !self.enabled || self.engine == Engine::Arrow || self.mode == Mode::Memory {
+        if !self.keeps_file() {
             return None;
         }
         Some(self.engine_file.clone().unwrap_or_else(|| {
             PathBuf::from(DEFAULT_FILE_FOLDER).join(format!("{name}.{}.db", self.engine.as_str()))
         }))
+    }
+}
+
+impl Acceleration {
+    /// Why a file acceleration is read into memory to be queried instead of
+    /// being queried in place; `None` for one queried in place (`engine:
+    /// duckdb | sqlite` with a file mode, refreshed in full or not at all,
+    /// without retention or the `use_source` fallback, which revise or wrap
+    /// the in-memory rows) and for memory accelerations.
+    pub fn in_memory_reason(&self) -> Option<String> {
+        if !self.keeps_file() {
+            return None;
+        }
+        if !matches!(self.refresh_mode, RefreshMode::Full | RefreshMode::Disabled) {
+            return Some(format!("refresh_mode: {}", self.refresh_mode.as_str()));
+        }
+        if self.retention.check_enabled {
+            return Some("retention".to_owned());
+        }
+        if self.on_zero_results == ZeroResults::UseSource {
+            return Some("on_zero_results: use_source".to_owned());
+        }
+        None
+    }
+
+    /// Whether queries read the acceleration file in place (see
+    /// [`Acceleration::in_memory_reason`]).
+    pub fn in_place(&self) -> bool {
+        self.keeps_file() && self.in_memory_reason().is_none()
+    }
+
+    /// Whether the acceleration is kept in a file (a file engine with a
+    /// file mode).
+    fn keeps_file(&self) -> bool {
+        self.enabled && self.engine != Engine::Arrow && self.mode != Mode::Memory
     }
 }
 
@@ -223,6 +262,7 @@ pub(crate) fn parse(
         engine,
         mode,
         engine_file: parse_engine_file(values, raw.params.as_ref(), engine, mode),
+        duckdb_memory_limit: parse_duckdb_memory_limit(values, raw.params.as_ref(), engine, mode),
         caching: parse_caching(values, raw.params.as_ref(), refresh_mode),
         primary_key: parse_primary_key(values, raw.primary_key.as_ref()),
         refresh_mode,
@@ -372,12 +412,13 @@ fn parse_engine_file(
         let wanted = match name.as_str() {
             "duckdb_file" => Engine::Duckdb,
             "sqlite_file" => Engine::Sqlite,
+            "duckdb_memory_limit" => continue,
             _ if CACHING_PARAMS.contains(&name.as_str()) => continue,
             _ => {
                 values.error(
                     &param_key,
                     format!(
-                        "unknown parameter '{name}'; valid parameters are duckdb_file, sqlite_file, {}",
+                        "unknown parameter '{name}'; valid parameters are duckdb_file, sqlite_file, duckdb_memory_limit, {}",
                         CACHING_PARAMS.join(", ")
                     ),
                 );
@@ -404,6 +445,29 @@ fn parse_engine_file(
             .map(PathBuf::from);
     }
     file
+}
+
+/// `params.duckdb_memory_limit`: a size, only with a DuckDB file.
+fn parse_duckdb_memory_limit(
+    values: &mut Values<'_, '_>,
+    params: Option<&RawParams>,
+    engine: Engine,
+    mode: Mode,
+) -> Option<u64> {
+    let value = params?.get("duckdb_memory_limit")?;
+    let param_key = key("params.duckdb_memory_limit");
+    if engine != Engine::Duckdb || mode == Mode::Memory {
+        values.error(
+            &param_key,
+            format!(
+                "only valid with engine: duckdb and a file mode (engine is {}, mode is {})",
+                engine.as_str(),
+                mode.as_str()
+            ),
+        );
+        return None;
+    }
+    values.bytes(&param_key, &Some(value.clone()), 1 << 20)
 }
 
 /// `id`, `"a, b"` or `[a, b]` → column names.
@@ -655,6 +719,52 @@ mod tests {
         let (_, errors) = parse_block(raw, false);
         assert_eq!(errors[0].key, "acceleration.refresh_check_interval");
         assert!(errors[0].message.contains("never refreshes"), "{errors:?}");
+    }
+
+    /// Which file accelerations are queried in place, and the DuckDB
+    /// memory limit, valid only for a DuckDB file.
+    #[test]
+    fn file_accelerations_refreshed_in_full_are_queried_in_place() {
+        let block =
+            |engine: &str, mode: &str, refresh_mode: &str, limit: Option<&str>| RawAcceleration {
+                engine: text(engine),
+                mode: text(mode),
+                refresh_mode: text(refresh_mode),
+                params: limit.map(|limit| {
+                    RawParams::from([(
+                        "duckdb_memory_limit".to_owned(),
+                        Scalar::Text(limit.into()),
+                    )])
+                }),
+                ..Default::default()
+            };
+        let (a, errors) = parse_block(block("duckdb", "file", "full", Some("256MB")), false);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert!(a.in_place());
+        assert_eq!(a.duckdb_memory_limit, Some(256 << 20));
+        let (a, _) = parse_block(block("sqlite", "file_create", "disabled", None), false);
+        assert!(a.in_place());
+        let (a, _) = parse_block(block("duckdb", "file", "append", None), true);
+        assert!(!a.in_place());
+        assert_eq!(
+            a.in_memory_reason().as_deref(),
+            Some("refresh_mode: append")
+        );
+        let (a, _) = parse_block(block("arrow", "memory", "full", None), false);
+        assert!(!a.in_place());
+        assert_eq!(a.in_memory_reason(), None, "a memory acceleration");
+        let (_, errors) = parse_block(block("sqlite", "file", "full", Some("1GB")), false);
+        assert_eq!(errors[0].key, "acceleration.params.duckdb_memory_limit");
+        assert!(
+            errors[0].message.contains("only valid with engine: duckdb"),
+            "{errors:?}"
+        );
+        let (_, errors) = parse_block(block("duckdb", "file", "full", Some("lots")), false);
+        assert_eq!(errors[0].key, "acceleration.params.duckdb_memory_limit");
+        assert!(
+            errors[0].message.contains("invalid size 'lots'"),
+            "{errors:?}"
+        );
     }
 
     #[test]

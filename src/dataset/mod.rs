@@ -253,7 +253,7 @@ impl Dataset {
     /// again until a load succeeds, so `/v1/ready` stops counting it.
     pub fn end_in_place_unread(&self) {
         self.end_in_place();
-        if self.config.ready_state == ReadyState::OnLoad && self.acceleration.current().is_none() {
+        if self.config.ready_state == ReadyState::OnLoad && !self.acceleration.serving() {
             self.ever_ready.store(false, Ordering::Release);
         }
     }
@@ -276,8 +276,7 @@ impl Dataset {
             error_message: state.error_message.clone(),
             rows: self
                 .acceleration
-                .current()
-                .map(|data| data.rows())
+                .served_rows()
                 .or_else(|| self.in_place().map(|table| table.rows())),
             snapshot: state.snapshot.clone(),
             refresh_progress: progress.clone(),
@@ -304,7 +303,7 @@ impl Dataset {
     pub fn changes_applied(&self, report: ChangesReport) {
         let mut state = self.state();
         state.changes = Some(report);
-        if state.status != DatasetStatus::Ready && self.acceleration.current().is_some() {
+        if state.status != DatasetStatus::Ready && self.acceleration.serving() {
             state.error_message = None;
             self.set_status(&mut state, DatasetStatus::Ready);
             self.ever_ready.store(true, Ordering::Release);
@@ -337,7 +336,7 @@ impl Dataset {
         state.last_attempt = Some(Utc::now());
         state.next_retry = None;
         state.attempting = true;
-        if self.acceleration.current().is_some() {
+        if self.acceleration.serving() {
             self.set_status(&mut state, DatasetStatus::Refreshing);
         }
     }
@@ -393,7 +392,7 @@ impl Dataset {
     pub fn snapshot_checked(&self) {
         let mut state = self.state();
         state.attempting = false;
-        if state.status != DatasetStatus::Ready && self.acceleration.current().is_some() {
+        if state.status != DatasetStatus::Ready && self.acceleration.serving() {
             state.error_message = None;
             self.set_status(&mut state, DatasetStatus::Ready);
         }
@@ -408,7 +407,7 @@ impl Dataset {
     /// in Error is Ready again (the next refresh follows its schedule).
     pub fn source_recovered(&self) {
         let mut state = self.state();
-        if state.status == DatasetStatus::Error && self.acceleration.current().is_some() {
+        if state.status == DatasetStatus::Error && self.acceleration.serving() {
             state.error_message = None;
             self.set_status(&mut state, DatasetStatus::Ready);
         }

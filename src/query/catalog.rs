@@ -15,6 +15,7 @@ use datafusion::catalog::{SchemaProvider, TableProvider};
 use datafusion::error::{DataFusionError, Result};
 
 use super::caching::CachingTable;
+use super::file_table::FileTable;
 use super::table::{AcceleratedTable, FederatedTable, QueryError};
 use super::zero_results::ZeroResultsTable;
 use crate::config::{ReadyState, ZeroResults};
@@ -49,7 +50,7 @@ impl SchemaProvider for DatasetSchema {
     fn table_names(&self) -> Vec<String> {
         self.datasets()
             .filter(|dataset| {
-                dataset.acceleration.current().is_some()
+                dataset.acceleration.serving()
                     || dataset.in_place().is_some()
                     || (!dataset.config.acceleration.enabled && dataset.federated().is_some())
             })
@@ -69,6 +70,10 @@ impl SchemaProvider for DatasetSchema {
                     .map_err(DataFusionError::Plan)?;
                 return Ok(Some(Arc::new(table)));
             }
+            return Ok(Some(Arc::new(table)));
+        }
+        if let Some(version) = dataset.acceleration.file_version() {
+            let table = FileTable::in_place(Arc::clone(&dataset.acceleration), &version);
             return Ok(Some(Arc::new(table)));
         }
         if let Some(table) = dataset.in_place() {

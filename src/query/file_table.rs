@@ -1,19 +1,26 @@
-//! [`FileTable`]: a dataset answered straight from its acceleration file
-//! while the rows of that file are read into memory (a restart, a restored
-//! or followed snapshot). A replica serves from the moment its file is open
-//! instead of once every row has been read.
+//! [`FileTable`]: a dataset answered straight from its acceleration file,
+//! either for good (a file acceleration queried in place, which never needs
+//! to fit in memory) or while the rows of that file are read into memory (a
+//! restart, a restored or followed snapshot, of a dataset whose refresh mode
+//! revises rows in memory): a replica serves from the moment its file is
+//! open instead of once every row has been read.
 //!
-//! Only projection and limit go to the file; DataFusion applies every filter
-//! and computes every expression, exactly as it does over the in-memory
-//! rows, so the answers are the same. Once the in-memory version is
-//! published, a scan planned against the file reads that instead, and a
-//! cached plan holding a `FileTable` is planned again.
+//! Projection and limit go to the file, and so do the filters the file's
+//! engine evaluates exactly as DataFusion does (comparisons, `IN`,
+//! `BETWEEN`, `IS NULL` of integer, text, date and decimal columns against
+//! literals, combined with AND, OR, NOT), so that a lookup by key uses the
+//! file's key index and a selective filter reads only what it selects.
+//! DataFusion applies every filter again and computes every expression,
+//! exactly as it does over the in-memory rows, so the answers are the same.
+//! Once an in-memory version is published, a scan planned against the file
+//! reads that instead, and a cached plan holding a `FileTable` is planned
+//! again.
 
 use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::stats::Precision;
@@ -22,16 +29,18 @@ use datafusion::common::{Statistics, project_schema};
 use datafusion::datasource::TableType;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
-use datafusion::logical_expr::Expr;
+use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator, TableProviderFilterPushDown};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
 };
+use datafusion::scalar::ScalarValue;
 
 use super::table::AcceleratedTable;
-use crate::accelerator::{ArrowAcceleration, FileReader};
+use crate::accelerator::store::quote;
+use crate::accelerator::{ArrowAcceleration, FileReader, FileVersion};
 
 /// Batches read ahead of the query consuming them.
 const READ_AHEAD: usize = 4;
@@ -40,13 +49,26 @@ const READ_AHEAD: usize = 4;
 pub struct FileTable {
     acceleration: Arc<ArrowAcceleration>,
     reader: Arc<FileReader>,
+    /// Read in place for good, rather than until the rows are in memory.
+    in_place: bool,
 }
 
 impl FileTable {
+    /// The file, read until its rows are in memory.
     pub fn new(acceleration: Arc<ArrowAcceleration>, reader: FileReader) -> Self {
         FileTable {
             acceleration,
             reader: Arc::new(reader),
+            in_place: false,
+        }
+    }
+
+    /// The version `version` of a file acceleration queried in place.
+    pub fn in_place(acceleration: Arc<ArrowAcceleration>, version: &FileVersion) -> Self {
+        FileTable {
+            acceleration,
+            reader: Arc::clone(&version.reader),
+            in_place: true,
         }
     }
 
@@ -55,10 +77,23 @@ impl FileTable {
         self.reader.rows()
     }
 
-    /// Whether the in-memory version is still not published (so a plan
-    /// reading the file stands).
+    /// Whether a plan reading the file stands: for a file queried in place,
+    /// while the version in the file has the columns planned with; for one
+    /// read into memory, while those rows are not published.
     pub fn is_current(&self) -> bool {
+        if self.in_place {
+            return self
+                .acceleration
+                .file_version()
+                .is_some_and(|version| version.reader.schema().fields() == self.schema().fields());
+        }
         self.acceleration.current().is_none()
+    }
+
+    /// `filter` as a condition the file's engine evaluates as DataFusion
+    /// does, or `None` when it may not.
+    fn condition(&self, filter: &Expr) -> Option<String> {
+        condition_sql(filter, &self.reader)
     }
 }
 
@@ -72,6 +107,21 @@ impl TableProvider for FileTable {
         TableType::Base
     }
 
+    /// Inexact: the file selects a superset of the rows (exactly the rows,
+    /// in fact), and DataFusion filters again.
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> Result<Vec<TableProviderFilterPushDown>> {
+        Ok(filters
+            .iter()
+            .map(|filter| match self.condition(filter) {
+                Some(_) => TableProviderFilterPushDown::Inexact,
+                None => TableProviderFilterPushDown::Unsupported,
+            })
+            .collect())
+    }
+
     async fn scan(
         &self,
         state: &dyn Session,
@@ -80,15 +130,28 @@ impl TableProvider for FileTable {
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         // Published meanwhile: the same rows, from memory.
-        if let Some(table) = AcceleratedTable::try_new(Arc::clone(&self.acceleration)) {
+        if !self.in_place
+            && let Some(table) = AcceleratedTable::try_new(Arc::clone(&self.acceleration))
+        {
             return table.scan(state, projection, filters, limit).await;
         }
         let schema = project_schema(self.reader.schema(), projection)?;
+        let conditions: Vec<String> = filters.iter().filter_map(|f| self.condition(f)).collect();
+        let condition = (!conditions.is_empty()).then(|| conditions.join(" AND "));
+        // Exact only for the whole table of a file read until loaded, which
+        // does not change meanwhile; a file queried in place may commit a
+        // new version between planning and execution.
         let rows = limit.map_or(self.reader.rows(), |n| n.min(self.reader.rows()));
+        let rows = if self.in_place || condition.is_some() {
+            Precision::Inexact(rows)
+        } else {
+            Precision::Exact(rows)
+        };
         Ok(Arc::new(FileScanExec {
             dataset: self.acceleration.dataset().to_owned(),
             reader: Arc::clone(&self.reader),
             projection: projection.cloned(),
+            condition,
             limit,
             rows,
             properties: Arc::new(PlanProperties::new(
@@ -107,15 +170,20 @@ struct FileScanExec {
     dataset: String,
     reader: Arc<FileReader>,
     projection: Option<Vec<usize>>,
+    /// The pushed filters, as SQL of the file's engine.
+    condition: Option<String>,
     limit: Option<usize>,
     /// The rows the scan yields.
-    rows: usize,
+    rows: Precision<usize>,
     properties: Arc<PlanProperties>,
 }
 
 impl DisplayAs for FileScanExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "FileScanExec: dataset={}", self.dataset)?;
+        if let Some(condition) = &self.condition {
+            write!(f, ", condition={condition}")?;
+        }
         if let Some(limit) = self.limit {
             write!(f, ", limit={limit}")?;
         }
@@ -155,11 +223,10 @@ impl ExecutionPlan for FileScanExec {
         ))
     }
 
-    /// The exact row count: the file does not change while it is read in
-    /// place (nothing refreshes the dataset before its rows are in memory).
+    /// The row count (see `FileTable::scan` for when it is exact).
     fn partition_statistics(&self, _partition: Option<usize>) -> Result<Arc<Statistics>> {
         let mut statistics = Statistics::new_unknown(&self.schema());
-        statistics.num_rows = Precision::Exact(self.rows);
+        statistics.num_rows = self.rows;
         Ok(Arc::new(statistics))
     }
 
@@ -169,19 +236,25 @@ impl ExecutionPlan for FileScanExec {
         _context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
         let (sender, receiver) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(READ_AHEAD);
-        let (reader, projection, limit, dataset) = (
+        let (reader, projection, condition, limit, dataset) = (
             Arc::clone(&self.reader),
             self.projection.clone(),
+            self.condition.clone(),
             self.limit,
             self.dataset.clone(),
         );
         tokio::task::spawn_blocking(move || {
-            let read = reader.read(projection.as_deref(), limit, &mut |batch| {
-                // Closed when the query stopped reading.
-                sender
-                    .blocking_send(Ok(batch))
-                    .map_err(|_| "the query stopped reading".to_owned())
-            });
+            let read = reader.read(
+                projection.as_deref(),
+                condition.as_deref(),
+                limit,
+                &mut |batch| {
+                    // Closed when the query stopped reading.
+                    sender
+                        .blocking_send(Ok(batch))
+                        .map_err(|_| "the query stopped reading".to_owned())
+                },
+            );
             if let Err(message) = read
                 && !sender.is_closed()
             {
@@ -197,6 +270,124 @@ impl ExecutionPlan for FileScanExec {
             self.schema(),
             batches,
         )))
+    }
+}
+
+/// `filter` as SQL that DuckDB and SQLite evaluate to the same truth value
+/// DataFusion does, for every row of the file `reader` reads; `None` for
+/// anything else. Written here rather than with DataFusion's unparser
+/// because what matters is the few shapes whose meaning is the same in all
+/// three engines, each column's stored type checked.
+fn condition_sql(filter: &Expr, reader: &FileReader) -> Option<String> {
+    let column = |expr: &Expr, comparable: bool| -> Option<(String, DataType)> {
+        let Expr::Column(column) = expr else {
+            return None;
+        };
+        let field = reader.schema().field_with_name(&column.name).ok()?;
+        if comparable && !reader.compares_as_served(field.data_type()) {
+            return None;
+        }
+        Some((quote(&column.name), field.data_type().clone()))
+    };
+    let value = |expr: &Expr, column_type: &DataType| -> Option<String> {
+        let Expr::Literal(value, _) = expr else {
+            return None;
+        };
+        literal_sql(value, column_type)
+    };
+    match filter {
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => match op {
+            Operator::And | Operator::Or => Some(format!(
+                "({} {op} {})",
+                condition_sql(left, reader)?,
+                condition_sql(right, reader)?
+            )),
+            Operator::Eq
+            | Operator::NotEq
+            | Operator::Lt
+            | Operator::LtEq
+            | Operator::Gt
+            | Operator::GtEq => {
+                let (name, op, literal) = match column(left, true) {
+                    Some((name, data_type)) => (name, *op, value(right, &data_type)?),
+                    None => {
+                        let (name, data_type) = column(right, true)?;
+                        (name, op.swap()?, value(left, &data_type)?)
+                    }
+                };
+                Some(format!("{name} {op} {literal}"))
+            }
+            _ => None,
+        },
+        Expr::Not(inner) => Some(format!("(NOT {})", condition_sql(inner, reader)?)),
+        Expr::IsNull(inner) => Some(format!("{} IS NULL", column(inner, false)?.0)),
+        Expr::IsNotNull(inner) => Some(format!("{} IS NOT NULL", column(inner, false)?.0)),
+        Expr::InList(list) => {
+            let (name, data_type) = column(&list.expr, true)?;
+            let values = list
+                .list
+                .iter()
+                .map(|item| value(item, &data_type))
+                .collect::<Option<Vec<_>>>()?;
+            let not = if list.negated { "NOT " } else { "" };
+            (!values.is_empty()).then(|| format!("{name} {not}IN ({})", values.join(", ")))
+        }
+        Expr::Between(Between {
+            expr,
+            negated,
+            low,
+            high,
+        }) => {
+            let (name, data_type) = column(expr, true)?;
+            let not = if *negated { "NOT " } else { "" };
+            Some(format!(
+                "{name} {not}BETWEEN {} AND {}",
+                value(low, &data_type)?,
+                value(high, &data_type)?
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// `value` as a literal of the file's SQL, compared with a column of
+/// `column_type` exactly as DataFusion compares them; `None` for other
+/// pairings.
+fn literal_sql(value: &ScalarValue, column_type: &DataType) -> Option<String> {
+    use ScalarValue::*;
+    if value.is_null() {
+        return Some("NULL".to_owned());
+    }
+    let integer_column = column_type.is_integer();
+    match value {
+        Int8(Some(v)) if integer_column => Some(v.to_string()),
+        Int16(Some(v)) if integer_column => Some(v.to_string()),
+        Int32(Some(v)) if integer_column => Some(v.to_string()),
+        Int64(Some(v)) if integer_column => Some(v.to_string()),
+        UInt8(Some(v)) if integer_column => Some(v.to_string()),
+        UInt16(Some(v)) if integer_column => Some(v.to_string()),
+        UInt32(Some(v)) if integer_column => Some(v.to_string()),
+        UInt64(Some(v)) if integer_column => Some(v.to_string()),
+        Utf8(Some(text)) | LargeUtf8(Some(text)) | Utf8View(Some(text))
+            if *column_type == DataType::Utf8 && !text.contains('\0') =>
+        {
+            Some(format!("'{}'", text.replace('\'', "''")))
+        }
+        Date32(Some(days)) if *column_type == DataType::Date32 => {
+            let date = chrono::NaiveDate::from_ymd_opt(1970, 1, 1)?
+                .checked_add_signed(chrono::TimeDelta::days(i64::from(*days)))?;
+            Some(format!("DATE '{}'", date.format("%Y-%m-%d")))
+        }
+        Decimal128(Some(v), precision, scale)
+            if matches!(column_type, DataType::Decimal128(..)) && *scale >= 0 =>
+        {
+            let text = datafusion::arrow::array::Decimal128Array::from(vec![*v])
+                .with_precision_and_scale(*precision, *scale)
+                .ok()?
+                .value_as_string(0);
+            Some(format!("CAST('{text}' AS DECIMAL({precision}, {scale}))"))
+        }
+        _ => None,
     }
 }
 
@@ -247,6 +438,17 @@ mod tests {
         RecordBatch::try_new(schema, columns).unwrap()
     }
 
+    /// The checkpoint of `batch`'s rows, keyed by `id`.
+    fn keyed_by_id(batch: &RecordBatch) -> Checkpoint {
+        Checkpoint {
+            last_refresh: Utc::now(),
+            schema: batch.schema(),
+            primary_key: vec!["id".to_owned()],
+            refresh_sql: None,
+            position: None,
+        }
+    }
+
     async fn answer(ctx: &SessionContext, sql: &str) -> String {
         let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
         pretty_format_batches(&batches).unwrap().to_string()
@@ -257,22 +459,20 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_file_read_in_place_answers_as_the_rows_in_memory() {
         let folder = tempfile::tempdir().unwrap();
-        let store = Store::open("t", Engine::Duckdb, &folder.path().join("t.db"), false).unwrap();
+        let store = Store::open(
+            "t",
+            Engine::Duckdb,
+            &folder.path().join("t.db"),
+            false,
+            None,
+        )
+        .unwrap();
         let batch = rows(5000);
-        let checkpoint = Checkpoint {
-            last_refresh: Utc::now(),
-            schema: batch.schema(),
-            primary_key: vec!["id".to_owned()],
-            refresh_sql: None,
-            position: None,
-        };
+        let checkpoint = keyed_by_id(&batch);
         store
             .write(&Change::Replace(vec![batch.clone()]), &checkpoint)
             .unwrap();
-        let reader = store
-            .reader(&checkpoint)
-            .expect("DuckDB has a reader")
-            .unwrap();
+        let reader = store.reader(&checkpoint).unwrap();
         assert_eq!(reader.rows(), 5000);
         let acceleration = Arc::new(ArrowAcceleration::new("t".to_owned()));
         let file = Arc::new(FileTable::new(Arc::clone(&acceleration), reader));
@@ -306,6 +506,116 @@ mod tests {
         check(ctx).await;
     }
 
+    /// A file queried in place evaluates in the file the filters its
+    /// engine evaluates as DataFusion does, and answers every query as the
+    /// same rows in memory do, pushed down or not.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_file_queried_in_place_filters_as_the_rows_in_memory_do() {
+        let queries = [
+            "SELECT * FROM {t} WHERE id = 42",
+            "SELECT id, name FROM {t} WHERE id IN (1, 2, 4999, 7000) ORDER BY id",
+            "SELECT id FROM {t} WHERE id NOT IN (1, 2) AND id < 20 ORDER BY id",
+            "SELECT id, amount FROM {t} WHERE name = 'name 3' AND id BETWEEN 100 AND 300 ORDER BY id",
+            "SELECT count(*) FROM {t} WHERE name < 'name 2' OR amount >= 1000.50",
+            "SELECT id FROM {t} WHERE NOT (id > 40) AND name IS NULL ORDER BY id",
+            "SELECT count(*), sum(amount) FROM {t} WHERE name IS NOT NULL AND id >= 4990",
+            "SELECT count(*) FROM {t} WHERE name = 'it''s' OR name = 'name 1'",
+            "SELECT id FROM {t} WHERE amount BETWEEN 10 AND 20.5 ORDER BY id",
+            "SELECT id FROM {t} WHERE 4995 < id ORDER BY id",
+            "SELECT count(*) FROM {t} WHERE at > '2023-11-14 23:13:30+00'",
+            "SELECT count(*) FROM {t} WHERE id > 100",
+            "SELECT name, count(*) FROM {t} WHERE id <> 7 GROUP BY name ORDER BY name",
+        ];
+        for engine in [Engine::Duckdb, Engine::Sqlite] {
+            let folder = tempfile::tempdir().unwrap();
+            let store = Store::open("t", engine, &folder.path().join("t.db"), false, None).unwrap();
+            let batch = rows(5000);
+            let checkpoint = keyed_by_id(&batch);
+            let mut feed = vec![
+                Some(batch.slice(0, 3000)),
+                Some(batch.slice(3000, 2000)),
+                None,
+            ]
+            .into_iter();
+            let committed = store
+                .replace_from(checkpoint, &mut || feed.next(), Utc::now)
+                .unwrap();
+            let acceleration = Arc::new(ArrowAcceleration::new("t".to_owned()));
+            let version = acceleration.publish_file(FileVersion {
+                reader: Arc::new(store.reader(&committed).unwrap()),
+                checkpoint: committed,
+                bytes: store.bytes(),
+            });
+            assert_eq!(acceleration.served_rows(), Some(5000));
+            let file = Arc::new(FileTable::in_place(Arc::clone(&acceleration), &version));
+            assert!(file.is_current());
+            let ctx = SessionContext::new();
+            ctx.register_table("f", Arc::clone(&file) as Arc<dyn TableProvider>)
+                .unwrap();
+            ctx.register_batch("m", batch).unwrap();
+            for query in queries {
+                assert_eq!(
+                    answer(&ctx, &query.replace("{t}", "f AS t")).await,
+                    answer(&ctx, &query.replace("{t}", "m AS t")).await,
+                    "{engine:?}: {query}"
+                );
+            }
+            let plan = explained(
+                &ctx,
+                "SELECT name FROM f WHERE id = 42 AND name IS NOT NULL",
+            )
+            .await;
+            assert!(
+                plan.contains(r#"condition="id" = 42 AND "name" IS NOT NULL"#),
+                "{engine:?}: the key and the null test go to the file: {plan}"
+            );
+            let plan =
+                explained(&ctx, "SELECT id FROM f WHERE at > '2023-11-14 23:13:30+00'").await;
+            assert!(
+                !plan.contains("condition="),
+                "{engine:?}: a timestamp with time zone is compared by DataFusion only: {plan}"
+            );
+        }
+    }
+
+    /// A streamed replacement that ends without its last message (a read
+    /// that failed) leaves the file's previous version, and its key index
+    /// serves lookups.
+    #[test]
+    fn a_streamed_replacement_cut_short_keeps_the_previous_version() {
+        for engine in [Engine::Duckdb, Engine::Sqlite] {
+            let folder = tempfile::tempdir().unwrap();
+            let store = Store::open("t", engine, &folder.path().join("t.db"), false, None).unwrap();
+            let batch = rows(100);
+            let checkpoint = keyed_by_id(&batch);
+            let mut feed = vec![Some(batch.clone()), None].into_iter();
+            let microseconds = || chrono::SubsecRound::trunc_subsecs(Utc::now(), 6);
+            let first = store
+                .replace_from(checkpoint.clone(), &mut || feed.next(), microseconds)
+                .unwrap();
+            let mut cut = vec![Some(rows(10))].into_iter();
+            let error = store
+                .replace_from(checkpoint, &mut || cut.next(), Utc::now)
+                .unwrap_err();
+            assert!(
+                error.to_string().contains("the read of the source stopped"),
+                "{error}"
+            );
+            assert_eq!(store.checkpoint().unwrap(), Some(first.clone()));
+            let reader = store.reader(&first).unwrap();
+            assert_eq!(reader.rows(), 100, "{engine:?}");
+            let mut found = Vec::new();
+            reader
+                .read(Some(&[1]), Some(r#""id" = 99"#), None, &mut |batch| {
+                    found.push(batch);
+                    Ok(())
+                })
+                .unwrap();
+            let names = pretty_format_batches(&found).unwrap().to_string();
+            assert!(names.contains("name 8"), "{engine:?}: {names}");
+        }
+    }
+
     /// A DuckDB acceleration file in `folder` holding `count` rows, and
     /// dataset `t` configured over it (nothing loaded or served yet).
     fn file_dataset(
@@ -313,15 +623,9 @@ mod tests {
         count: i64,
     ) -> (Store, Checkpoint, crate::dataset::Dataset) {
         let path = folder.join("t.db");
-        let store = Store::open("t", Engine::Duckdb, &path, false).unwrap();
+        let store = Store::open("t", Engine::Duckdb, &path, false, None).unwrap();
         let batch = rows(count);
-        let checkpoint = Checkpoint {
-            last_refresh: Utc::now(),
-            schema: batch.schema(),
-            primary_key: vec!["id".to_owned()],
-            refresh_sql: None,
-            position: None,
-        };
+        let checkpoint = keyed_by_id(&batch);
         store
             .write(&Change::Replace(vec![batch]), &checkpoint)
             .unwrap();
@@ -350,7 +654,7 @@ mod tests {
         let sql = "SELECT sum(id) AS total FROM t WHERE name IS NOT NULL";
         assert!(ctx.sql(sql).await.is_err(), "nothing is served yet");
 
-        let reader = store.reader(&checkpoint).unwrap().unwrap();
+        let reader = store.reader(&checkpoint).unwrap();
         dataset.serve_in_place(FileTable::new(Arc::clone(&dataset.acceleration), reader));
         assert_eq!(dataset.report().rows, Some(100));
         let from_file = answer(&ctx, sql).await;
@@ -373,7 +677,7 @@ mod tests {
         let folder = tempfile::tempdir().unwrap();
         let (store, checkpoint, dataset) = file_dataset(folder.path(), 10);
         let serve = || {
-            let reader = store.reader(&checkpoint).unwrap().unwrap();
+            let reader = store.reader(&checkpoint).unwrap();
             dataset.serve_in_place(FileTable::new(Arc::clone(&dataset.acceleration), reader));
             dataset.restored(Some(checkpoint.last_refresh));
             assert!(dataset.was_ever_ready());

@@ -120,7 +120,7 @@ pub async fn run(
     let mut incoming = Vec::new();
     full::drain(snapshot.stream, dataset, acceleration.progress(), |batch| {
         incoming.push(batch);
-        Ok(())
+        std::future::ready(Ok(()))
     })
     .await?;
     let Ok(incoming) = incoming

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use super::RefreshError;
 use crate::accelerator::{
-    ArrowAcceleration, Change, Checkpoint, ReadProgress, TableData, TableDataBuilder,
+    ArrowAcceleration, Change, Checkpoint, FileVersion, ReadProgress, TableData, TableDataBuilder,
 };
 use crate::source::{ReadFilter, Source, SourceError};
 
@@ -86,6 +86,114 @@ pub async fn run(
     .await
 }
 
+/// What the read of a refresh hands the file's writer.
+enum Feed {
+    Batch(RecordBatch),
+    /// Every row is sent: commit, holding the commit section until the
+    /// new version is published.
+    End(tokio::sync::OwnedMutexGuard<()>),
+}
+
+/// `refresh_mode: full` of a file acceleration queried in place: the
+/// source's rows stream into the file in one transaction, which is
+/// indexed by the key and committed, and the committed version is
+/// published. No more than a few batches are ever in memory, so a table
+/// larger than memory refreshes. Queries read the previous version until
+/// the commit; a read that fails or is cancelled rolls the transaction
+/// back, and a commit once started completes (and publishes) even if the
+/// refresh awaiting it is dropped.
+pub async fn run_in_file(
+    source: &Source,
+    acceleration: &Arc<ArrowAcceleration>,
+    configured_key: &[String],
+    filter: &ReadFilter,
+    expected: Option<&SchemaRef>,
+) -> Result<Published, RefreshError> {
+    let dataset = acceleration.dataset();
+    let Some(store) = acceleration.store().cloned() else {
+        return Err(RefreshError::build(
+            dataset,
+            "its acceleration file is not open",
+        ));
+    };
+    let snapshot = read_expected(source, dataset, filter, expected).await?;
+    let primary_key = key_of(configured_key, &snapshot.primary_key).to_vec();
+    if let Some(missing) = primary_key
+        .iter()
+        .find(|name| snapshot.schema.index_of(name).is_err())
+    {
+        return Err(RefreshError::build(
+            dataset,
+            format!("primary key column `{missing}` is not a column of the table"),
+        ));
+    }
+    let checkpoint = Checkpoint {
+        last_refresh: now(),
+        schema: Arc::clone(&snapshot.schema),
+        primary_key,
+        refresh_sql: refresh_sql_text(filter),
+        position: None,
+    };
+    let (sender, mut receiver) = tokio::sync::mpsc::channel::<Feed>(4);
+    let writer = {
+        let acceleration = Arc::clone(acceleration);
+        tokio::task::spawn_blocking(move || {
+            let mut section = None;
+            let committed = store.replace_from(
+                checkpoint,
+                &mut || match receiver.blocking_recv() {
+                    Some(Feed::Batch(batch)) => Some(Some(batch)),
+                    Some(Feed::End(guard)) => {
+                        section = Some(guard);
+                        Some(None)
+                    }
+                    None => None,
+                },
+                now,
+            )?;
+            let reader = store.reader(&committed)?;
+            let published = Published {
+                rows: reader.rows(),
+                bytes: usize::try_from(store.bytes()).unwrap_or(usize::MAX),
+                index_bytes: 0,
+                completed: committed.last_refresh,
+            };
+            acceleration.publish_file(FileVersion {
+                reader: Arc::new(reader),
+                bytes: store.bytes(),
+                checkpoint: committed,
+            });
+            drop(section);
+            Ok::<_, crate::accelerator::StoreError>(published)
+        })
+    };
+    // Set when the writer stopped taking batches: its error is the cause.
+    let writer_stopped = std::sync::atomic::AtomicBool::new(false);
+    let stopped = || {
+        writer_stopped.store(true, Ordering::Relaxed);
+        RefreshError::build(dataset, "the write to the acceleration file stopped")
+    };
+    let mut read = drain(snapshot.stream, dataset, acceleration.progress(), |batch| {
+        let (sender, stopped) = (&sender, &stopped);
+        async move { sender.send(Feed::Batch(batch)).await.map_err(|_| stopped()) }
+    })
+    .await;
+    if read.is_ok() {
+        let section = acceleration.commit_lock().await;
+        read = sender.send(Feed::End(section)).await.map_err(|_| stopped());
+    }
+    drop(sender);
+    let written = writer
+        .await
+        .map_err(|e| RefreshError::build(dataset, e))?
+        .map_err(|e| RefreshError::build(dataset, e));
+    match (read, written) {
+        (Ok(()), written) => written,
+        (Err(_), Err(written)) if writer_stopped.load(Ordering::Relaxed) => Err(written),
+        (Err(read), _) => Err(read),
+    }
+}
+
 /// The rows of the version `acceleration` serves (0 before the first
 /// load): what the next full read of it most likely holds, so that its
 /// index is sized once instead of growing by doubling, each step holding
@@ -108,6 +216,31 @@ pub(super) async fn read(
     expected: Option<&SchemaRef>,
     expected_rows: usize,
 ) -> Result<TableData, RefreshError> {
+    let snapshot = read_expected(source, dataset, filter, expected).await?;
+    let primary_key = key_of(configured_key, &snapshot.primary_key);
+    let mut builder = TableDataBuilder::keyed(snapshot.schema, primary_key, expected_rows)
+        .map_err(|e| RefreshError::build(dataset, e))?;
+    drain(snapshot.stream, dataset, progress, |batch| {
+        std::future::ready(
+            builder
+                .push(batch)
+                .map_err(|e| RefreshError::build(dataset, e)),
+        )
+    })
+    .await?;
+    builder
+        .finish(partitions)
+        .map_err(|e| RefreshError::build(dataset, e))
+}
+
+/// Starts the read of the whole (filtered) table; fails when the source
+/// answers with other columns than `expected`.
+async fn read_expected(
+    source: &Source,
+    dataset: &str,
+    filter: &ReadFilter,
+    expected: Option<&SchemaRef>,
+) -> Result<crate::source::Snapshot, RefreshError> {
     let snapshot = source.read_all(filter).await?;
     if let Some(change) = expected.and_then(|held| column_change(held, &snapshot.schema)) {
         return Err(RefreshError::SchemaChanged {
@@ -115,22 +248,16 @@ pub(super) async fn read(
             change,
         });
     }
-    let primary_key = if configured_key.is_empty() {
-        snapshot.primary_key.as_slice()
+    Ok(snapshot)
+}
+
+/// The key a version is indexed by: the configured one, else the source's.
+fn key_of<'a>(configured: &'a [String], source: &'a [String]) -> &'a [String] {
+    if configured.is_empty() {
+        source
     } else {
-        configured_key
-    };
-    let mut builder = TableDataBuilder::keyed(snapshot.schema, primary_key, expected_rows)
-        .map_err(|e| RefreshError::build(dataset, e))?;
-    drain(snapshot.stream, dataset, progress, |batch| {
-        builder
-            .push(batch)
-            .map_err(|e| RefreshError::build(dataset, e))
-    })
-    .await?;
-    builder
-        .finish(partitions)
-        .map_err(|e| RefreshError::build(dataset, e))
+        configured
+    }
 }
 
 /// Publishes `data` as of `completed` (the last refresh time the checkpoint
@@ -259,12 +386,15 @@ pub(super) fn refresh_sql_text(filter: &ReadFilter) -> Option<String> {
 /// may take as long as the source needs to plan and start the query; after
 /// it, each batch must come within the stall limit, or the connection is
 /// taken for lost. `progress` reports the rows read while it runs.
-pub(super) async fn drain(
+pub(super) async fn drain<F>(
     mut stream: SendableRecordBatchStream,
     dataset: &str,
     progress: &ReadProgress,
-    mut each: impl FnMut(RecordBatch) -> Result<(), RefreshError>,
-) -> Result<(), RefreshError> {
+    mut each: impl FnMut(RecordBatch) -> F,
+) -> Result<(), RefreshError>
+where
+    F: std::future::Future<Output = Result<(), RefreshError>>,
+{
     let _reading = progress.begin();
     let mut last_batch: Option<Instant> = None;
     loop {
@@ -291,6 +421,6 @@ pub(super) async fn drain(
             batch.map_err(|e| RefreshError::Source(SourceError::stream_failed(dataset, &e)))?;
         last_batch = Some(Instant::now());
         progress.add(&batch);
-        each(batch)?;
+        each(batch).await?;
     }
 }

@@ -214,7 +214,7 @@ pub async fn run(
             _ = sleep_until(wake) => false,
             _ = sleep_until(retention_wake) => {
                 let policy = retention.as_ref().expect("scheduled only with a policy");
-                if refresher.dataset.acceleration.current().is_some() {
+                if refresher.dataset.acceleration.serving() {
                     retention::run(&refresher.dataset, None).await;
                     retention_pending = false;
                 }
@@ -406,7 +406,7 @@ impl Refresher {
                     // refresh_retry_max_attempts.
                     let unreachable =
                         matches!(error, RefreshError::Source(SourceError::Connect { .. }));
-                    let serving = self.dataset.acceleration.current().is_some();
+                    let serving = self.dataset.acceleration.serving();
                     let may_retry = (unreachable && !serving)
                         || (error.is_transient()
                             && policy.enabled
@@ -461,7 +461,7 @@ impl Refresher {
     /// error at once; anything else as it comes.
     fn report_failure(&mut self, error: &RefreshError, retrying: bool) {
         let name = self.dataset.name();
-        let serving = self.dataset.acceleration.current().is_some();
+        let serving = self.dataset.acceleration.serving();
         if !serving
             && !self.waits_reported
             && let Some(reason) = &self.waits
@@ -511,7 +511,7 @@ impl Refresher {
                 let name = self.dataset.name();
                 metrics::refresh_failed(&name, error.reason());
                 let message = match &self.waits {
-                    Some(reason) if self.dataset.acceleration.current().is_none() => {
+                    Some(reason) if !self.dataset.acceleration.serving() => {
                         format!(
                             "Not served: waits for its source because it uses {reason}. Cause: {error}"
                         )
@@ -543,13 +543,10 @@ impl Refresher {
         let refresh_sql = full::refresh_sql_text(&filter);
         // The columns the source should answer with: those served, unless
         // the refresh_sql changed since or `on_schema_change: rebuild`.
-        let expected = acceleration
-            .current()
-            .filter(|_| {
-                self.dataset.config.acceleration.on_schema_change == OnSchemaChange::Block
-                    && self.dataset.was_loaded_with(&refresh_sql)
-            })
-            .map(|held| Arc::clone(held.schema()));
+        let expected = acceleration.served_schema().filter(|_| {
+            self.dataset.config.acceleration.on_schema_change == OnSchemaChange::Block
+                && self.dataset.was_loaded_with(&refresh_sql)
+        });
         // An append extends what is held; the first load, or one whose
         // source changed its columns, reads in full (within the window).
         if let (Some(plan), Some(held)) = (&self.append, acceleration.current()) {
@@ -568,6 +565,18 @@ impl Refresher {
             }
         }
         let primary_key = &self.dataset.config.acceleration.primary_key;
+        if self.dataset.config.acceleration.in_place() {
+            let published = full::run_in_file(
+                source,
+                acceleration,
+                primary_key,
+                &filter,
+                expected.as_ref(),
+            )
+            .await?;
+            self.dataset.loaded_with(refresh_sql);
+            return Ok(published);
+        }
         let (published, _) = full::run(
             source,
             acceleration,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use tracing::{debug, error, info, warn};
 
-use crate::accelerator::{Checkpoint, Store, TableData};
+use crate::accelerator::{Checkpoint, FileVersion, Store, TableData};
 use crate::config::{
     DatasetConfig, Mode, OnSchemaChange, RefreshMode, RefreshOnStartup, SourceRef, ZeroResults,
 };
@@ -80,14 +80,18 @@ pub async fn open(
     let Some(path) = config.acceleration.file_path(&name) else {
         return Startup::Load { waits: None };
     };
-    let (engine, recreate) = (
+    let (engine, recreate, memory_limit) = (
         config.acceleration.engine,
         config.acceleration.mode == Mode::FileCreate,
+        config.acceleration.duckdb_memory_limit,
     );
+    if let Some(reason) = config.acceleration.in_memory_reason() {
+        info!(dataset = %name, "the acceleration file is read into memory to be queried, because the dataset uses {reason}");
+    }
     let opened = {
         let name = name.clone();
         tokio::task::spawn_blocking(move || {
-            let store = Store::open(&name, engine, &path, recreate)?;
+            let store = Store::open(&name, engine, &path, recreate, memory_limit)?;
             let checkpoint = store.checkpoint()?;
             Ok::<_, crate::accelerator::StoreError>((store, checkpoint))
         })
@@ -117,6 +121,17 @@ pub async fn open(
     // Served from the file at once where it can be read in place; the
     // status says so now rather than once the rows are in memory.
     let startup = after_restore(dataset, &checkpoint);
+    if config.acceleration.in_place() {
+        return serve_version(
+            dataset,
+            store,
+            checkpoint,
+            startup,
+            keeps_time,
+            from_snapshot,
+        )
+        .await;
+    }
     let mut from_snapshot = from_snapshot;
     let in_place = serve_in_place(dataset, &store, &checkpoint).await;
     if in_place {
@@ -165,6 +180,53 @@ pub async fn open(
         report_restored(dataset, &checkpoint, &startup, keeps_time, from_snapshot);
     }
     index_served(dataset, served, &checkpoint.primary_key).await;
+    startup
+}
+
+/// Serves the version `checkpoint` describes from the file, in place (a
+/// file acceleration queried in place: nothing is read into memory).
+async fn serve_version(
+    dataset: &Dataset,
+    store: Arc<Store>,
+    checkpoint: Checkpoint,
+    startup: Startup,
+    keeps_time: bool,
+    from_snapshot: Option<SnapshotReport>,
+) -> Startup {
+    let name = dataset.name();
+    let opened = {
+        let checkpoint = checkpoint.clone();
+        tokio::task::spawn_blocking(move || {
+            let reader = store.reader(&checkpoint)?;
+            Ok::<_, crate::accelerator::StoreError>((reader, store.bytes()))
+        })
+        .await
+    };
+    let (reader, bytes) = match opened {
+        Ok(Ok(opened)) => opened,
+        Ok(Err(e)) => return broken(dataset, e.to_string()),
+        Err(e) => {
+            return broken(
+                dataset,
+                format!("opening the acceleration file failed: {e}"),
+            );
+        }
+    };
+    let rows = reader.rows();
+    metrics::restored(
+        &name,
+        keeps_time.then(|| checkpoint.last_refresh.timestamp_millis()),
+        rows,
+        usize::try_from(bytes).unwrap_or(usize::MAX),
+        0,
+    );
+    info!(dataset = %name, rows, last_refresh = %checkpoint.last_refresh, "serving the acceleration file from the last run, in place");
+    dataset.acceleration.publish_file(FileVersion {
+        reader: Arc::new(reader),
+        checkpoint: checkpoint.clone(),
+        bytes,
+    });
+    report_restored(dataset, &checkpoint, &startup, keeps_time, from_snapshot);
     startup
 }
 
@@ -223,8 +285,7 @@ fn report_restored(
 
 /// Lets queries read the file of `store` in place (as `checkpoint` describes
 /// it) until its rows are in memory; whether they do. Not for a dataset
-/// whose `on_zero_results: use_source` fallback wraps the in-memory rows,
-/// nor for an engine without a reader (SQLite).
+/// whose `on_zero_results: use_source` fallback wraps the in-memory rows.
 pub(super) async fn serve_in_place(
     dataset: &Dataset,
     store: &Arc<Store>,
@@ -235,18 +296,17 @@ pub(super) async fn serve_in_place(
     }
     let reader = {
         let (store, checkpoint) = (Arc::clone(store), checkpoint.clone());
-        tokio::task::spawn_blocking(move || store.reader(&checkpoint).transpose())
+        tokio::task::spawn_blocking(move || store.reader(&checkpoint))
             .await
             .map_err(|e| e.to_string())
             .and_then(|found| found.map_err(|e| e.to_string()))
     };
     match reader {
-        Ok(Some(reader)) => {
+        Ok(reader) => {
             dataset.serve_in_place(FileTable::new(Arc::clone(&dataset.acceleration), reader));
             debug!(dataset = %dataset.name(), "answering from the acceleration file while its rows are read into memory");
             true
         }
-        Ok(None) => false,
         Err(e) => {
             warn!(dataset = %dataset.name(), "the acceleration file cannot be read in place, so it is served once its rows are in memory: {e}");
             false

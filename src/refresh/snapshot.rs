@@ -363,7 +363,7 @@ fn open_file(
     engine: crate::config::Engine,
     file: &Path,
 ) -> Result<(Store, Checkpoint), String> {
-    let store = Store::open(table, engine, file, false).map_err(|e| e.to_string())?;
+    let store = Store::open(table, engine, file, false, None).map_err(|e| e.to_string())?;
     let checkpoint = store
         .checkpoint()
         .map_err(|e| e.to_string())?

@@ -86,9 +86,11 @@ impl Publisher {
     /// again).
     pub async fn publish(&self) {
         let name = self.dataset.name();
-        let (Some(store), Some(data)) = (
-            self.dataset.acceleration.store().cloned(),
-            self.dataset.acceleration.current(),
+        let acceleration = &self.dataset.acceleration;
+        let (Some(store), Some(rows), Some(schema)) = (
+            acceleration.store().cloned(),
+            acceleration.served_rows(),
+            acceleration.served_schema(),
         ) else {
             return;
         };
@@ -107,8 +109,8 @@ impl Publisher {
         }
         let copy = Copy {
             file,
-            rows: data.rows() as u64,
-            schema: Arc::clone(data.schema()),
+            rows: rows as u64,
+            schema,
             taken: Utc::now(),
         };
         let _ = self.next.send(Some(Arc::new(copy)));

@@ -16,6 +16,7 @@ mod faults;
 mod forward;
 mod generator;
 mod hostile;
+mod in_place;
 mod isolation;
 mod limits;
 mod lookups;

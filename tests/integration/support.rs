@@ -142,6 +142,64 @@ pub struct Process {
     endpoint: Endpoint,
     /// Its log, printed when a test fails while it runs.
     log: std::path::PathBuf,
+    /// The memory cgroup confining it; dropped after the process is
+    /// killed, so that it can be removed.
+    cgroup: Option<MemoryCgroup>,
+}
+
+/// A memory cgroup of its own for one process: the limit a container
+/// runtime or Kubernetes puts on a service. Removed when dropped, once the
+/// process has exited.
+pub struct MemoryCgroup {
+    dir: std::path::PathBuf,
+    /// The file holding the peak usage.
+    peak_file: &'static str,
+}
+
+impl MemoryCgroup {
+    /// Confines process `pid` to `bytes` of memory; `None` where this
+    /// machine lets no test create a memory cgroup (no writable cgroup v1
+    /// memory hierarchy, nor a cgroup v2 one with the memory controller).
+    pub fn confine(pid: u32, bytes: u64) -> Option<MemoryCgroup> {
+        let v1 = std::path::Path::new("/sys/fs/cgroup/memory");
+        let (root, limit_file, peak_file) = if v1.join("cgroup.procs").exists() {
+            (
+                v1.to_owned(),
+                "memory.limit_in_bytes",
+                "memory.max_usage_in_bytes",
+            )
+        } else if std::fs::read_to_string("/sys/fs/cgroup/cgroup.subtree_control")
+            .is_ok_and(|controllers| controllers.contains("memory"))
+        {
+            ("/sys/fs/cgroup".into(), "memory.max", "memory.peak")
+        } else {
+            return None;
+        };
+        let dir = root.join(format!("pgaccel-test-{pid}"));
+        std::fs::create_dir(&dir).ok()?;
+        let cgroup = MemoryCgroup { dir, peak_file };
+        std::fs::write(cgroup.dir.join(limit_file), bytes.to_string()).ok()?;
+        std::fs::write(cgroup.dir.join("cgroup.procs"), pid.to_string()).ok()?;
+        Some(cgroup)
+    }
+}
+
+impl MemoryCgroup {
+    /// The most memory the cgroup's processes held (with the page cache
+    /// charged to them), in bytes.
+    pub fn peak(&self) -> Option<u64> {
+        std::fs::read_to_string(self.dir.join(self.peak_file))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+}
+
+impl Drop for MemoryCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.dir);
+    }
 }
 
 impl Process {
@@ -189,26 +247,67 @@ impl Process {
         config: impl FnOnce(u16, u16) -> String,
         env: &[(&str, &str)],
     ) -> Process {
+        Process::start_limited(folder, config, env, None)
+    }
+
+    /// [`Process::start_config`], the process confined to `memory_limit`
+    /// bytes of memory where this machine lets a test create a memory
+    /// cgroup (see [`MemoryCgroup`]).
+    pub fn start_limited(
+        folder: &std::path::Path,
+        config: impl FnOnce(u16, u16) -> String,
+        env: &[(&str, &str)],
+        memory_limit: Option<u64>,
+    ) -> Process {
         let (pg, http) = (free_port(), free_port());
         let path = folder.join("pgaccel.yaml");
         std::fs::write(&path, config(pg, http)).unwrap();
         let log_path = folder.join("pgaccel.log");
         let log = std::fs::File::create(&log_path).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_pgaccel"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_pgaccel"));
+        command
             .args(["run", "--config"])
             .arg(&path)
             .envs(env.iter().copied())
             .current_dir(folder)
             .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("start pgaccel");
+            .stderr(log);
+        let child = command.spawn().expect("start pgaccel");
+        let cgroup = memory_limit.and_then(|bytes| MemoryCgroup::confine(child.id(), bytes));
         let endpoint = Endpoint::new(([127, 0, 0, 1], pg).into(), ([127, 0, 0, 1], http).into());
         Process {
             child,
             endpoint,
             log: log_path,
+            cgroup,
         }
+    }
+
+    /// The memory cgroup confining the process, if it runs in one.
+    pub fn cgroup(&self) -> Option<&MemoryCgroup> {
+        self.cgroup.as_ref()
+    }
+
+    /// Whether the process still runs.
+    pub fn is_running(&mut self) -> bool {
+        self.child.try_wait().is_ok_and(|status| status.is_none())
+    }
+
+    /// A field of the process's `/proc/<pid>/status` in bytes (`VmHWM`,
+    /// the peak resident memory; `VmData`, the data segment).
+    pub fn memory(&self, field: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("the process runs");
+        let line = status
+            .lines()
+            .find(|line| line.starts_with(&format!("{field}:")))
+            .unwrap_or_else(|| panic!("no {field} in {status}"));
+        let kilobytes: u64 = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|n| n.parse().ok())
+            .expect("a size in kB");
+        kilobytes * 1024
     }
 
     /// Sends SIGTERM, as a service manager stopping it would.

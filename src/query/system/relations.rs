@@ -91,7 +91,15 @@ impl Datasets {
                     None if !dataset.config.acceleration.enabled => {
                         (dataset.federated()?.schema(), Vec::new(), 0, 0)
                     }
-                    None => return None,
+                    None => {
+                        let version = dataset.acceleration.file_version()?;
+                        (
+                            Arc::clone(&version.checkpoint.schema),
+                            version.checkpoint.primary_key.clone(),
+                            version.reader.rows(),
+                            usize::try_from(version.bytes).unwrap_or(usize::MAX),
+                        )
+                    }
                 };
                 let name = &dataset.config.name;
                 let columns: Vec<(String, ColumnType)> = schema

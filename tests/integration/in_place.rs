@@ -1,0 +1,314 @@
+//! File accelerations queried in place (`engine: duckdb | sqlite` with a
+//! file mode, refreshed in full): the refresh streams the source into the
+//! file and queries read the file, so a dataset several times larger than
+//! the memory pgaccel may use is loaded, refreshed and answered as
+//! PostgreSQL answers.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::support::{Process, SourceSchema, simple_rows};
+
+/// Polls the status of `name` until `done` holds, for up to `limit`.
+async fn wait_for(
+    server: &Process,
+    name: &str,
+    limit: Duration,
+    mut done: impl FnMut(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = Instant::now() + limit;
+    // Not listening yet: no answer.
+    while server.http.get(server.url("/health")).send().await.is_err() {
+        assert!(Instant::now() < deadline, "pgaccel does not listen");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    loop {
+        let status = server.dataset_status(name).await;
+        if done(&status) {
+            return status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name}: still {status}; log:\n{}",
+            server.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The configuration of a process serving `datasets` with `runtime`
+/// entries besides its listeners.
+fn config(runtime: &str, datasets: &str) -> impl FnOnce(u16, u16) -> String {
+    let (runtime, datasets) = (runtime.to_owned(), datasets.to_owned());
+    move |pg, http| {
+        format!(
+            "runtime:\n  pg: {{ listen: 127.0.0.1:{pg} }}\n  http: {{ listen: 127.0.0.1:{http} }}\n{runtime}datasets:\n{datasets}"
+        )
+    }
+}
+
+/// The rows of the source table: `id` 0.., a key `k` of 97 values, a text
+/// column, a decimal and a date.
+const ROWS: u64 = 5_000_000;
+
+/// DataFusion's memory pool (`runtime.query.memory_limit`) in this test.
+const QUERY_LIMIT_MB: u64 = 32;
+
+/// DuckDB's memory (`params.duckdb_memory_limit`): its cache of the file's
+/// blocks. A key index of these rows would not fit, so lookups by key read
+/// the key column, skipping row groups by their key range.
+const DUCKDB_LIMIT_MB: u64 = 64;
+
+/// What the process may add to the memory it holds idle: both limits, the
+/// batches in flight, the threads reading and writing, and the allocator's
+/// slack.
+const PROCESS_HEADROOM_MB: u64 = 2 * (QUERY_LIMIT_MB + DUCKDB_LIMIT_MB);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_dataset_larger_than_memory_is_served_in_place() {
+    let source = SourceSchema::create("in_place").await;
+    source
+        .execute(&format!(
+            "CREATE TABLE {{schema}}.facts (id bigint PRIMARY KEY, k int NOT NULL, name text,
+                 amount numeric(12, 2), day date);
+             INSERT INTO {{schema}}.facts
+             SELECT i, i % 97, 'a customer named number ' || i || ', who lives at ' || (i % 5000) || ' Long Street in the town of Springfield',
+                    ((i * 37) % 100000) / 100.0,
+                    DATE '2020-01-01' + (i % 1000)::int
+             FROM generate_series(0, {last}) i;
+             ANALYZE {{schema}}.facts",
+            last = ROWS - 1
+        ))
+        .await;
+    let postgres = |sql: &str| {
+        let sql = sql.replace("facts", &format!("{}.facts", source.name));
+        let client = &source.client;
+        async move { simple_rows(client, &sql).await }
+    };
+    // What the rows take in Arrow: 8 + 4 + 16 + 4 bytes of fixed-width
+    // values, and the text with its 4-byte offset.
+    let text_bytes: u64 = postgres("SELECT sum(length(name)) FROM facts").await[0][0]
+        .as_deref()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let arrow_bytes = ROWS * (8 + 4 + 16 + 4 + 4) + text_bytes;
+    let folder = tempfile::tempdir().unwrap();
+    let file = folder.path().join("facts.duckdb");
+    let datasets = source.dataset(
+        "facts",
+        "facts",
+        &format!(
+            "    acceleration:\n      engine: duckdb\n      mode: file\n      params: {{ duckdb_file: '{}', duckdb_memory_limit: {DUCKDB_LIMIT_MB}MB }}\n",
+            file.display()
+        ),
+    );
+    // The memory a process serving nothing allocates (the allocators'
+    // arenas, the catalogs, thread stacks), so that the limit bounds what
+    // serving the dataset adds. The limit is a memory cgroup, as a container
+    // runtime sets, where this machine lets a test create one.
+    let idle = {
+        let empty = tempfile::tempdir().unwrap();
+        let process = Process::start_config(empty.path(), config("", "  []\n"), &[]);
+        process.wait_ready().await;
+        process.memory("RssAnon")
+    };
+    let memory_limit = idle + (PROCESS_HEADROOM_MB << 20);
+    assert!(
+        arrow_bytes > 3 * (PROCESS_HEADROOM_MB << 20),
+        "the rows ({arrow_bytes} bytes) are several times what serving may add ({PROCESS_HEADROOM_MB} MB)"
+    );
+    let mut server = Process::start_limited(
+        folder.path(),
+        config(
+            &format!("  query: {{ memory_limit: {QUERY_LIMIT_MB}MB }}\n"),
+            &datasets,
+        ),
+        &[],
+        Some(memory_limit),
+    );
+    let loaded = wait_for(&server, "facts", Duration::from_secs(600), |status| {
+        status["status"] == "Ready" || status["status"] == "Error"
+    })
+    .await;
+    assert_eq!(loaded["status"], "Ready", "{loaded}");
+    assert_eq!(loaded["rows"], ROWS, "{loaded}");
+
+    let replica = server.client().await;
+    // A lookup by key (the file's index), selective filters, whole-table
+    // and grouped aggregates, a top-k over every row, a sort spilling
+    // beyond the query memory limit: each as PostgreSQL answers it.
+    let found = replica
+        .query(
+            "SELECT name, amount::text, day::text FROM facts WHERE id = $1",
+            &[&4_345_678i64],
+        )
+        .await
+        .unwrap();
+    let found: Vec<Option<String>> = (0..3).map(|i| found[0].get(i)).collect();
+    let expected =
+        postgres("SELECT name, amount::text, day::text FROM facts WHERE id = 4345678").await;
+    assert_eq!(vec![found], expected);
+    let checks = [
+        "SELECT count(*) FROM facts WHERE id BETWEEN 1000 AND 1999 AND k = 5",
+        "SELECT sum(amount), count(*), min(day), max(name) FROM facts",
+        "SELECT k, count(*), sum(amount) FROM facts GROUP BY k ORDER BY k",
+        "SELECT id, amount FROM facts ORDER BY amount DESC, id LIMIT 5",
+        "SELECT max(day) FROM facts WHERE name > 'a customer named number 9'",
+        "SELECT count(DISTINCT day) FROM facts WHERE k < 40",
+        "SELECT id FROM facts WHERE k = 96 ORDER BY name DESC OFFSET 20000 LIMIT 3",
+    ];
+    for sql in checks {
+        assert_eq!(
+            simple_rows(&replica, sql).await,
+            postgres(sql).await,
+            "{sql}"
+        );
+    }
+    // A refresh streams the changed source into the file while the
+    // previous version answers every query until it commits.
+    let count_sql = "SELECT count(*) FROM facts WHERE k = 3";
+    let old = postgres(count_sql).await;
+    source
+        .execute(
+            "UPDATE {schema}.facts SET name = 'renamed' WHERE id = 7;
+             DELETE FROM {schema}.facts WHERE id >= 4999000",
+        )
+        .await;
+    let new = postgres(count_sql).await;
+    let before = server.dataset_status("facts").await["last_refresh"].clone();
+    let (status, body) = server.post("/v1/datasets/facts/acceleration/refresh").await;
+    assert_eq!(status, 201, "{body}");
+    let done = Arc::new(AtomicBool::new(false));
+    let reading = {
+        let (reader, done) = (server.client().await, Arc::clone(&done));
+        tokio::spawn(async move {
+            let mut counts = Vec::new();
+            while !done.load(Ordering::Acquire) {
+                counts.push(simple_rows(&reader, count_sql).await);
+            }
+            counts
+        })
+    };
+    let refreshed = wait_for(&server, "facts", Duration::from_secs(600), |status| {
+        status["last_refresh"] != before && status["status"] == "Ready"
+    })
+    .await;
+    done.store(true, Ordering::Release);
+    let counts = reading.await.unwrap();
+    assert!(!counts.is_empty());
+    assert!(
+        counts.iter().all(|count| *count == old || *count == new),
+        "each count is the old version's ({old:?}) or the new one's ({new:?}): {counts:?}"
+    );
+    assert_eq!(refreshed["rows"], ROWS - 1000, "{refreshed}");
+    assert_eq!(simple_rows(&replica, count_sql).await, new);
+    for sql in [
+        "SELECT name FROM facts WHERE id = 7",
+        "SELECT count(*), sum(amount) FROM facts",
+    ] {
+        assert_eq!(
+            simple_rows(&replica, sql).await,
+            postgres(sql).await,
+            "{sql}"
+        );
+    }
+    assert!(server.is_running(), "{}", server.log_text());
+    match server.cgroup().and_then(|cgroup| cgroup.peak()) {
+        Some(peak) => eprintln!(
+            "in place: {arrow_bytes} bytes of rows served in a memory cgroup of {memory_limit} bytes ({idle} allocated idle); its peak {peak} bytes"
+        ),
+        None => {
+            // No cgroup: what the process holds allocated now.
+            let held = server.memory("RssAnon");
+            eprintln!(
+                "in place: {arrow_bytes} bytes of rows served; {held} bytes allocated after the refresh ({idle} idle)"
+            );
+            assert!(
+                held < memory_limit,
+                "{held} bytes allocated, beyond {memory_limit}"
+            );
+        }
+    }
+    let log = server.log_text();
+    assert!(!log.contains("refresh failed"), "{log}");
+}
+
+/// An SQLite file queried in place: loaded, looked up by key through its
+/// index, refreshed while queries read it, and served again after a
+/// restart without reading the source.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sqlite_file_is_queried_in_place_and_kept_across_a_restart() {
+    let source = SourceSchema::create("in_place_sqlite").await;
+    source
+        .execute(
+            "CREATE TABLE {schema}.items (id int PRIMARY KEY, name text, price numeric(8, 2));
+             INSERT INTO {schema}.items
+             SELECT i, 'item ' || i, (i % 1000) / 10.0 FROM generate_series(1, 20000) i",
+        )
+        .await;
+    let folder = tempfile::tempdir().unwrap();
+    let file = folder.path().join("items.sqlite");
+    let datasets = source.dataset(
+        "items",
+        "items",
+        &format!(
+            "    acceleration:\n      engine: sqlite\n      mode: file\n      params: {{ sqlite_file: '{}' }}\n",
+            file.display()
+        ),
+    );
+    let postgres = |sql: &str| {
+        let sql = sql.replace("items", &format!("{}.items", source.name));
+        let client = &source.client;
+        async move { simple_rows(client, &sql).await }
+    };
+    let checks = [
+        "SELECT name, price FROM items WHERE id = 4321",
+        "SELECT count(*), sum(price) FROM items WHERE name >= 'item 5' AND id <> 5000",
+        "SELECT id FROM items WHERE id IN (3, 30, 300, 30000) ORDER BY id",
+    ];
+    {
+        let server = Process::start(folder.path(), "", &datasets);
+        server.wait_ready().await;
+        let replica = server.client().await;
+        for sql in checks {
+            assert_eq!(
+                simple_rows(&replica, sql).await,
+                postgres(sql).await,
+                "{sql}"
+            );
+        }
+        let plan = simple_rows(&replica, "EXPLAIN SELECT name FROM items WHERE id = 4321").await;
+        let plan = format!("{plan:?}");
+        assert!(plan.contains(r#"condition=\"id\" = 4321"#), "{plan}");
+        source
+            .execute("UPDATE {schema}.items SET name = 'changed' WHERE id = 4321")
+            .await;
+        server.refresh("items").await;
+        for sql in checks {
+            assert_eq!(
+                simple_rows(&replica, sql).await,
+                postgres(sql).await,
+                "{sql}"
+            );
+        }
+        server.kill();
+    }
+    // The source goes away; the file's version answers after a restart.
+    source.execute("DROP TABLE {schema}.items").await;
+    let server = Process::start(folder.path(), "", &datasets);
+    server.wait_ready().await;
+    let replica = server.client().await;
+    let rows = simple_rows(&replica, "SELECT name FROM items WHERE id = 4321").await;
+    assert_eq!(rows, vec![vec![Some("changed".to_owned())]]);
+    assert_eq!(
+        server.dataset_status("items").await["rows"],
+        serde_json::json!(20000)
+    );
+    let log = server.log_text();
+    assert!(
+        log.contains("serving the acceleration file from the last run, in place"),
+        "{log}"
+    );
+}
