@@ -39,7 +39,33 @@ pub struct DuckdbFile {
     path: PathBuf,
     table: String,
     connection: Mutex<Connection>,
+    /// The memory DuckDB may use for the file: `params.duckdb_memory_limit`,
+    /// or DuckDB's own default (80% of the host's or the cgroup's memory);
+    /// `None` if DuckDB reports none it can be read from.
     memory_limit: Option<u64>,
+}
+
+/// A size as DuckDB prints a setting (`19.2 GiB`, `64.0 MiB`, `512 bytes`,
+/// `1.5 GB`), in bytes.
+fn size_in_bytes(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let number: f64 = text[..split].parse().ok()?;
+    let unit: f64 = match text[split..].trim().to_ascii_lowercase().as_str() {
+        "" | "b" | "byte" | "bytes" => 1.0,
+        "kib" => 1024.0,
+        "mib" => 1024.0 * 1024.0,
+        "gib" => 1024.0 * 1024.0 * 1024.0,
+        "tib" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        "tb" => 1e12,
+        _ => return None,
+    };
+    Some((number * unit) as u64)
 }
 
 /// How DuckDB keeps a column of type `data_type`; `None` for its text form.
@@ -119,11 +145,17 @@ impl DuckdbFile {
                 create_position_sql("VARCHAR")
             ))
             .map_err(text)?;
+        let in_force = connection
+            .query_row("SELECT current_setting('memory_limit')", [], |row| {
+                row.get::<_, String>(0)
+            })
+            .ok()
+            .and_then(|text| size_in_bytes(&text));
         Ok(DuckdbFile {
             path: path.to_owned(),
             table,
             connection: Mutex::new(connection),
-            memory_limit,
+            memory_limit: in_force.or(memory_limit),
         })
     }
 
@@ -324,7 +356,7 @@ impl DuckdbFile {
                     tracing::info!(
                         dataset = %self.table,
                         rows,
-                        "no key index in the DuckDB file: it would not fit params.duckdb_memory_limit ({} MB); lookups by key scan the key column",
+                        "no key index in the DuckDB file: it would not fit DuckDB's memory limit ({} MB; params.duckdb_memory_limit sets it); lookups by key scan the key column",
                         limit >> 20
                     );
                 }
@@ -476,5 +508,38 @@ impl DuckdbReader {
                 row.get(0)
             })
             .map_err(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duckdb_sizes_read_as_bytes() {
+        assert_eq!(size_in_bytes("512 bytes"), Some(512));
+        assert_eq!(size_in_bytes("64.0 MiB"), Some(64 << 20));
+        assert_eq!(size_in_bytes("1.5 GB"), Some(1_500_000_000));
+        assert_eq!(
+            size_in_bytes("19.2 GiB"),
+            Some((19.2 * (1u64 << 30) as f64) as u64)
+        );
+        assert_eq!(size_in_bytes("lots"), None);
+    }
+
+    /// The limit in force is what DuckDB reports: the configured one, or
+    /// its own default when none is configured.
+    #[test]
+    fn the_memory_limit_in_force_is_known() {
+        let folder = tempfile::tempdir().unwrap();
+        let limited =
+            DuckdbFile::open(&folder.path().join("a.db"), "a".into(), Some(96 << 20)).unwrap();
+        assert_eq!(limited.memory_limit, Some(96 << 20));
+        let default = DuckdbFile::open(&folder.path().join("b.db"), "b".into(), None).unwrap();
+        assert!(
+            default.memory_limit.is_some_and(|bytes| bytes > 96 << 20),
+            "{:?}",
+            default.memory_limit
+        );
     }
 }
