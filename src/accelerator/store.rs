@@ -156,10 +156,7 @@ impl Store {
             Store::Sqlite(file) => Ok(ReaderEngine::Sqlite(file.reader())),
         }
         .map_err(|m| self.error(m))?;
-        let table = match self {
-            Store::Duckdb(file) => file.table(),
-            Store::Sqlite(file) => file.table(),
-        };
+        let table = self.table();
         let mut reader = FileReader {
             table: table.to_owned(),
             schema: Arc::clone(&checkpoint.schema),
@@ -313,15 +310,23 @@ impl Store {
         .map_err(|message| self.error(format!("copying it to {} failed: {message}", to.display())))
     }
 
+    /// The table the file keeps the rows in (the dataset's name).
+    fn table(&self) -> &str {
+        match self {
+            Store::Duckdb(file) => file.table(),
+            Store::Sqlite(file) => file.table(),
+        }
+    }
+
     fn error(&self, message: String) -> StoreError {
-        let (engine, file, dataset) = match self {
-            Store::Duckdb(f) => ("duckdb", f.path(), f.table()),
-            Store::Sqlite(f) => ("sqlite", f.path(), f.table()),
+        let engine = match self {
+            Store::Duckdb(_) => "duckdb",
+            Store::Sqlite(_) => "sqlite",
         };
         StoreError {
-            dataset: dataset.to_owned(),
+            dataset: self.table().to_owned(),
             engine,
-            file: file.to_owned(),
+            file: self.path().to_owned(),
             message,
         }
     }

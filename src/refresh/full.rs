@@ -151,16 +151,16 @@ pub async fn run_in_file(
                 },
                 now,
             )?;
-            let reader = store.reader(&committed)?;
+            let (reader, bytes) = (store.reader(&committed)?, store.bytes());
             let published = Published {
                 rows: reader.rows(),
-                bytes: usize::try_from(store.bytes()).unwrap_or(usize::MAX),
+                bytes: usize::try_from(bytes).unwrap_or(usize::MAX),
                 index_bytes: 0,
                 completed: committed.last_refresh,
             };
             acceleration.publish_file(FileVersion {
                 reader: Arc::new(reader),
-                bytes: store.bytes(),
+                bytes,
                 checkpoint: committed,
             });
             drop(section);
