@@ -5,18 +5,18 @@
 //! schema the rows are read back into.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::datatypes::{DataType, SchemaRef, TimeUnit};
+use datafusion::arrow::array::{Int64Array, RecordBatch};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion_table_providers_common::arrow_bridge;
 use duckdb::{Connection, OptionalExt, Transaction, params};
 
 use super::store::{
-    Change, Checkpoint, CheckpointRow, DELETE_POSITION, SELECT_CHECKPOINT, SELECT_POSITION,
+    Change, Checkpoint, CheckpointRow, Choose, DELETE_POSITION, SELECT_CHECKPOINT, SELECT_POSITION,
     UPSERT_CHECKPOINT, UPSERT_POSITION, column_definitions, create_checkpoint_sql,
-    create_position_sql, from_storage, key_index_sql, quote, recreate_table_sql, storage_schema,
-    to_storage,
+    create_position_sql, from_storage, key_index_sql, matching_sql, quote, recreate_table_sql,
+    storage_schema, to_storage,
 };
 
 /// A table of fewer rows than this per core is read on one connection
@@ -28,6 +28,14 @@ const PARALLEL_READ_ROWS: usize = 1000;
 
 /// The table that holds the keys an upsert removes, inside its transaction.
 const REMOVED_TABLE: &str = "pgaccel_removed_keys";
+
+/// The table that holds the rows an append probes for, inside a
+/// transaction that is rolled back.
+const PROBE_TABLE: &str = "pgaccel_probe";
+
+/// The table that holds the row ids an eviction deletes, inside its
+/// transaction.
+const EVICTED_TABLE: &str = "pgaccel_evicted";
 
 /// What DuckDB's key index (an ART, which DuckDB holds in memory while it
 /// builds and commits it) takes per row, about: measured near 40 bytes for
@@ -366,6 +374,82 @@ impl DuckdbFile {
         checkpoint.last_refresh = completed();
         self.commit(transaction, &checkpoint)?;
         Ok(checkpoint)
+    }
+
+    /// Hands `sink` the rows whose `probe` columns match a row of `probe`
+    /// (see `Store::matching`), read in a transaction that is rolled back.
+    pub fn matching(
+        &self,
+        probe: &RecordBatch,
+        checkpoint: &Checkpoint,
+        sink: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let probe_storage = storage(&probe.schema())?;
+        let mut connection = self.connection();
+        let transaction = connection.transaction().map_err(text)?;
+        transaction
+            .execute_batch(&format!(
+                "CREATE TABLE {PROBE_TABLE} ({})",
+                column_definitions(&probe_storage, sql_type)
+            ))
+            .map_err(text)?;
+        append(
+            &transaction,
+            PROBE_TABLE,
+            &probe_storage,
+            std::slice::from_ref(probe),
+        )?;
+        let select = matching_sql(
+            &self.table,
+            &checkpoint.schema,
+            &probe.schema(),
+            PROBE_TABLE,
+            "JOIN",
+            "IS NOT DISTINCT FROM",
+        );
+        read_rows(&transaction, &select, &checkpoint.schema, sink)
+        // The transaction, and the probe table with it, is rolled back.
+    }
+
+    /// Deletes the rows `choose` picks of those `select` reads (each with
+    /// its row id last, in `schema`), then commits with `checkpoint`; see
+    /// `Store::evict`.
+    pub fn evict(
+        &self,
+        select: &str,
+        schema: &SchemaRef,
+        choose: &mut Choose<'_>,
+        checkpoint: &Checkpoint,
+    ) -> Result<u64, String> {
+        let mut connection = self.connection();
+        let transaction = connection.transaction().map_err(text)?;
+        let mut ids = Vec::new();
+        read_rows(&transaction, select, schema, &mut |batch| {
+            ids.extend(choose(batch)?);
+            Ok(())
+        })?;
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let evicted = ids.len() as u64;
+        let ids_schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
+        let ids = RecordBatch::try_new(
+            Arc::clone(&ids_schema),
+            vec![Arc::new(Int64Array::from(ids))],
+        )
+        .map_err(text)?;
+        transaction
+            .execute_batch(&format!("CREATE TABLE {EVICTED_TABLE} (id BIGINT)"))
+            .map_err(text)?;
+        append(&transaction, EVICTED_TABLE, &ids_schema, &[ids])?;
+        transaction
+            .execute_batch(&format!(
+                "DELETE FROM {} WHERE rowid IN (SELECT id FROM {EVICTED_TABLE}); DROP TABLE {EVICTED_TABLE};",
+                quote(&self.table)
+            ))
+            .map_err(text)?;
+        self.commit(transaction, checkpoint)?;
+        Ok(evicted)
     }
 
     /// Writes `checkpoint` into `transaction` and commits it.

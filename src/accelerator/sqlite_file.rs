@@ -17,10 +17,15 @@ use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::store::{
-    Change, Checkpoint, CheckpointRow, DELETE_POSITION, SELECT_CHECKPOINT, SELECT_POSITION,
-    UPSERT_CHECKPOINT, UPSERT_POSITION, create_checkpoint_sql, create_position_sql, from_storage,
-    key_index_sql, quote, recreate_table_sql, select_sql, storage_schema, to_storage,
+    Change, Checkpoint, CheckpointRow, Choose, DELETE_POSITION, SELECT_CHECKPOINT, SELECT_POSITION,
+    UPSERT_CHECKPOINT, UPSERT_POSITION, column_definitions, create_checkpoint_sql,
+    create_position_sql, from_storage, key_index_sql, matching_sql, quote, recreate_table_sql,
+    select_sql, storage_schema, to_storage,
 };
+
+/// The table that holds the rows an append probes for, inside a
+/// transaction that is rolled back.
+const PROBE_TABLE: &str = "pgaccel_probe";
 
 /// Rows per batch read back from the file.
 const READ_BATCH_ROWS: usize = 8192;
@@ -213,6 +218,78 @@ impl SqliteFile {
             Change::Nothing => {}
         }
         self.commit(transaction, checkpoint)
+    }
+
+    /// Hands `sink` the rows whose `probe` columns match a row of `probe`
+    /// (see `Store::matching`), read in a transaction that is rolled back.
+    pub fn matching(
+        &self,
+        probe: &RecordBatch,
+        checkpoint: &Checkpoint,
+        sink: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let probe_storage = storage(&probe.schema())?;
+        let mut connection = self.connection();
+        let transaction = connection.transaction().map_err(text)?;
+        transaction
+            .execute_batch(&format!(
+                "CREATE TABLE {PROBE_TABLE} ({})",
+                column_definitions(&probe_storage, sql_type)
+            ))
+            .map_err(text)?;
+        insert(
+            &transaction,
+            PROBE_TABLE,
+            &probe_storage,
+            std::slice::from_ref(probe),
+        )?;
+        // CROSS JOIN keeps the probe rows outermost: each is looked up in
+        // the table's key index (or an automatic index SQLite builds).
+        let select = matching_sql(
+            &self.table,
+            &checkpoint.schema,
+            &probe.schema(),
+            PROBE_TABLE,
+            "CROSS JOIN",
+            "IS",
+        );
+        read_rows(&transaction, &select, &checkpoint.schema, sink)
+        // The transaction, and the probe table with it, is rolled back.
+    }
+
+    /// Deletes the rows `choose` picks of those `select` reads (each with
+    /// its row id last, in `schema`), then commits with `checkpoint`; see
+    /// `Store::evict`.
+    pub fn evict(
+        &self,
+        select: &str,
+        schema: &SchemaRef,
+        choose: &mut Choose<'_>,
+        checkpoint: &Checkpoint,
+    ) -> Result<u64, String> {
+        let mut connection = self.connection();
+        let transaction = connection.transaction().map_err(text)?;
+        let mut ids = Vec::new();
+        read_rows(&transaction, select, schema, &mut |batch| {
+            ids.extend(choose(batch)?);
+            Ok(())
+        })?;
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        {
+            let mut delete = transaction
+                .prepare(&format!(
+                    "DELETE FROM {} WHERE rowid = ?1",
+                    quote(&self.table)
+                ))
+                .map_err(text)?;
+            for id in &ids {
+                delete.execute([id]).map_err(text)?;
+            }
+        }
+        self.commit(transaction, checkpoint)?;
+        Ok(ids.len() as u64)
     }
 
     /// Writes `checkpoint` into `transaction` and commits it.

@@ -2,8 +2,10 @@
 //! file_update`): the dataset's rows and its checkpoint, kept in one database
 //! file so that a restart finds them again.
 //!
-//! Queries are answered from the in-memory version ([`super::TableData`]);
-//! the file is its durable copy. Every write is one transaction of the file's
+//! A dataset refreshed in full or by appends is queried in place through a
+//! [`FileReader`]; one whose refresh mode revises rows in memory is answered
+//! from its in-memory version ([`super::TableData`]), and the file is its
+//! durable copy. Every write is one transaction of the file's
 //! database, holding the rows and the checkpoint together, so a crash at any
 //! point (even `kill -9`) leaves the file with the complete old version or
 //! the complete new one; a refresh publishes its version to queries only
@@ -18,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use datafusion::arrow::array::{ArrayRef, RecordBatch};
+use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch};
 use datafusion::arrow::compute::{CastOptions, can_cast_types, cast_with_options};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::error::ArrowError;
@@ -33,6 +35,13 @@ use crate::config::Engine;
 /// Bumped when the layout of the checkpoint or of the data changes; a file
 /// of another version is not read (the dataset loads from its source).
 const FORMAT: i64 = 1;
+
+/// The column both engines number a table's rows by.
+const ROWID: &str = "rowid";
+
+/// What [`Store::evict`] hands each batch to: the row ids of the batch's
+/// rows to delete.
+pub(super) type Choose<'a> = dyn FnMut(RecordBatch) -> Result<Vec<i64>, String> + 'a;
 
 /// The name of the table that holds the checkpoint, beside the data table.
 const CHECKPOINT_TABLE: &str = "pgaccel_checkpoint";
@@ -181,6 +190,89 @@ impl Store {
         match self {
             Store::Duckdb(file) => file.replace_from(checkpoint, feed, completed),
             Store::Sqlite(file) => file.replace_from(checkpoint, feed, completed),
+        }
+        .map_err(|m| self.error(m))
+    }
+
+    /// The rows whose `probe` columns (named as the table's) equal, NULL
+    /// matching NULL, those of some row of `probe`, in the columns of
+    /// `checkpoint.schema`; each matching row once. The file is not
+    /// changed. What an append reads back of the rows it may replace.
+    pub fn matching(
+        &self,
+        probe: &RecordBatch,
+        checkpoint: &Checkpoint,
+    ) -> Result<Vec<RecordBatch>, StoreError> {
+        let mut rows = Vec::new();
+        if probe.num_rows() > 0 {
+            let mut sink = |batch: RecordBatch| {
+                rows.push(batch);
+                Ok(())
+            };
+            match self {
+                Store::Duckdb(file) => file.matching(probe, checkpoint, &mut sink),
+                Store::Sqlite(file) => file.matching(probe, checkpoint, &mut sink),
+            }
+            .map_err(|m| self.error(m))?;
+        }
+        Ok(rows)
+    }
+
+    /// Deletes, in one transaction that also writes `checkpoint`, the rows
+    /// for which `keep` (given batches in the checkpoint's columns) answers
+    /// false (not NULL); returns how many. Nothing is written when none is.
+    pub fn evict(
+        &self,
+        checkpoint: &Checkpoint,
+        keep: &mut dyn FnMut(&RecordBatch) -> Result<BooleanArray, String>,
+    ) -> Result<u64, StoreError> {
+        if let Some(field) = checkpoint
+            .schema
+            .fields()
+            .iter()
+            .find(|f| f.name().eq_ignore_ascii_case(ROWID))
+        {
+            return Err(self.error(format!(
+                "rows cannot be evicted in place from a table with a column named '{}', which hides the file's row ids",
+                field.name()
+            )));
+        }
+        let mut rows_with_ids: Vec<Field> = checkpoint
+            .schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        rows_with_ids.push(Field::new(ROWID, DataType::Int64, false));
+        let rows_with_ids = Arc::new(Schema::new(rows_with_ids));
+        let columns = checkpoint.schema.fields().len();
+        let served: Vec<usize> = (0..columns).collect();
+        let mut choose = |batch: RecordBatch| {
+            let kept = keep(&batch.project(&served).map_err(|e| e.to_string())?)?;
+            let ids = batch
+                .column(columns)
+                .as_any()
+                .downcast_ref::<Int64Array>()
+                .ok_or("the file's row ids are not integers")?;
+            Ok((0..batch.num_rows())
+                .filter(|&row| kept.is_valid(row) && !kept.value(row))
+                .map(|row| ids.value(row))
+                .collect())
+        };
+        let names: Vec<String> = checkpoint
+            .schema
+            .fields()
+            .iter()
+            .map(|f| quote(f.name()))
+            .collect();
+        let select = format!(
+            "SELECT {}, {ROWID} FROM {}",
+            names.join(", "),
+            quote(self.table())
+        );
+        match self {
+            Store::Duckdb(file) => file.evict(&select, &rows_with_ids, &mut choose, checkpoint),
+            Store::Sqlite(file) => file.evict(&select, &rows_with_ids, &mut choose, checkpoint),
         }
         .map_err(|m| self.error(m))
     }
@@ -458,6 +550,38 @@ pub(super) fn select_sql(
         sql.push_str(&format!(" LIMIT {n}"));
     }
     sql
+}
+
+/// The rows of `table` (as `schema`'s columns) whose `probe` columns equal
+/// those of a row of the table `probe_table`, NULLs matching with `same`
+/// (the engine's `IS NOT DISTINCT FROM`), each row once: the distinct probe
+/// rows are joined to the table with `join`, so that the table's key index,
+/// where the probe is its key, answers each.
+pub(super) fn matching_sql(
+    table: &str,
+    schema: &SchemaRef,
+    probe: &SchemaRef,
+    probe_table: &str,
+    join: &str,
+    same: &str,
+) -> String {
+    let columns: Vec<String> = schema
+        .fields()
+        .iter()
+        .map(|f| format!("held.{}", quote(f.name())))
+        .collect();
+    let probed: Vec<String> = probe.fields().iter().map(|f| quote(f.name())).collect();
+    let condition: Vec<String> = probed
+        .iter()
+        .map(|c| format!("held.{c} {same} probe.{c}"))
+        .collect();
+    format!(
+        "SELECT {} FROM (SELECT DISTINCT {} FROM {probe_table}) AS probe {join} {} AS held ON {}",
+        columns.join(", "),
+        probed.join(", "),
+        quote(table),
+        condition.join(" AND ")
+    )
 }
 
 /// A batch of `rows` rows and no columns (what `count(*)` reads).
@@ -855,6 +979,110 @@ mod tests {
             )
             .unwrap();
         (store, checkpoint)
+    }
+
+    /// What an append reads back: the rows whose key (or whose every
+    /// column) matches a probe row, each once, NULL matching NULL; the
+    /// file is left as it was.
+    #[test]
+    fn matching_reads_back_the_rows_a_probe_names() {
+        use datafusion::arrow::array::Int64Array;
+        for engine in [Engine::Duckdb, Engine::Sqlite] {
+            let folder = tempfile::tempdir().unwrap();
+            let (store, checkpoint) = written_with_gaps(engine, &folder.path().join("t.db"), 100);
+            let ids = |batches: &[RecordBatch]| {
+                let mut ids: Vec<i64> = batches
+                    .iter()
+                    .flat_map(|batch| {
+                        let ids = batch.column(0).as_any().downcast_ref::<Int64Array>();
+                        ids.unwrap().values().to_vec()
+                    })
+                    .collect();
+                ids.sort_unstable();
+                ids
+            };
+            let keys = RecordBatch::try_new(
+                Arc::new(checkpoint.schema.project(&[0]).unwrap()),
+                // 3 was removed; 4 is asked twice; 1000 was never held.
+                vec![Arc::new(Int64Array::from(vec![3, 4, 4, 5, 1000]))],
+            )
+            .unwrap();
+            let found = store.matching(&keys, &checkpoint).unwrap();
+            assert_eq!(ids(&found), [4, 5], "{engine:?}");
+            assert_eq!(found[0].schema(), checkpoint.schema, "{engine:?}");
+            let rows = RecordBatch::try_new(
+                Arc::clone(&checkpoint.schema),
+                vec![
+                    Arc::new(Int64Array::from(vec![7, 8])),
+                    Arc::new(StringArray::from(vec![Some("row 7"), Some("not row 8")])),
+                ],
+            )
+            .unwrap();
+            assert_eq!(ids(&store.matching(&rows, &checkpoint).unwrap()), [7]);
+            let held: usize = store
+                .load()
+                .unwrap()
+                .unwrap()
+                .batches
+                .iter()
+                .map(RecordBatch::num_rows)
+                .sum();
+            assert_eq!(held, 66, "{engine:?}: the probe left nothing behind");
+        }
+    }
+
+    /// A retention check in place: the rows the predicate answers false for
+    /// go, with the checkpoint, in one transaction; NULL keeps a row; when
+    /// nothing goes, nothing is written.
+    #[test]
+    fn evict_deletes_the_rows_the_predicate_rejects() {
+        use datafusion::arrow::array::Int64Array;
+        for engine in [Engine::Duckdb, Engine::Sqlite] {
+            let folder = tempfile::tempdir().unwrap();
+            let (store, checkpoint) = written_with_gaps(engine, &folder.path().join("t.db"), 3000);
+            let later = Checkpoint {
+                refresh_sql: Some("evicted".to_owned()),
+                ..checkpoint.clone()
+            };
+            // Keeps ids below 1000; id 1001 is NULL (unknown): kept too.
+            let mut keep = |batch: &RecordBatch| {
+                let ids = batch
+                    .column(0)
+                    .as_any()
+                    .downcast_ref::<Int64Array>()
+                    .unwrap();
+                Ok(ids
+                    .iter()
+                    .map(|id| id.and_then(|id| (id != 1001).then_some(id < 1000)))
+                    .collect::<BooleanArray>())
+            };
+            let evicted = store.evict(&later, &mut keep).unwrap();
+            let kept_by_rule = (0..3000).filter(|i| i % 3 != 0 && (*i < 1000 || *i == 1001));
+            assert_eq!(
+                evicted,
+                2000 - kept_by_rule.clone().count() as u64,
+                "{engine:?}"
+            );
+            let found = store.load().unwrap().unwrap();
+            assert_eq!(found.checkpoint.refresh_sql.as_deref(), Some("evicted"));
+            let mut ids: Vec<i64> = found
+                .batches
+                .iter()
+                .flat_map(|batch| {
+                    let ids = batch.column(0).as_any().downcast_ref::<Int64Array>();
+                    ids.unwrap().values().to_vec()
+                })
+                .collect();
+            ids.sort_unstable();
+            assert_eq!(ids, kept_by_rule.collect::<Vec<_>>(), "{engine:?}");
+            assert_eq!(store.evict(&checkpoint, &mut keep).unwrap(), 0);
+            let unchanged = store.checkpoint().unwrap().unwrap();
+            assert_eq!(
+                unchanged.refresh_sql.as_deref(),
+                Some("evicted"),
+                "{engine:?}"
+            );
+        }
     }
 
     /// The served version read back from a file: every row once (a large

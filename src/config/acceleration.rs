@@ -179,21 +179,18 @@ impl Acceleration {
 impl Acceleration {
     /// Why a file acceleration is read into memory to be queried instead of
     /// being queried in place; `None` for one queried in place (`engine:
-    /// duckdb | sqlite` with a file mode, refreshed in full or not at all,
-    /// without retention or the `use_source` fallback, which revise or wrap
-    /// the in-memory rows) and for memory accelerations.
+    /// duckdb | sqlite` with a file mode, refreshed in full, by appends or
+    /// not at all) and for memory accelerations. `changes`, `caching` and
+    /// `snapshot` keep the rows they revise in memory.
     pub fn in_memory_reason(&self) -> Option<String> {
         if !self.keeps_file() {
             return None;
         }
-        if !matches!(self.refresh_mode, RefreshMode::Full | RefreshMode::Disabled) {
+        if !matches!(
+            self.refresh_mode,
+            RefreshMode::Full | RefreshMode::Append | RefreshMode::Disabled
+        ) {
             return Some(format!("refresh_mode: {}", self.refresh_mode.as_str()));
-        }
-        if self.retention.check_enabled {
-            return Some("retention".to_owned());
-        }
-        if self.on_zero_results == ZeroResults::UseSource {
-            return Some("on_zero_results: use_source".to_owned());
         }
         None
     }
@@ -745,10 +742,12 @@ mod tests {
         let (a, _) = parse_block(block("sqlite", "file_create", "disabled", None), false);
         assert!(a.in_place());
         let (a, _) = parse_block(block("duckdb", "file", "append", None), true);
+        assert!(a.in_place());
+        let (a, _) = parse_block(block("duckdb", "file", "changes", None), true);
         assert!(!a.in_place());
         assert_eq!(
             a.in_memory_reason().as_deref(),
-            Some("refresh_mode: append")
+            Some("refresh_mode: changes")
         );
         let (a, _) = parse_block(block("arrow", "memory", "full", None), false);
         assert!(!a.in_place());

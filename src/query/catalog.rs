@@ -62,7 +62,17 @@ impl SchemaProvider for DatasetSchema {
         let Some(dataset) = self.dataset(name) else {
             return Ok(None);
         };
-        if let Some(table) = AcceleratedTable::try_new(Arc::clone(&dataset.acceleration)) {
+        let served: Option<Arc<dyn TableProvider>> =
+            match AcceleratedTable::try_new(Arc::clone(&dataset.acceleration)) {
+                Some(table) => Some(Arc::new(table)),
+                None => dataset.acceleration.file_version().map(|version| {
+                    Arc::new(FileTable::in_place(
+                        Arc::clone(&dataset.acceleration),
+                        &version,
+                    )) as Arc<dyn TableProvider>
+                }),
+            };
+        if let Some(table) = served {
             if dataset.config.acceleration.on_zero_results == ZeroResults::UseSource
                 && let Some(source) = dataset.federated()
             {
@@ -70,11 +80,7 @@ impl SchemaProvider for DatasetSchema {
                     .map_err(DataFusionError::Plan)?;
                 return Ok(Some(Arc::new(table)));
             }
-            return Ok(Some(Arc::new(table)));
-        }
-        if let Some(version) = dataset.acceleration.file_version() {
-            let table = FileTable::in_place(Arc::clone(&dataset.acceleration), &version);
-            return Ok(Some(Arc::new(table)));
+            return Ok(Some(table));
         }
         if let Some(table) = dataset.in_place() {
             return Ok(Some(table));

@@ -72,6 +72,11 @@ impl FileTable {
         }
     }
 
+    /// The acceleration, when this is its version queried in place for good.
+    pub fn served_in_place(&self) -> Option<&Arc<ArrowAcceleration>> {
+        self.in_place.then_some(&self.acceleration)
+    }
+
     /// The rows the file holds.
     pub fn rows(&self) -> usize {
         self.reader.rows()
@@ -353,7 +358,7 @@ fn condition_sql(filter: &Expr, reader: &FileReader) -> Option<String> {
 /// `value` as a literal of the file's SQL, compared with a column of
 /// `column_type` exactly as DataFusion compares them; `None` for other
 /// pairings.
-fn literal_sql(value: &ScalarValue, column_type: &DataType) -> Option<String> {
+pub(super) fn literal_sql(value: &ScalarValue, column_type: &DataType) -> Option<String> {
     use ScalarValue::*;
     if value.is_null() {
         return Some("NULL".to_owned());

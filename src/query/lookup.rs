@@ -6,14 +6,16 @@
 //! when it is prepared: the key values (literals or `$n` parameters), the
 //! other filters and the select list are compiled against the table schema.
 //! Each execution then probes the index, takes the matching rows, applies the
-//! filters and the select list, and returns the batch. Anything else, or a
+//! filters and the select list, and returns the batch. A file acceleration
+//! queried in place is probed the same way, through the file's key index,
+//! when its engine compares the key's type exactly. Anything else, or a
 //! version of the table whose schema differs from the prepared one, goes
 //! through DataFusion unchanged, so results are the same either way.
 
 use std::sync::Arc;
 
 use datafusion::arrow::array::{AsArray, RecordBatch, RecordBatchOptions};
-use datafusion::arrow::compute::filter_record_batch;
+use datafusion::arrow::compute::{concat_batches, filter_record_batch};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::catalog::default_table_source::source_as_provider;
 use datafusion::common::tree_node::TreeNode;
@@ -26,7 +28,9 @@ use datafusion::logical_expr::{
 };
 use datafusion::physical_expr::PhysicalExpr;
 
+use super::file_table::{FileTable, literal_sql};
 use super::table::{AcceleratedTable, Pins, pinned_version};
+use crate::accelerator::store::quote;
 use crate::accelerator::{ArrowAcceleration, RowRef, TableData};
 
 /// Where one key value comes from at execution.
@@ -44,6 +48,10 @@ enum KeyValue {
 #[derive(Debug)]
 pub struct LookupPlan {
     acceleration: Arc<ArrowAcceleration>,
+    /// For a file queried in place, the key columns and their types: each
+    /// execution reads the rows with those key values through the file's
+    /// index. `None` for an acceleration in memory.
+    file_key: Option<Vec<(String, DataType)>>,
     /// The table schema the statement was prepared against.
     table_schema: SchemaRef,
     /// One probe per key value list entry (several for `IN (...)`), each one
@@ -63,8 +71,27 @@ impl LookupPlan {
         let analyzed = analyze(plan, state)?;
         let (projection, filter, acceleration, limit) = Self::shape(&analyzed)?;
         let scan_schema = filter.input.schema();
-        let data = acceleration.current()?;
-        let key_columns = key_column_names(&data)?;
+        let (table_schema, key_columns, file_key) = match acceleration.current() {
+            Some(data) => (Arc::clone(data.schema()), key_column_names(&data)?, None),
+            None => {
+                let version = acceleration.file_version()?;
+                let schema = Arc::clone(&version.checkpoint.schema);
+                let key = version.checkpoint.primary_key.clone();
+                // Only a key the file compares exactly as pgaccel does.
+                let typed = key
+                    .iter()
+                    .map(|name| {
+                        let data_type = schema.field_with_name(name).ok()?.data_type().clone();
+                        version
+                            .reader
+                            .compares_as_served(&data_type)
+                            .then(|| (name.clone(), data_type))
+                    })
+                    .collect::<Option<Vec<_>>>()
+                    .filter(|typed| !typed.is_empty())?;
+                (schema, key, Some(typed))
+            }
+        };
         let (probes, others) = key_probes(&filter.predicate, &key_columns)?;
         let residual = match conjunction(others) {
             Some(expr) if varies_per_execution(&expr) => return None,
@@ -83,8 +110,9 @@ impl LookupPlan {
             })
             .collect::<Option<Vec<_>>>()?;
         Some(LookupPlan {
-            table_schema: Arc::clone(data.schema()),
+            table_schema,
             acceleration,
+            file_key,
             probes,
             residual,
             select,
@@ -119,13 +147,16 @@ impl LookupPlan {
         params: Option<&ParamValues>,
         pins: Option<&Pins>,
     ) -> Result<Option<RecordBatch>> {
-        let Some(data) = pinned_version(&self.acceleration, pins) else {
-            return Ok(None);
+        let rows = match &self.file_key {
+            Some(key) => self.rows_in_file(key, params)?,
+            None => match pinned_version(&self.acceleration, pins) {
+                Some(data) if data.schema().fields() == self.table_schema.fields() => {
+                    self.matching_rows(&data, params)?
+                }
+                _ => None,
+            },
         };
-        if data.schema().fields() != self.table_schema.fields() {
-            return Ok(None);
-        }
-        let Some(rows) = self.matching_rows(&data, params)? else {
+        let Some(rows) = rows else {
             return Ok(None);
         };
         let rows = match &self.residual {
@@ -177,6 +208,64 @@ impl LookupPlan {
             return Ok(Some(RecordBatch::new_empty(Arc::clone(data.schema()))));
         }
         Ok(Some(data.rows_at(&found)?))
+    }
+}
+
+impl LookupPlan {
+    /// The rows of the file version served whose key is one of the
+    /// probes', read through the file's key index; `None` when the version
+    /// has other columns, or a key value has no exact form in the file
+    /// (the caller plans the statement instead).
+    fn rows_in_file(
+        &self,
+        key: &[(String, DataType)],
+        params: Option<&ParamValues>,
+    ) -> Result<Option<RecordBatch>> {
+        let Some(version) = self.acceleration.file_version() else {
+            return Ok(None);
+        };
+        if version.checkpoint.schema.fields() != self.table_schema.fields() {
+            return Ok(None);
+        }
+        let mut alternatives = Vec::new();
+        'probes: for probe in &self.probes {
+            let mut equalities = Vec::new();
+            for (value, (name, data_type)) in probe.iter().zip(key) {
+                let Ok(value) = key_value(value, params)?.cast_to(data_type) else {
+                    return Ok(None);
+                };
+                if value.is_null() {
+                    // `= NULL` matches no row.
+                    continue 'probes;
+                }
+                let Some(literal) = literal_sql(&value, data_type) else {
+                    return Ok(None);
+                };
+                equalities.push(format!("{} = {literal}", quote(name)));
+            }
+            alternatives.push(format!("({})", equalities.join(" AND ")));
+        }
+        let schema = Arc::clone(&version.checkpoint.schema);
+        if alternatives.is_empty() {
+            return Ok(Some(RecordBatch::new_empty(schema)));
+        }
+        // Each row once, whatever the probes repeat, as PostgreSQL answers
+        // `IN (1, 1)`.
+        let condition = alternatives.join(" OR ");
+        let mut batches = Vec::new();
+        version
+            .reader
+            .read(None, Some(&condition), None, &mut |batch| {
+                batches.push(batch);
+                Ok(())
+            })
+            .map_err(|message| {
+                DataFusionError::Execution(format!(
+                    "reading the acceleration file of dataset '{}' failed: {message}",
+                    self.acceleration.dataset()
+                ))
+            })?;
+        Ok(Some(concat_batches(&schema, &batches)?))
     }
 }
 
@@ -236,8 +325,13 @@ fn accelerated_table(plan: &LogicalPlan) -> Option<Arc<ArrowAcceleration>> {
         LogicalPlan::SubqueryAlias(alias) => accelerated_table(&alias.input),
         LogicalPlan::TableScan(scan) if scan.filters.is_empty() && scan.fetch.is_none() => {
             let provider = source_as_provider(&scan.source).ok()?;
-            let table = provider.downcast_ref::<AcceleratedTable>()?;
-            Some(Arc::clone(table.acceleration()))
+            match provider.downcast_ref::<AcceleratedTable>() {
+                Some(table) => Some(Arc::clone(table.acceleration())),
+                None => provider
+                    .downcast_ref::<FileTable>()?
+                    .served_in_place()
+                    .cloned(),
+            }
         }
         _ => None,
     }

@@ -246,7 +246,7 @@ pub fn plan_is_current(plan: &LogicalPlan) -> bool {
             } else if let Some(table) = provider.downcast_ref::<file_table::FileTable>() {
                 table.is_current()
             } else if let Some(table) = provider.downcast_ref::<zero_results::ZeroResultsTable>() {
-                table.accelerated().is_current()
+                table.is_current()
             } else {
                 true
             };

@@ -70,7 +70,7 @@ fn origin(plan: &LogicalPlan, index: usize) -> Option<(i32, i16)> {
             let provider = source_as_provider(&scan.source).ok()?;
             let accelerated = match provider.downcast_ref::<AcceleratedTable>() {
                 Some(table) => table,
-                None => provider.downcast_ref::<ZeroResultsTable>()?.accelerated(),
+                None => provider.downcast_ref::<ZeroResultsTable>()?.accelerated()?,
             };
             let field = match &scan.projection {
                 Some(projection) => *projection.get(index)?,

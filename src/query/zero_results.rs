@@ -32,6 +32,7 @@ use datafusion::physical_plan::{
 use datafusion::prelude::SessionContext;
 use futures::{StreamExt, TryStreamExt};
 
+use super::file_table::FileTable;
 use super::table::{AcceleratedTable, without_columns};
 use crate::config::DatasetConfig;
 use crate::metrics;
@@ -96,11 +97,11 @@ fn check_boolean(expr: &Expr, schema: &DFSchema, what: &str) -> Result<(), Strin
     }
 }
 
-/// The accelerated table, with the source behind it for scans that find
-/// nothing.
+/// The accelerated table (in memory, or a file queried in place), with the
+/// source behind it for scans that find nothing.
 #[derive(Debug)]
 pub struct ZeroResultsTable {
-    accelerated: AcceleratedTable,
+    accelerated: Arc<dyn TableProvider>,
     source: Arc<dyn TableProvider>,
     /// For the inverse retention filter, made again at each scan: a cached
     /// plan must not keep an old `retention_period` cutoff.
@@ -109,7 +110,7 @@ pub struct ZeroResultsTable {
 
 impl ZeroResultsTable {
     pub fn new(
-        accelerated: AcceleratedTable,
+        accelerated: Arc<dyn TableProvider>,
         source: Arc<dyn TableProvider>,
         config: &DatasetConfig,
     ) -> Result<Self, String> {
@@ -121,8 +122,21 @@ impl ZeroResultsTable {
         })
     }
 
-    pub fn accelerated(&self) -> &AcceleratedTable {
-        &self.accelerated
+    /// The in-memory table in front of the source, if the acceleration is
+    /// in memory.
+    pub fn accelerated(&self) -> Option<&AcceleratedTable> {
+        self.accelerated.downcast_ref::<AcceleratedTable>()
+    }
+
+    /// Whether a plan of this table stands (see the tables it wraps).
+    pub fn is_current(&self) -> bool {
+        match self.accelerated() {
+            Some(table) => table.is_current(),
+            None => self
+                .accelerated
+                .downcast_ref::<FileTable>()
+                .is_none_or(FileTable::is_current),
+        }
     }
 }
 
@@ -207,14 +221,19 @@ impl TableProvider for ZeroResultsTable {
                 .collect(),
             None => schema.fields().iter().map(|f| f.name().clone()).collect(),
         };
-        let accelerated = AcceleratedTable::try_new(Arc::clone(self.accelerated.acceleration()))
-            .ok_or_else(|| {
-                datafusion::error::DataFusionError::Plan(format!(
-                    "dataset '{}' has no acceleration loaded",
-                    self.config.name
-                ))
-            })?;
-        let accelerated: Arc<dyn TableProvider> = Arc::new(accelerated);
+        // The version in memory now, not the one this table was made with;
+        // a file read in place is read as it is now.
+        let accelerated: Arc<dyn TableProvider> = match self.accelerated() {
+            Some(table) => Arc::new(
+                AcceleratedTable::try_new(Arc::clone(table.acceleration())).ok_or_else(|| {
+                    datafusion::error::DataFusionError::Plan(format!(
+                        "dataset '{}' has no acceleration loaded",
+                        self.config.name
+                    ))
+                })?,
+            ),
+            None => Arc::clone(&self.accelerated),
+        };
         let accelerated = plan(state, accelerated, filters, &columns, limit).await?;
         let keep = inverse_retention(&self.config, &self.source.schema())
             .map_err(datafusion::error::DataFusionError::Plan)?;

@@ -15,6 +15,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, Int64Array, UInt32Array};
 use datafusion::arrow::compute::{concat_batches, filter_record_batch, take};
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::row::{RowConverter, SortField};
@@ -25,7 +26,9 @@ use tracing::info;
 
 use super::RefreshError;
 use super::full::{self, Published};
-use crate::accelerator::{ArrowAcceleration, Change, RowRef, TableData};
+use crate::accelerator::{
+    ArrowAcceleration, Change, Checkpoint, FileVersion, RowRef, Store, TableData, TableDataBuilder,
+};
 use crate::config::{DatasetConfig, TimeFormat};
 use crate::source::{Floor, ReadFilter, Source, SourceError, TimeBound, instant, instants};
 
@@ -78,6 +81,9 @@ pub struct Watermark {
     /// removed, and an append removes a row only for a newer version of it,
     /// so their maximum is the newest instant held.
     batches: Vec<Option<i64>>,
+    /// For an acceleration queried in place: the version published last
+    /// and the newest instant it holds (or more, after an eviction).
+    file: Option<(Weak<FileVersion>, Option<i64>)>,
 }
 
 /// Appends to `held`. `Ok(None)` when the source's columns no longer match
@@ -92,14 +98,7 @@ pub async fn run(
 ) -> Result<Option<(Published, Arc<TableData>)>, RefreshError> {
     let dataset = acceleration.dataset();
     let (order_name, format) = (&plan.order.0, plan.order.1);
-    let order = held.schema().index_of(order_name).map_err(|_| {
-        RefreshError::Source(SourceError::RefreshSql {
-            dataset: dataset.to_owned(),
-            message: format!(
-                "append compares '{order_name}', which is not among the columns the acceleration holds"
-            ),
-        })
-    })?;
+    let order = order_column(held.schema(), order_name, dataset)?;
     let build = |e: ArrowError| RefreshError::build(dataset, e);
     let refresh_sql = full::refresh_sql_text(&base);
     let batch_newest = match watermark.version.upgrade() {
@@ -107,31 +106,37 @@ pub async fn run(
         _ => newest_by_batch(&held, 0, Vec::new(), order, format).map_err(build)?,
     };
     let newest = batch_newest.iter().copied().max().flatten();
-    let (filter, lower) = read_filter(&held, plan, order, newest, base).map_err(build)?;
-    let snapshot = source.read_all(&filter).await?;
-    if let Some(change) = full::column_change(held.schema(), &snapshot.schema) {
-        // The full read that follows applies on_schema_change.
-        info!(
-            dataset,
-            "the source's columns changed ({change}): reading in full"
-        );
-        return Ok(None);
-    }
-    let mut incoming = Vec::new();
-    full::drain(snapshot.stream, dataset, acceleration.progress(), |batch| {
-        incoming.push(batch);
-        std::future::ready(Ok(()))
-    })
-    .await?;
-    let Ok(incoming) = incoming
-        .into_iter()
-        .map(|batch| RecordBatch::try_new(Arc::clone(held.schema()), batch.columns().to_vec()))
-        .collect::<Result<Vec<_>, _>>()
-    else {
-        info!(
-            dataset,
-            "the source's rows no longer fit the acceleration's columns: reloading in full"
-        );
+    let (since, lower) = window(
+        plan,
+        held.schema().field(order).data_type(),
+        newest,
+        base.since,
+    );
+    let floor = match (&plan.partition, lower) {
+        (Some(partition), Some(lower)) => held
+            .schema()
+            .index_of(partition)
+            .ok()
+            .map(|column| {
+                let mut floor =
+                    FloorScan::new(held.schema().field(column).data_type(), lower, format)?;
+                for number in 0..held.batch_count() as u32 {
+                    let batch = held.batch(number);
+                    floor.update(batch.column(order), batch.column(column))?;
+                }
+                floor.finish(partition)
+            })
+            .transpose()
+            .map_err(build)?
+            .flatten(),
+        _ => None,
+    };
+    let filter = ReadFilter {
+        refresh_sql: base.refresh_sql,
+        since,
+        floor,
+    };
+    let Some(incoming) = read_incoming(source, acceleration, held.schema(), &filter).await? else {
         return Ok(None);
     };
     let read: usize = incoming.iter().map(RecordBatch::num_rows).sum();
@@ -170,8 +175,221 @@ pub async fn run(
     *watermark = Watermark {
         version: Arc::downgrade(&version),
         batches: batch_newest,
+        file: None,
     };
     Ok(Some((published, version)))
+}
+
+/// Appends to the version `held` of an acceleration queried in place from
+/// its file. Only the rows the append may replace are read back: those
+/// whose key a read row has (through the file's key index) or, without a
+/// key, those equal to a read row; the merge then decides as [`run`] does,
+/// and its change is written to the file in one transaction. `Ok(None)` as
+/// for [`run`].
+pub async fn run_in_file(
+    source: &Source,
+    acceleration: &Arc<ArrowAcceleration>,
+    held: Arc<FileVersion>,
+    plan: &Plan,
+    base: ReadFilter,
+    watermark: &mut Watermark,
+) -> Result<Option<Published>, RefreshError> {
+    let dataset = acceleration.dataset();
+    let (order_name, format) = (&plan.order.0, plan.order.1);
+    let schema = Arc::clone(&held.checkpoint.schema);
+    let order = order_column(&schema, order_name, dataset)?;
+    let build = |e: ArrowError| RefreshError::build(dataset, e);
+    let refresh_sql = full::refresh_sql_text(&base);
+    let newest = match &watermark.file {
+        Some((version, newest)) if version.upgrade().is_some_and(|v| Arc::ptr_eq(&v, &held)) => {
+            *newest
+        }
+        _ => {
+            let found = scan_file(&held, vec![order], None, move |newest, batch| {
+                *newest = (*newest).max(max_instant(batch.column(0), format)?);
+                Ok(())
+            });
+            found.await.map_err(build)?
+        }
+    };
+    let (since, lower) = window(plan, schema.field(order).data_type(), newest, base.since);
+    let floor = match (&plan.partition, lower) {
+        (Some(partition), Some(lower)) => match schema.index_of(partition) {
+            Ok(column) => {
+                let scan = FloorScan::new(schema.field(column).data_type(), lower, format)
+                    .map_err(build)?;
+                let scan = scan_file(&held, vec![order, column], Some(scan), |scan, batch| {
+                    let scan = scan.as_mut().expect("set before the scan");
+                    scan.update(batch.column(0), batch.column(1))
+                });
+                let scan = scan.await.map_err(build)?.expect("set before the scan");
+                scan.finish(partition).map_err(build)?
+            }
+            Err(_) => None,
+        },
+        _ => None,
+    };
+    let filter = ReadFilter {
+        refresh_sql: base.refresh_sql,
+        since,
+        floor,
+    };
+    let Some(incoming) = read_incoming(source, acceleration, &schema, &filter).await? else {
+        return Ok(None);
+    };
+    let read: usize = incoming.iter().map(RecordBatch::num_rows).sum();
+    // The held rows the read rows may replace or repeat, as a version of
+    // their own that the merge looks them up in.
+    let key = &held.checkpoint.primary_key;
+    let probe_columns: Vec<usize> = match key.is_empty() {
+        true => (0..schema.fields().len()).collect(),
+        false => key
+            .iter()
+            .map(|name| schema.index_of(name))
+            .collect::<Result<_, _>>()
+            .map_err(build)?,
+    };
+    let probe = incoming
+        .iter()
+        .map(|batch| batch.project(&probe_columns))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(build)?;
+    let probe = match probe.first() {
+        Some(first) => concat_batches(&first.schema(), &probe).map_err(build)?,
+        None => RecordBatch::new_empty(Arc::new(schema.project(&probe_columns).map_err(build)?)),
+    };
+    let matched = {
+        let (store, checkpoint) = (file_store(acceleration)?, held.checkpoint.clone());
+        tokio::task::spawn_blocking(move || store.matching(&probe, &checkpoint))
+            .await
+            .map_err(|e| RefreshError::build(dataset, e))?
+            .map_err(|e| RefreshError::build(dataset, e))?
+    };
+    let mut builder = TableDataBuilder::keyed(Arc::clone(&schema), key, 0).map_err(build)?;
+    for batch in matched {
+        builder.push(batch).map_err(build)?;
+    }
+    let matched = builder.finish(1).map_err(build)?;
+    let batch_newest = newest_by_batch(&matched, 0, Vec::new(), order, format).map_err(build)?;
+    let merge = Merge {
+        held: &matched,
+        order,
+        format,
+        lower,
+        batch_newest: &batch_newest,
+    };
+    let (removed, added) = merge.apply(incoming).map_err(build)?;
+    let replaced: usize = removed.values().map(BTreeSet::len).sum();
+    let added_rows: usize = added.iter().map(RecordBatch::num_rows).sum();
+    let mut newest = newest;
+    for batch in &added {
+        newest = newest.max(max_instant(batch.column(order), format).map_err(build)?);
+    }
+    let change = Change::Upsert {
+        removed: removed_keys(&matched, &removed).map_err(build)?,
+        added,
+    };
+    let checkpoint = Checkpoint {
+        last_refresh: full::now(),
+        schema,
+        primary_key: key.clone(),
+        refresh_sql,
+        position: None,
+    };
+    let (published, ()) = full::commit_in_place(acceleration, move |store| {
+        store.write(&change, &checkpoint)?;
+        Ok((Some(checkpoint), ()))
+    })
+    .await?;
+    let (published, version) = published.expect("a checkpoint is committed");
+    info!(
+        dataset,
+        read,
+        added = added_rows,
+        replaced,
+        "append refresh wrote the new rows to the acceleration file"
+    );
+    watermark.file = Some((Arc::downgrade(&version), newest));
+    Ok(Some(published))
+}
+
+/// The index of the column `name` an append orders rows by.
+fn order_column(schema: &SchemaRef, name: &str, dataset: &str) -> Result<usize, RefreshError> {
+    schema.index_of(name).map_err(|_| {
+        RefreshError::Source(SourceError::RefreshSql {
+            dataset: dataset.to_owned(),
+            message: format!(
+                "append compares '{name}', which is not among the columns the acceleration holds"
+            ),
+        })
+    })
+}
+
+/// Reads the rows `filter` selects, in the acceleration's columns
+/// `schema`; `None` when the source's columns no longer match them.
+async fn read_incoming(
+    source: &Source,
+    acceleration: &ArrowAcceleration,
+    schema: &SchemaRef,
+    filter: &ReadFilter,
+) -> Result<Option<Vec<RecordBatch>>, RefreshError> {
+    let dataset = acceleration.dataset();
+    let snapshot = source.read_all(filter).await?;
+    if let Some(change) = full::column_change(schema, &snapshot.schema) {
+        // The full read that follows applies on_schema_change.
+        info!(
+            dataset,
+            "the source's columns changed ({change}): reading in full"
+        );
+        return Ok(None);
+    }
+    let mut incoming = Vec::new();
+    full::drain(snapshot.stream, dataset, acceleration.progress(), |batch| {
+        incoming.push(batch);
+        std::future::ready(Ok(()))
+    })
+    .await?;
+    let Ok(incoming) = incoming
+        .into_iter()
+        .map(|batch| RecordBatch::try_new(Arc::clone(schema), batch.columns().to_vec()))
+        .collect::<Result<Vec<_>, _>>()
+    else {
+        info!(
+            dataset,
+            "the source's rows no longer fit the acceleration's columns: reloading in full"
+        );
+        return Ok(None);
+    };
+    Ok(Some(incoming))
+}
+
+/// The file of an acceleration queried in place.
+fn file_store(acceleration: &ArrowAcceleration) -> Result<Arc<Store>, RefreshError> {
+    acceleration.store().cloned().ok_or_else(|| {
+        RefreshError::build(acceleration.dataset(), "its acceleration file is not open")
+    })
+}
+
+/// Folds the columns `projection` of every row of the file version
+/// `version` into `state` with `fold`, on a blocking thread.
+async fn scan_file<T: Send + 'static>(
+    version: &FileVersion,
+    projection: Vec<usize>,
+    state: T,
+    mut fold: impl FnMut(&mut T, &RecordBatch) -> Result<(), ArrowError> + Send + 'static,
+) -> Result<T, ArrowError> {
+    let reader = Arc::clone(&version.reader);
+    tokio::task::spawn_blocking(move || {
+        let mut state = state;
+        reader
+            .read(Some(&projection), None, None, &mut |batch| {
+                fold(&mut state, &batch).map_err(|e| e.to_string())
+            })
+            .map_err(|e| ArrowError::ExternalError(e.into()))?;
+        Ok(state)
+    })
+    .await
+    .map_err(|e| ArrowError::ExternalError(Box::new(e)))?
 }
 
 /// The key columns of the `removed` rows of `held`, which a file
@@ -199,17 +417,16 @@ pub(super) fn removed_keys(
     concat_batches(&schema, &parts).map(Some)
 }
 
-/// The read of an append: `base` (refresh_sql and the data window) with the
-/// high-water mark less the overlap, and a partition floor. Also returns the
-/// lowest instant the read can return, from which held rows may be read
-/// again.
-fn read_filter(
-    held: &TableData,
+/// The time bound of an append's read: the data window `since` or the
+/// high-water mark `newest` less the overlap, whichever is later; and the
+/// lowest instant the read can return (none: it reads everything), from
+/// which held rows may be read again.
+fn window(
     plan: &Plan,
-    order: usize,
+    order_type: &datafusion::arrow::datatypes::DataType,
     newest: Option<i64>,
-    base: ReadFilter,
-) -> Result<(ReadFilter, Option<i64>), ArrowError> {
+    since: Option<TimeBound>,
+) -> (Option<TimeBound>, Option<i64>) {
     let (order_name, format) = (&plan.order.0, plan.order.1);
     let mark = newest.and_then(instant).map(|newest| TimeBound {
         column: order_name.clone(),
@@ -218,28 +435,15 @@ fn read_filter(
         inclusive: plan.coarse,
     });
     // Both bounds hold: the later one decides.
-    let since = match (base.since, mark) {
+    let since = match (since, mark) {
         (Some(window), Some(mark)) if window.after > mark.after => Some(window),
         (window, None) => window,
         (_, mark) => mark,
     };
     let lower = since
         .as_ref()
-        .map(|since| lowest_instant(since, held.schema().field(order).data_type()));
-    let floor = match (&plan.partition, lower) {
-        (Some(partition), Some(lower)) => {
-            partition_floor(held, order, plan.order.1, partition, lower)?
-        }
-        _ => None,
-    };
-    Ok((
-        ReadFilter {
-            refresh_sql: base.refresh_sql,
-            since,
-            floor,
-        },
-        lower,
-    ))
+        .map(|since| lowest_instant(since, order_type));
+    (since, lower)
 }
 
 /// The lowest instant (as [`instants`] gives it) a row read with `since` can
@@ -266,42 +470,52 @@ fn lowest_instant(since: &TimeBound, column_type: &datafusion::arrow::datatypes:
 }
 
 /// `time_partition_column >= P`, where P is the newest partition value
-/// among held rows older than every row the read can return. A row's
-/// partition is a coarser view of its time, so every newer row lies in P's
-/// partition or a later one, whatever the partitions' granularity. No floor
-/// when no held row is that old.
-fn partition_floor(
-    held: &TableData,
-    order: usize,
-    format: Option<TimeFormat>,
-    partition: &str,
+/// among held rows older than every row the read can return (`lower`),
+/// gathered batch by batch. A row's partition is a coarser view of its
+/// time, so every newer row lies in P's partition or a later one, whatever
+/// the partitions' granularity. No floor when no held row is that old.
+struct FloorScan {
+    max: MaxAccumulator,
+    any: bool,
     lower: i64,
-) -> Result<Option<Floor>, ArrowError> {
-    let Ok(column) = held.schema().index_of(partition) else {
-        return Ok(None);
-    };
-    let data_type = held.schema().field(column).data_type().clone();
-    let mut max = MaxAccumulator::try_new(&data_type).map_err(to_arrow)?;
-    let mut any = false;
-    for number in 0..held.batch_count() as u32 {
-        let batch = held.batch(number);
-        let times = instants(batch.column(order), format)?;
-        let older: BooleanArray = times
-            .iter()
-            .map(|t| Some(t.is_some_and(|t| t < lower)))
-            .collect();
-        if older.true_count() == 0 {
-            continue;
-        }
-        let values = datafusion::arrow::compute::filter(batch.column(column), &older)?;
-        max.update_batch(&[values]).map_err(to_arrow)?;
-        any = true;
+    format: Option<TimeFormat>,
+}
+
+impl FloorScan {
+    fn new(
+        partition_type: &datafusion::arrow::datatypes::DataType,
+        lower: i64,
+        format: Option<TimeFormat>,
+    ) -> Result<FloorScan, ArrowError> {
+        Ok(FloorScan {
+            max: MaxAccumulator::try_new(partition_type).map_err(to_arrow)?,
+            any: false,
+            lower,
+            format,
+        })
     }
-    let value = max.evaluate().map_err(to_arrow)?;
-    Ok((any && !value.is_null()).then(|| Floor {
-        column: partition.to_owned(),
-        value,
-    }))
+
+    /// Takes in the rows of one batch: their times and partitions.
+    fn update(&mut self, times: &ArrayRef, partitions: &ArrayRef) -> Result<(), ArrowError> {
+        let older: BooleanArray = instants(times, self.format)?
+            .iter()
+            .map(|t| Some(t.is_some_and(|t| t < self.lower)))
+            .collect();
+        if older.true_count() > 0 {
+            let values = datafusion::arrow::compute::filter(partitions, &older)?;
+            self.max.update_batch(&[values]).map_err(to_arrow)?;
+            self.any = true;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self, partition: &str) -> Result<Option<Floor>, ArrowError> {
+        let value = self.max.evaluate().map_err(to_arrow)?;
+        Ok((self.any && !value.is_null()).then(|| Floor {
+            column: partition.to_owned(),
+            value,
+        }))
+    }
 }
 
 /// The newest instant of the `order` column in each batch of `data`: the

@@ -14,7 +14,8 @@ use tokio::time::Instant;
 
 use super::RefreshError;
 use crate::accelerator::{
-    ArrowAcceleration, Change, Checkpoint, FileVersion, ReadProgress, TableData, TableDataBuilder,
+    ArrowAcceleration, Change, Checkpoint, FileVersion, ReadProgress, Store, StoreError, TableData,
+    TableDataBuilder,
 };
 use crate::source::{ReadFilter, Source, SourceError};
 
@@ -151,18 +152,7 @@ pub async fn run_in_file(
                 },
                 now,
             )?;
-            let (reader, bytes) = (store.reader(&committed)?, store.bytes());
-            let published = Published {
-                rows: reader.rows(),
-                bytes: usize::try_from(bytes).unwrap_or(usize::MAX),
-                index_bytes: 0,
-                completed: committed.last_refresh,
-            };
-            acceleration.publish_file(FileVersion {
-                reader: Arc::new(reader),
-                bytes,
-                checkpoint: committed,
-            });
+            let (published, _) = publish_in_place(&acceleration, &store, committed)?;
             drop(section);
             Ok::<_, crate::accelerator::StoreError>(published)
         })
@@ -192,6 +182,58 @@ pub async fn run_in_file(
         (Err(_), Err(written)) if writer_stopped.load(Ordering::Relaxed) => Err(written),
         (Err(read), _) => Err(read),
     }
+}
+
+/// Publishes the version `committed` describes, just committed to the file
+/// of `store`, to queries that read it in place.
+fn publish_in_place(
+    acceleration: &ArrowAcceleration,
+    store: &Store,
+    committed: Checkpoint,
+) -> Result<(Published, Arc<FileVersion>), StoreError> {
+    let (reader, bytes) = (store.reader(&committed)?, store.bytes());
+    let published = Published {
+        rows: reader.rows(),
+        bytes: usize::try_from(bytes).unwrap_or(usize::MAX),
+        index_bytes: 0,
+        completed: committed.last_refresh,
+    };
+    let version = acceleration.publish_file(FileVersion {
+        reader: Arc::new(reader),
+        bytes,
+        checkpoint: committed,
+    });
+    Ok((published, version))
+}
+
+/// Runs `write` on the file of an acceleration queried in place, on a
+/// blocking thread and inside the commit section, then publishes the
+/// version it committed, if any (`write` answers the checkpoint it
+/// committed with, or `None` when it wrote nothing, and a value of its own).
+pub(super) async fn commit_in_place<T: Send + 'static>(
+    acceleration: &Arc<ArrowAcceleration>,
+    write: impl FnOnce(&Store) -> Result<(Option<Checkpoint>, T), StoreError> + Send + 'static,
+) -> Result<(Option<(Published, Arc<FileVersion>)>, T), RefreshError> {
+    let dataset = acceleration.dataset();
+    let Some(store) = acceleration.store().cloned() else {
+        return Err(RefreshError::build(
+            dataset,
+            "its acceleration file is not open",
+        ));
+    };
+    let section = acceleration.commit_lock().await;
+    let acceleration = Arc::clone(acceleration);
+    tokio::task::spawn_blocking(move || {
+        let _section = section;
+        let (committed, outcome) = write(&store)?;
+        let published = committed
+            .map(|checkpoint| publish_in_place(&acceleration, &store, checkpoint))
+            .transpose()?;
+        Ok::<_, StoreError>((published, outcome))
+    })
+    .await
+    .map_err(|e| RefreshError::build(dataset, e))?
+    .map_err(|e| RefreshError::build(dataset, e))
 }
 
 /// The rows of the version `acceleration` serves (0 before the first

@@ -564,6 +564,21 @@ impl Refresher {
                 return Ok(published);
             }
         }
+        if let (Some(plan), Some(held)) = (&self.append, acceleration.file_version()) {
+            let appended = append::run_in_file(
+                source,
+                acceleration,
+                held,
+                plan,
+                filter.clone(),
+                &mut self.watermark,
+            )
+            .await?;
+            if let Some(published) = appended {
+                self.dataset.loaded_with(refresh_sql);
+                return Ok(published);
+            }
+        }
         let primary_key = &self.dataset.config.acceleration.primary_key;
         if self.dataset.config.acceleration.in_place() {
             let published = full::run_in_file(

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::DFSchema;
 use datafusion::logical_expr::Expr;
@@ -23,7 +23,7 @@ use datafusion::prelude::SessionContext;
 use tracing::{error, info};
 
 use super::{append, full};
-use crate::accelerator::Change;
+use crate::accelerator::{Change, Checkpoint, FileVersion};
 use crate::config::DatasetConfig;
 use crate::dataset::Dataset;
 use crate::metrics;
@@ -65,6 +65,9 @@ pub fn policy(config: &DatasetConfig) -> Option<Policy> {
 /// `position`: where in its change stream the rows are current to (kept
 /// with them in a file, so a restart resumes the stream there).
 pub async fn check(dataset: &Dataset, position: Option<String>) -> Result<usize, String> {
+    if let Some(version) = dataset.acceleration.file_version() {
+        return check_in_place(dataset, &version, position).await;
+    }
     let Some(held) = dataset.acceleration.current() else {
         return Ok(0);
     };
@@ -75,13 +78,7 @@ pub async fn check(dataset: &Dataset, position: Option<String>) -> Result<usize,
     let mut removed: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
     for number in 0..held.batch_count() as u32 {
         let batch = held.batch(number);
-        let kept = keep
-            .evaluate(batch)
-            .and_then(|value| value.into_array(batch.num_rows()))
-            .map_err(|e| format!("the retention policy cannot be evaluated: {e}"))?;
-        let kept = kept
-            .as_boolean_opt()
-            .ok_or("the retention policy is not a condition")?;
+        let kept = kept(keep.as_ref(), batch)?;
         // Evicted: the rows the policy does not keep (false, not NULL).
         let rows: BTreeSet<u32> = (0..batch.num_rows())
             .filter(|row| kept.is_valid(*row) && !kept.value(*row))
@@ -120,6 +117,43 @@ pub async fn check(dataset: &Dataset, position: Option<String>) -> Result<usize,
     .await
     .map_err(|e| e.to_string())?;
     Ok(evicted)
+}
+
+/// [`check`] of an acceleration queried in place: the file's rows are read
+/// in the transaction that deletes those the policy evicts.
+async fn check_in_place(
+    dataset: &Dataset,
+    version: &FileVersion,
+    position: Option<String>,
+) -> Result<usize, String> {
+    let schema = Arc::clone(&version.checkpoint.schema);
+    let keep = crate::query::inverse_retention(&dataset.config, &schema)?
+        .ok_or("the retention policy selects no rows")?;
+    let keep = plan(keep, &schema)?;
+    let checkpoint = Checkpoint {
+        last_refresh: dataset.report().last_refresh.unwrap_or_else(full::now),
+        position,
+        ..version.checkpoint.clone()
+    };
+    let (_, evicted) = full::commit_in_place(&dataset.acceleration, move |store| {
+        let evicted = store.evict(&checkpoint, &mut |batch| kept(keep.as_ref(), batch))?;
+        Ok(((evicted > 0).then_some(checkpoint), evicted))
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    Ok(usize::try_from(evicted).unwrap_or(usize::MAX))
+}
+
+/// Which rows of `batch` the policy keeps (true), evicts (false) or
+/// leaves alone (NULL: kept).
+fn kept(keep: &dyn PhysicalExpr, batch: &RecordBatch) -> Result<BooleanArray, String> {
+    let kept = keep
+        .evaluate(batch)
+        .and_then(|value| value.into_array(batch.num_rows()))
+        .map_err(|e| format!("the retention policy cannot be evaluated: {e}"))?;
+    kept.as_boolean_opt()
+        .cloned()
+        .ok_or_else(|| "the retention policy is not a condition".to_owned())
 }
 
 /// Runs a check and reports it: a log line and the eviction counter.

@@ -1,8 +1,7 @@
 //! File accelerations queried in place (`engine: duckdb | sqlite` with a
-//! file mode, refreshed in full): the refresh streams the source into the
-//! file and queries read the file, so a dataset several times larger than
-//! the memory pgaccel may use is loaded, refreshed and answered as
-//! PostgreSQL answers.
+//! file mode, refreshed in full or by appends): refreshes write the file
+//! and queries read it, so a dataset several times larger than the memory
+//! pgaccel may use is loaded, refreshed and answered as PostgreSQL answers.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -311,4 +310,192 @@ async fn an_sqlite_file_is_queried_in_place_and_kept_across_a_restart() {
         log.contains("serving the acceleration file from the last run, in place"),
         "{log}"
     );
+}
+
+/// Appends and retention revise a file acceleration in place, on both
+/// engines: new rows are added, a re-read row with a newer time replaces
+/// the held one by key, rows the overlap reads again are not added twice
+/// (with a key and without, where identical rows count), evicted rows leave
+/// the file, and after a restart the next append resumes from what the
+/// file holds. Every answer is PostgreSQL's own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn appends_and_retention_revise_the_file_in_place() {
+    let source = SourceSchema::create("in_place_append").await;
+    source
+        .execute(
+            "CREATE TABLE {schema}.orders (id int PRIMARY KEY, status text,
+                 updated_at timestamptz NOT NULL, deleted boolean NOT NULL DEFAULT false);
+             INSERT INTO {schema}.orders
+             SELECT i, 'new', now() - interval '2 hours' + i * interval '1 second', false
+             FROM generate_series(1, 3000) i;
+             CREATE TABLE {schema}.log (at timestamptz NOT NULL, message text);
+             INSERT INTO {schema}.log
+             SELECT now() - interval '2 hours' + (i / 3) * interval '5 seconds', 'm' || (i % 3)
+             FROM generate_series(1, 3000) i;
+             INSERT INTO {schema}.log VALUES (now() - interval '1 minute', 'twice'),
+                 (now() - interval '1 minute', 'twice')",
+        )
+        .await;
+    let folder = tempfile::tempdir().unwrap();
+    let engines = ["duckdb", "sqlite"];
+    let mut datasets = Vec::new();
+    for engine in engines {
+        let file = |table: &str| folder.path().join(format!("{table}_{engine}.db"));
+        let common = format!(
+            "      engine: {engine}\n      mode: file\n      refresh_mode: append\n      refresh_check_interval: 1h\n      refresh_append_overlap: 1h\n"
+        );
+        datasets.push(source.dataset(
+            "orders",
+            &format!("orders_{engine}"),
+            &format!(
+                "    time_column: updated_at\n    acceleration:\n{common}      params: {{ {engine}_file: '{}' }}\n      retention_check_enabled: true\n      retention_check_interval: 1s\n      retention_sql: DELETE FROM orders_{engine} WHERE deleted\n      on_zero_results: use_source\n",
+                file("orders").display()
+            ),
+        ));
+        datasets.push(source.dataset(
+            "log",
+            &format!("log_{engine}"),
+            &format!(
+                "    time_column: at\n    acceleration:\n{common}      params: {{ {engine}_file: '{}' }}\n",
+                file("log").display()
+            ),
+        ));
+    }
+    let datasets = datasets.join("");
+    {
+        let server = Process::start(folder.path(), "", &datasets);
+        server.wait_ready().await;
+        let replica = server.client().await;
+        same_orders_and_log(&replica, &source, &engines).await;
+        let log_text = server.log_text();
+        assert!(!log_text.contains("read into memory"), "{log_text}");
+        for engine in engines {
+            let plan = simple_rows(
+                &replica,
+                &format!("EXPLAIN SELECT status FROM orders_{engine} WHERE id = 10"),
+            )
+            .await;
+            let plan = format!("{plan:?}");
+            assert!(plan.contains("FileScanExec"), "{plan}");
+        }
+        // A row updated (newer time), one soft-deleted, new rows; in the
+        // log, new rows and two identical ones.
+        source
+            .execute(
+                "UPDATE {schema}.orders SET status = 'shipped', updated_at = now() WHERE id = 2990;
+                 UPDATE {schema}.orders SET deleted = true, updated_at = now() WHERE id = 2995;
+                 INSERT INTO {schema}.orders
+                 SELECT i, 'new', now(), false FROM generate_series(3001, 3100) i;
+                 INSERT INTO {schema}.log
+                 SELECT now() - i * interval '1 millisecond', 'late' FROM generate_series(1, 50) i;
+                 INSERT INTO {schema}.log VALUES (now(), 'again'), (now(), 'again')",
+            )
+            .await;
+        let kept = rows_kept(&source).await;
+        for engine in engines {
+            server.refresh(&format!("orders_{engine}")).await;
+            server.refresh(&format!("log_{engine}")).await;
+            // The soft-deleted row came with the append; a check evicts it.
+            server
+                .wait_for_status(&format!("orders_{engine}"), |status| {
+                    status["rows"] == serde_json::json!(kept)
+                })
+                .await;
+        }
+        same_orders_and_log(&replica, &source, &engines).await;
+        // Nothing new: the overlap reads the last hour again, adding nothing.
+        for engine in engines {
+            server.refresh(&format!("orders_{engine}")).await;
+            server.refresh(&format!("log_{engine}")).await;
+        }
+        same_orders_and_log(&replica, &source, &engines).await;
+        server.kill();
+    }
+    // A restart serves the files as they are and appends from what they hold.
+    source
+        .execute(
+            "UPDATE {schema}.orders SET status = 'returned', updated_at = now() WHERE id = 3050;
+             INSERT INTO {schema}.orders SELECT i, 'new', now(), false FROM generate_series(3101, 3120) i;
+             INSERT INTO {schema}.log VALUES (now(), 'after the restart')",
+        )
+        .await;
+    let server = Process::start(folder.path(), "", &datasets);
+    server.wait_ready().await;
+    let log_text = server.log_text();
+    assert!(
+        log_text.contains("serving the acceleration file from the last run, in place"),
+        "{log_text}"
+    );
+    let kept = rows_kept(&source).await;
+    for engine in engines {
+        server.refresh(&format!("orders_{engine}")).await;
+        server.refresh(&format!("log_{engine}")).await;
+        // The overlap read the soft-deleted row again; a check evicts it.
+        server
+            .wait_for_status(&format!("orders_{engine}"), |status| {
+                status["rows"] == serde_json::json!(kept)
+            })
+            .await;
+    }
+    let replica = server.client().await;
+    same_orders_and_log(&replica, &source, &engines).await;
+    // A scan of the file that finds nothing is answered by the source,
+    // less the rows retention evicts.
+    source
+        .execute("INSERT INTO {schema}.orders VALUES (4000, 'not appended yet', now(), false)")
+        .await;
+    for engine in engines {
+        let status = |id: u32| format!("SELECT status FROM orders_{engine} WHERE id = {id}");
+        assert_eq!(
+            simple_rows(&replica, &status(4000)).await,
+            vec![vec![Some("not appended yet".to_owned())]]
+        );
+        assert_eq!(
+            simple_rows(&replica, &status(2995)).await,
+            Vec::<Vec<Option<String>>>::new()
+        );
+        assert_eq!(
+            simple_rows(&replica, &status(2990)).await,
+            vec![vec![Some("shipped".to_owned())]]
+        );
+    }
+}
+
+/// Asserts that the `orders_*` and `log_*` datasets of each of `engines`
+/// answer as `source`'s tables do.
+async fn same_orders_and_log(
+    replica: &tokio_postgres::Client,
+    source: &SourceSchema,
+    engines: &[&str],
+) {
+    let orders = "SELECT id, status, updated_at FROM orders WHERE NOT deleted ORDER BY id";
+    let log = "SELECT at, message, count(*) FROM log GROUP BY at, message ORDER BY at, message";
+    for engine in engines {
+        for sql in [orders, log] {
+            let served = sql
+                .replace("FROM orders", &format!("FROM orders_{engine}"))
+                .replace("FROM log", &format!("FROM log_{engine}"));
+            let primary = sql
+                .replace("FROM orders", &format!("FROM {}.orders", source.name))
+                .replace("FROM log", &format!("FROM {}.log", source.name));
+            assert_eq!(
+                simple_rows(replica, &served).await,
+                simple_rows(&source.client, &primary).await,
+                "{served}"
+            );
+        }
+    }
+}
+
+/// The rows of the source's `orders` that retention keeps.
+async fn rows_kept(source: &SourceSchema) -> u64 {
+    let sql = format!(
+        "SELECT count(*) FROM {}.orders WHERE NOT deleted",
+        source.name
+    );
+    simple_rows(&source.client, &sql).await[0][0]
+        .as_deref()
+        .unwrap()
+        .parse()
+        .unwrap()
 }

@@ -28,18 +28,31 @@ const TABLES: &str = "
   CREATE TABLE {schema}.k_ts (k timestamp PRIMARY KEY, v int);
   INSERT INTO {schema}.k_ts SELECT timestamp '2024-01-01 00:00:00' + g * interval '90 minutes', g FROM generate_series(1, 100) g;";
 
-async fn setup(prefix: &str) -> (SourceSchema, Server) {
+/// The source tables as datasets kept by `engine`: `arrow` in memory, or
+/// `duckdb` / `sqlite` in a file each (in the folder returned), queried in
+/// place.
+async fn setup(prefix: &str, engine: &str) -> (SourceSchema, Server, tempfile::TempDir) {
     let source = SourceSchema::create(prefix).await;
     source.execute(TABLES).await;
+    let files = tempfile::tempdir().unwrap();
     let datasets: String = [
         "accounts", "events", "k_int2", "k_int4", "k_text", "k_uuid", "k_date", "k_ts",
     ]
     .iter()
-    .map(|table| source.dataset(table, table, ""))
+    .map(|table| {
+        let acceleration = match engine {
+            "arrow" => String::new(),
+            _ => format!(
+                "    acceleration:\n      engine: {engine}\n      mode: file\n      params: {{ {engine}_file: '{}' }}\n",
+                files.path().join(format!("{table}.db")).display()
+            ),
+        };
+        source.dataset(table, table, &acceleration)
+    })
     .collect();
     let server = Server::start(&datasets).await;
     server.wait_ready().await;
-    (source, server)
+    (source, server, files)
 }
 
 async fn index_lookups(server: &Server) -> u64 {
@@ -77,15 +90,17 @@ async fn check(
     schema: &str,
     sql: &str,
     params: &[&(dyn ToSql + Sync)],
+    indexed: &dyn Fn(&str) -> bool,
 ) {
     let before = index_lookups(server).await;
     let through_index = replica
         .query(sql, params)
         .await
         .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    assert!(
+    assert_eq!(
         index_lookups(server).await > before,
-        "not answered through the index: {sql}"
+        indexed(sql),
+        "answered through the index, or not, unexpectedly: {sql}"
     );
     let scan_sql = sql
         .replacen(" WHERE ", " WHERE false OR (", 1)
@@ -116,10 +131,32 @@ async fn check(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lookups_by_every_key_shape_match_postgres() {
-    let (source, server) = setup("lookup").await;
+    every_key_shape("arrow").await;
+}
+
+/// A DuckDB file queried in place answers lookups through its key index.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookups_in_a_duckdb_file_by_every_key_shape_match_postgres() {
+    every_key_shape("duckdb").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookups_in_an_sqlite_file_by_every_key_shape_match_postgres() {
+    every_key_shape("sqlite").await;
+}
+
+async fn every_key_shape(engine: &str) {
+    let (source, server, _files) = setup(&format!("lookup_{engine}"), engine).await;
     let replica = server.client().await;
     let primary = connect(SOURCE_DSN).await;
     let schema = source.name.as_str();
+    // A file is probed only by a key its engine compares exactly as pgaccel
+    // does; other lookups read the file through a planned scan.
+    let indexed = |sql: &str| match engine {
+        "duckdb" => !sql.contains("k_ts"),
+        "sqlite" => !sql.contains("k_ts") && !sql.contains("k_date"),
+        _ => true,
+    };
     check(
         &server,
         &replica,
@@ -127,6 +164,7 @@ async fn lookups_by_every_key_shape_match_postgres() {
         schema,
         "SELECT id::text, name, balance::text FROM accounts WHERE id = $1",
         &[&42i64],
+        &indexed,
     )
     .await;
     check(
@@ -136,6 +174,7 @@ async fn lookups_by_every_key_shape_match_postgres() {
         schema,
         "SELECT name FROM accounts WHERE id = $1",
         &[&99_999i64],
+        &indexed,
     )
     .await;
     check(
@@ -145,6 +184,7 @@ async fn lookups_by_every_key_shape_match_postgres() {
         schema,
         "SELECT name FROM accounts WHERE id = $1",
         &[&None::<i64>],
+        &indexed,
     )
     .await;
     check(
@@ -154,6 +194,7 @@ async fn lookups_by_every_key_shape_match_postgres() {
         schema,
         "SELECT name FROM accounts WHERE id = 7",
         &[],
+        &indexed,
     )
     .await;
     check(
@@ -163,6 +204,7 @@ async fn lookups_by_every_key_shape_match_postgres() {
         schema,
         "SELECT name FROM accounts WHERE id IN (1, 5, 5, 123456)",
         &[],
+        &indexed,
     )
     .await;
     check(
@@ -172,6 +214,7 @@ async fn lookups_by_every_key_shape_match_postgres() {
         schema,
         "SELECT name FROM accounts WHERE id = 10 AND balance > 100",
         &[],
+        &indexed,
     )
     .await;
     check(
@@ -181,6 +224,7 @@ async fn lookups_by_every_key_shape_match_postgres() {
         schema,
         "SELECT name FROM accounts WHERE id = 100 AND balance > 100",
         &[],
+        &indexed,
     )
     .await;
     check(
@@ -192,6 +236,7 @@ async fn lookups_by_every_key_shape_match_postgres() {
         // text, which follows the session's DateStyle, takes the scan path).
         "SELECT upper(name), length(name) + 1 FROM accounts WHERE 11 = id LIMIT 1",
         &[],
+        &indexed,
     )
     .await;
     check(
@@ -201,6 +246,7 @@ async fn lookups_by_every_key_shape_match_postgres() {
         schema,
         "SELECT kind FROM events WHERE tenant = $1 AND seq = $2",
         &[&3i32, &17i64],
+        &indexed,
     )
     .await;
     check(
@@ -210,6 +256,7 @@ async fn lookups_by_every_key_shape_match_postgres() {
         schema,
         "SELECT kind FROM events WHERE seq = 50 AND tenant = 20",
         &[],
+        &indexed,
     )
     .await;
     check(
@@ -219,6 +266,7 @@ async fn lookups_by_every_key_shape_match_postgres() {
         schema,
         "SELECT v FROM k_int2 WHERE k = $1",
         &[&-7i16],
+        &indexed,
     )
     .await;
     check(
@@ -228,6 +276,7 @@ async fn lookups_by_every_key_shape_match_postgres() {
         schema,
         "SELECT v FROM k_int4 WHERE k = $1",
         &[&5000i32],
+        &indexed,
     )
     .await;
     check(
@@ -237,6 +286,7 @@ async fn lookups_by_every_key_shape_match_postgres() {
         schema,
         "SELECT v FROM k_text WHERE k = $1",
         &[&"key-77"],
+        &indexed,
     )
     .await;
     check(
@@ -246,6 +296,7 @@ async fn lookups_by_every_key_shape_match_postgres() {
         schema,
         "SELECT v FROM k_uuid WHERE k = 'c4ca4238-a0b9-2382-0dcc-509a6f75849b'",
         &[],
+        &indexed,
     )
     .await;
     check(
@@ -255,6 +306,7 @@ async fn lookups_by_every_key_shape_match_postgres() {
         schema,
         "SELECT v FROM k_date WHERE k = $1",
         &[&chrono::NaiveDate::from_ymd_opt(2024, 1, 31).unwrap()],
+        &indexed,
     )
     .await;
     let at = chrono::NaiveDate::from_ymd_opt(2024, 1, 2)
@@ -268,13 +320,14 @@ async fn lookups_by_every_key_shape_match_postgres() {
         schema,
         "SELECT v FROM k_ts WHERE k = $1",
         &[&at],
+        &indexed,
     )
     .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_index_follows_every_refresh() {
-    let (source, server) = setup("lookup_refresh").await;
+    let (source, server, _files) = setup("lookup_refresh", "arrow").await;
     let replica = server.client().await;
     let statement = replica
         .prepare("SELECT name FROM accounts WHERE id = $1")
@@ -305,7 +358,18 @@ async fn the_index_follows_every_refresh() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_lookup_racing_refreshes_always_finds_a_key_present_in_both_versions() {
-    let (source, server) = setup("lookup_race").await;
+    racing_refreshes("arrow").await;
+}
+
+/// The same of a DuckDB file queried in place: a refresh commits a new
+/// version into the file while lookups read it through its index.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_lookup_in_a_file_racing_refreshes_always_finds_a_key_present_in_both_versions() {
+    racing_refreshes("duckdb").await;
+}
+
+async fn racing_refreshes(engine: &str) {
+    let (source, server, _files) = setup(&format!("lookup_race_{engine}"), engine).await;
     let server = Arc::new(server);
     let stop = Arc::new(AtomicBool::new(false));
     let reader = tokio::spawn({
@@ -432,7 +496,7 @@ async fn a_schema_change_invalidates_the_plans_that_read_the_table() {
 /// PostgreSQL answers, through the index where the literal fits the key.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn simple_protocol_lookups_with_new_literals_use_the_index() {
-    let (source, server) = setup("lookup_simple").await;
+    let (source, server, _files) = setup("lookup_simple", "arrow").await;
     let replica = server.client().await;
     let primary = connect(SOURCE_DSN).await;
     let schema = source.name.as_str();
@@ -550,7 +614,7 @@ async fn simple_protocol_lookups_with_new_literals_use_the_index() {
 /// new parameters plans nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prepared_lookups_are_planned_once() {
-    let (_source, server) = setup("lookup_prepared").await;
+    let (_source, server, _files) = setup("lookup_prepared", "arrow").await;
     let replica = server.client().await;
     let statement = replica
         .prepare("SELECT name FROM accounts WHERE id = $1")
