@@ -410,7 +410,8 @@ impl Store {
         }
     }
 
-    fn error(&self, message: String) -> StoreError {
+    /// An error of this file, saying `message`.
+    pub fn error(&self, message: String) -> StoreError {
         let engine = match self {
             Store::Duckdb(_) => "duckdb",
             Store::Sqlite(_) => "sqlite",

@@ -179,16 +179,16 @@ impl Acceleration {
 impl Acceleration {
     /// Why a file acceleration is read into memory to be queried instead of
     /// being queried in place; `None` for one queried in place (`engine:
-    /// duckdb | sqlite` with a file mode, refreshed in full, by appends or
-    /// not at all) and for memory accelerations. `changes`, `caching` and
-    /// `snapshot` keep the rows they revise in memory.
+    /// duckdb | sqlite` with a file mode, refreshed in full, by appends, by
+    /// changes or not at all) and for memory accelerations. `caching` and
+    /// `snapshot` keep the rows they serve in memory.
     pub fn in_memory_reason(&self) -> Option<String> {
         if !self.keeps_file() {
             return None;
         }
         if !matches!(
             self.refresh_mode,
-            RefreshMode::Full | RefreshMode::Append | RefreshMode::Disabled
+            RefreshMode::Full | RefreshMode::Append | RefreshMode::Changes | RefreshMode::Disabled
         ) {
             return Some(format!("refresh_mode: {}", self.refresh_mode.as_str()));
         }
@@ -744,10 +744,12 @@ mod tests {
         let (a, _) = parse_block(block("duckdb", "file", "append", None), true);
         assert!(a.in_place());
         let (a, _) = parse_block(block("duckdb", "file", "changes", None), true);
+        assert!(a.in_place());
+        let (a, _) = parse_block(block("sqlite", "file", "caching", None), true);
         assert!(!a.in_place());
         assert_eq!(
             a.in_memory_reason().as_deref(),
-            Some("refresh_mode: changes")
+            Some("refresh_mode: caching")
         );
         let (a, _) = parse_block(block("arrow", "memory", "full", None), false);
         assert!(!a.in_place());

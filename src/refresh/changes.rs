@@ -7,8 +7,10 @@
 //! transaction and its binlog position), so the copy and the stream meet
 //! exactly: nothing is lost between them and nothing is applied twice. A
 //! file acceleration keeps the stream position with its checkpoint, so a
-//! restart reads its rows back and resumes the stream there; a memory one
-//! copies again.
+//! restart serves its file (in place, or read back into memory) and resumes
+//! the stream there; a memory one copies again. A file queried in place is
+//! copied into and revised in the file: only the rows a batch of
+//! transactions touches are read back.
 //!
 //! Then each committed source transaction is applied whole: the rows it
 //! inserts, updates and deletes go into a new version of the acceleration
@@ -24,8 +26,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use datafusion::arrow::array::{ArrayRef, RecordBatch};
+use datafusion::arrow::array::{ArrayRef, RecordBatch, new_empty_array};
 use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::common::ScalarValue;
 use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
@@ -33,7 +36,10 @@ use tracing::{error, info, warn};
 
 use super::feed::{Checked, Feed, Position, Stream, Transaction};
 use super::{RefreshError, full, persisted, retention, retry};
-use crate::accelerator::{ArrowAcceleration, Change, TableData, TableDataBuilder};
+use crate::accelerator::{
+    ArrowAcceleration, Change, Checkpoint, FileVersion, Store, StoreError, TableData,
+    TableDataBuilder,
+};
 use crate::dataset::{ChangesReport, Dataset};
 use crate::metrics;
 use crate::source::change::{Row, RowChange, SourceTransaction, StreamEvent};
@@ -83,7 +89,7 @@ pub async fn run(dataset: Arc<Dataset>, partitions: usize, shutdown: Cancellatio
             },
         };
         metrics::refresh_failed(&name, failed.reason());
-        let message = if dataset.acceleration.current().is_none() {
+        let message = if !dataset.acceleration.serving() {
             format!(
                 "Not served: waits for its source because it uses `refresh_mode: changes`. Cause: {failed}"
             )
@@ -142,16 +148,10 @@ impl Follower {
                     let held = self
                         .dataset
                         .acceleration
-                        .current()
+                        .served_schema()
                         .expect("a resume point has rows");
                     self.feed
-                        .resume(
-                            &name,
-                            from,
-                            Arc::clone(held.schema()),
-                            &checked,
-                            self.all_columns(),
-                        )
+                        .resume(&name, from, held, &checked, self.all_columns())
                         .await?
                 }
                 None => self.copy(&checked).await?,
@@ -181,7 +181,7 @@ impl Follower {
         if self.recopy {
             return Ok(None);
         }
-        if let (Some(position), Some(_)) = (&self.position, self.dataset.acceleration.current()) {
+        if let (Some(position), true) = (&self.position, self.dataset.acceleration.serving()) {
             let position = position.clone();
             return Ok(self
                 .feed
@@ -215,6 +215,11 @@ impl Follower {
         if checkpoint.refresh_sql != self.refresh_sql_text() {
             info!(dataset = %name, "refresh_sql differs from the one the acceleration file was loaded with: copying the table again");
             return Ok(None);
+        }
+        if self.dataset.config.acceleration.in_place() {
+            self.serve_in_place(store, checkpoint, &position).await?;
+            self.position = Some(position.clone());
+            return Ok(Some(position));
         }
         let partitions = self.partitions;
         let read = {
@@ -253,45 +258,68 @@ impl Follower {
             since: None,
             floor: None,
         };
+        let position = start.position();
+        let acceleration = &self.dataset.acceleration;
+        let primary_key = &self.dataset.config.acceleration.primary_key;
         let copied = async {
+            if self.dataset.config.acceleration.in_place() {
+                // Streamed into the file with its position, as a full
+                // refresh is.
+                let keyless = no_key(&name, &self.feed.table_name());
+                let published = full::run_in_file(
+                    &source,
+                    acceleration,
+                    primary_key,
+                    &filter,
+                    None,
+                    Some(position.to_string()),
+                    Some(keyless),
+                )
+                .await?;
+                return Ok(Copied::InPlace(published));
+            }
             let data = full::read(
                 &source,
                 &name,
-                self.dataset.acceleration.progress(),
+                acceleration.progress(),
                 self.partitions,
-                &self.dataset.config.acceleration.primary_key,
+                primary_key,
                 &filter,
                 None,
-                full::served_rows(&self.dataset.acceleration),
+                full::served_rows(acceleration),
             )
             .await?;
             require_key(&data, &name, &self.feed.table_name())?;
-            Ok::<_, RefreshError>(data)
+            Ok::<_, RefreshError>(Copied::Memory(data))
         }
         .await;
         // Dropping the source ends the copy's transaction (and its snapshot).
         drop(source);
-        let data = match copied {
-            Ok(data) => data,
+        let copied = match copied {
+            Ok(copied) => copied,
             Err(error) => {
                 self.feed.abandon(&name, start, false).await;
                 return Err(error);
             }
         };
-        let position = start.position();
-        let target = Arc::clone(data.schema());
-        let acceleration = &self.dataset.acceleration;
-        acceleration.settled().await;
-        let change = Change::Replace(data.batches());
-        let (published, _) = full::publish_at(
-            acceleration,
-            data,
-            change,
-            full::refresh_sql_text(&filter),
-            full::now(),
-            Some(position.to_string()),
-        )
-        .await?;
+        let published = match copied {
+            Copied::InPlace(published) => published,
+            Copied::Memory(data) => {
+                acceleration.settled().await;
+                let change = Change::Replace(data.batches());
+                let (published, _) = full::publish_at(
+                    acceleration,
+                    data,
+                    change,
+                    full::refresh_sql_text(&filter),
+                    full::now(),
+                    Some(position.to_string()),
+                )
+                .await?;
+                published
+            }
+        };
+        let target = acceleration.served_schema().expect("the copy is published");
         self.dataset.loaded_with(full::refresh_sql_text(&filter));
         metrics::refresh_succeeded(
             &name,
@@ -332,6 +360,14 @@ impl Follower {
         loop {
             tokio::select! {
                 _ = self.dataset.refresh_requested(), if copying.is_none() => {
+                    if self.dataset.config.acceleration.in_place() {
+                        // A copy aside would be a second table of the file's
+                        // size: the stream stops, and the table is copied
+                        // into the file again, as at the start.
+                        info!(dataset = %name, "on-demand refresh requested: copying the table into the acceleration file again, then streaming from there");
+                        self.recopy = true;
+                        return Ok(());
+                    }
                     info!(dataset = %name, "on-demand refresh requested: copying the table again while its changes keep streaming");
                     self.dataset.refresh_started();
                     applied_meanwhile.clear();
@@ -399,6 +435,42 @@ impl Follower {
                 }
             }
         }
+    }
+
+    /// Serves the rows the acceleration file kept (current to `position`)
+    /// in place, for the stream to resume from.
+    async fn serve_in_place(
+        &self,
+        store: Arc<Store>,
+        checkpoint: Checkpoint,
+        position: &Position,
+    ) -> Result<(), RefreshError> {
+        let name = self.dataset.name();
+        let (reader, bytes) = {
+            let checkpoint = checkpoint.clone();
+            tokio::task::spawn_blocking(move || {
+                Ok::<_, StoreError>((store.reader(&checkpoint)?, store.bytes()))
+            })
+            .await
+            .map_err(|e| RefreshError::build(&name, e))?
+            .map_err(|e| RefreshError::build(&name, e))?
+        };
+        info!(dataset = %name, rows = reader.rows(), %position, "serving the acceleration file from the last run, in place, and resuming its change stream");
+        metrics::restored(
+            &name,
+            Some(checkpoint.last_refresh.timestamp_millis()),
+            reader.rows(),
+            usize::try_from(bytes).unwrap_or(usize::MAX),
+            0,
+        );
+        self.dataset.loaded_with(checkpoint.refresh_sql.clone());
+        self.dataset.restored(Some(checkpoint.last_refresh));
+        self.dataset.acceleration.publish_file(FileVersion {
+            reader: Arc::new(reader),
+            checkpoint,
+            bytes,
+        });
+        Ok(())
     }
 
     /// What a copy aside needs, owned.
@@ -495,42 +567,56 @@ impl Follower {
         }
         let acceleration = &self.dataset.acceleration;
         acceleration.settled().await;
-        let held = acceleration
-            .current()
-            .expect("changes are applied to a served version");
         let committed = transactions
             .last()
             .map(|t| t.commit_unix_micros)
             .unwrap_or_default();
-        let (partitions, with_file, lenient) = (
-            self.partitions,
-            acceleration.store().is_some(),
-            retention::policy(&self.dataset.config).is_some(),
-        );
-        let merged = {
-            let dataset = name.clone();
-            tokio::task::spawn_blocking(move || {
-                merge(&held, &transactions, partitions, with_file, lenient)
-                    .map_err(|message| RefreshError::Build { dataset, message })
-            })
-            .await
-            .map_err(|e| RefreshError::build(&name, e))??
+        let lenient = retention::policy(&self.dataset.config).is_some();
+        let (published, counts) = match acceleration.file_version() {
+            Some(version) => {
+                let refresh_sql = self.refresh_sql_text();
+                apply_in_file(
+                    acceleration,
+                    &version,
+                    transactions,
+                    &end,
+                    refresh_sql,
+                    lenient,
+                )
+                .await?
+            }
+            None => {
+                let held = acceleration
+                    .current()
+                    .expect("changes are applied to a served version");
+                let (partitions, with_file) = (self.partitions, acceleration.store().is_some());
+                let merged = {
+                    let dataset = name.clone();
+                    tokio::task::spawn_blocking(move || {
+                        merge(&held, &transactions, partitions, with_file, lenient)
+                            .map_err(|message| RefreshError::Build { dataset, message })
+                    })
+                    .await
+                    .map_err(|e| RefreshError::build(&name, e))??
+                };
+                let (published, _) = full::publish_at(
+                    acceleration,
+                    merged.data,
+                    merged.change,
+                    self.refresh_sql_text(),
+                    full::now(),
+                    Some(end.to_string()),
+                )
+                .await?;
+                (published, merged.counts)
+            }
         };
-        let (published, _) = full::publish_at(
-            acceleration,
-            merged.data,
-            merged.change,
-            self.refresh_sql_text(),
-            full::now(),
-            Some(end.to_string()),
-        )
-        .await?;
         self.position = Some(end.clone());
         for (op, count) in [
-            ("insert", merged.counts.inserts),
-            ("update", merged.counts.updates),
-            ("delete", merged.counts.deletes),
-            ("truncate", merged.counts.truncates),
+            ("insert", counts.inserts),
+            ("update", counts.updates),
+            ("delete", counts.deletes),
+            ("truncate", counts.truncates),
         ] {
             if count > 0 {
                 metrics::changes_applied(&name, op, count);
@@ -550,15 +636,140 @@ impl Follower {
     }
 }
 
+/// Applies `transactions` to the version `held` of an acceleration queried
+/// in place: only the rows whose keys they touch are read back from the
+/// file (through its key index), merged as in memory, and the change is
+/// written with the stream position `end` in one transaction.
+async fn apply_in_file(
+    acceleration: &Arc<ArrowAcceleration>,
+    held: &FileVersion,
+    transactions: Vec<Transaction>,
+    end: &Position,
+    refresh_sql: Option<String>,
+    lenient: bool,
+) -> Result<(full::Published, Counts), RefreshError> {
+    let dataset = acceleration.dataset().to_owned();
+    let build = |message: String| RefreshError::Build {
+        dataset: dataset.clone(),
+        message,
+    };
+    let checkpoint = Checkpoint {
+        last_refresh: full::now(),
+        refresh_sql,
+        position: Some(end.to_string()),
+        ..held.checkpoint.clone()
+    };
+    let probe =
+        touched_keys(&checkpoint.schema, &checkpoint.primary_key, &transactions).map_err(build)?;
+    let (published, counts) = full::commit_in_place(acceleration, move |store| {
+        let matched = store.matching(&probe, &checkpoint)?;
+        let merged = merge_matched(&checkpoint, matched, &transactions, lenient)
+            .map_err(|message| store.error(message))?;
+        store.write(&merged.change, &checkpoint)?;
+        Ok((Some(checkpoint), merged.counts))
+    })
+    .await?;
+    let (published, _) = published.expect("a checkpoint is committed");
+    Ok((published, counts))
+}
+
+/// [`merge`] over the held rows `matched` that the transactions touch.
+fn merge_matched(
+    checkpoint: &Checkpoint,
+    matched: Vec<RecordBatch>,
+    transactions: &[Transaction],
+    lenient: bool,
+) -> Result<Merged, String> {
+    let mut builder =
+        TableDataBuilder::keyed(Arc::clone(&checkpoint.schema), &checkpoint.primary_key, 0)
+            .map_err(|e| e.to_string())?;
+    for batch in matched {
+        builder.push(batch).map_err(|e| e.to_string())?;
+    }
+    let matched = builder.finish(1).map_err(|e| e.to_string())?;
+    merge(&matched, transactions, 1, true, lenient)
+}
+
+/// The key (columns `key` of `schema`) of every row `transactions` insert,
+/// update or delete, as a batch of the key columns.
+fn touched_keys<P>(
+    schema: &SchemaRef,
+    key: &[String],
+    transactions: &[SourceTransaction<P>],
+) -> Result<RecordBatch, String> {
+    let columns: Vec<usize> = key
+        .iter()
+        .map(|name| schema.index_of(name).map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
+    if columns.is_empty() {
+        return Err("the acceleration has no primary key to apply changes by".to_owned());
+    }
+    let mut values: Vec<Vec<ScalarValue>> = vec![Vec::new(); columns.len()];
+    let mut push = |row: &Row| {
+        let key: Option<Vec<ScalarValue>> = columns
+            .iter()
+            .map(|&c| row.0[c].clone().filter(|value| !value.is_null()))
+            .collect();
+        for (column, value) in values.iter_mut().zip(key.into_iter().flatten()) {
+            column.push(value);
+        }
+    };
+    for transaction in transactions {
+        for change in &transaction.changes {
+            match change {
+                RowChange::Insert(row) | RowChange::Delete(row) => push(row),
+                RowChange::Update { old, new } => {
+                    if let Some(old) = old {
+                        push(old);
+                    }
+                    push(new);
+                }
+                RowChange::Truncate => {}
+            }
+        }
+    }
+    let fields: Vec<Field> = columns
+        .iter()
+        .map(|&c| schema.field(c).as_ref().clone().with_nullable(true))
+        .collect();
+    let arrays = values
+        .into_iter()
+        .zip(&fields)
+        .map(|(values, field)| {
+            if values.is_empty() {
+                return Ok(new_empty_array(field.data_type()));
+            }
+            let array = ScalarValue::iter_to_array(values).map_err(|e| e.to_string())?;
+            match array.data_type() == field.data_type() {
+                true => Ok(array),
+                false => cast(&array, field.data_type()).map_err(|e| e.to_string()),
+            }
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).map_err(|e| e.to_string())
+}
+
 /// A copy must be indexed by a key: each change is applied to the row with
 /// the same key.
 fn require_key(data: &TableData, dataset: &str, table: &str) -> Result<(), RefreshError> {
     if data.primary_key().is_some() {
         return Ok(());
     }
-    Err(RefreshError::Register(format!(
+    Err(no_key(dataset, table))
+}
+
+/// What a copy without a key is refused with.
+fn no_key(dataset: &str, table: &str) -> RefreshError {
+    RefreshError::Register(format!(
         "dataset '{dataset}' uses refresh_mode: changes, which applies each change to the row with the same key, but {table} has no primary key: add one at the source, or set acceleration.primary_key"
-    )))
+    ))
+}
+
+/// A copy of the table: written to the file queried in place (and
+/// published), or in memory, to be published.
+enum Copied {
+    InPlace(full::Published),
+    Memory(TableData),
 }
 
 /// What [`copy_aside`] needs.
@@ -866,6 +1077,45 @@ mod tests {
             commit_unix_micros: 0,
             changes,
         }
+    }
+
+    /// What a file queried in place reads back before applying changes:
+    /// the key of every row inserted, updated (old and new key) or deleted,
+    /// in the key column's type; a row without its key names nothing.
+    #[test]
+    fn the_keys_changes_touch_are_gathered_for_the_file() {
+        let schema = Arc::clone(held(&[]).schema());
+        let transactions = vec![
+            transaction(
+                1,
+                vec![
+                    RowChange::Insert(row(Some(4), Some(Some("four")))),
+                    RowChange::Update {
+                        old: Some(row(Some(1), None)),
+                        new: row(Some(10), None),
+                    },
+                ],
+            ),
+            transaction(
+                2,
+                vec![
+                    RowChange::Delete(row(Some(3), None)),
+                    RowChange::Truncate,
+                    RowChange::Delete(row(None, None)),
+                ],
+            ),
+        ];
+        let keys = touched_keys(&schema, &["id".to_owned()], &transactions).unwrap();
+        assert_eq!(keys.schema().field(0).name(), "id");
+        let ids = keys
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap();
+        assert_eq!(ids.values().to_vec(), [4, 1, 10, 3]);
+        let no_changes = touched_keys(&schema, &["id".to_owned()], &transactions[..0]).unwrap();
+        assert_eq!(no_changes.num_rows(), 0);
+        assert!(touched_keys(&schema, &[], &transactions).is_err());
     }
 
     /// Inserts, an update that changes the key and keeps an unsent value,

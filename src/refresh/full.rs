@@ -103,12 +103,19 @@ enum Feed {
 /// the commit; a read that fails or is cancelled rolls the transaction
 /// back, and a commit once started completes (and publishes) even if the
 /// refresh awaiting it is dropped.
+///
+/// `position`: where in the source's change stream the rows are current to
+/// (`refresh_mode: changes`), kept with them. `keyless`: the error to fail
+/// with, before anything is written, when the rows have no primary key
+/// (`None`: they need none).
 pub async fn run_in_file(
     source: &Source,
     acceleration: &Arc<ArrowAcceleration>,
     configured_key: &[String],
     filter: &ReadFilter,
     expected: Option<&SchemaRef>,
+    position: Option<String>,
+    keyless: Option<RefreshError>,
 ) -> Result<Published, RefreshError> {
     let dataset = acceleration.dataset();
     let Some(store) = acceleration.store().cloned() else {
@@ -128,12 +135,15 @@ pub async fn run_in_file(
             format!("primary key column `{missing}` is not a column of the table"),
         ));
     }
+    if let Some(error) = keyless.filter(|_| primary_key.is_empty()) {
+        return Err(error);
+    }
     let checkpoint = Checkpoint {
         last_refresh: now(),
         schema: Arc::clone(&snapshot.schema),
         primary_key,
         refresh_sql: refresh_sql_text(filter),
-        position: None,
+        position,
     };
     let (sender, mut receiver) = tokio::sync::mpsc::channel::<Feed>(4);
     let writer = {

@@ -587,6 +587,8 @@ impl Refresher {
                 primary_key,
                 &filter,
                 expected.as_ref(),
+                None,
+                None,
             )
             .await?;
             self.dataset.loaded_with(refresh_sql);

@@ -527,13 +527,28 @@ async fn a_file_acceleration_resumes_its_stream_after_a_restart() {
             "{engine}: the restart copied the table again instead of resuming"
         );
         assert!(
-            logs()
-                .iter()
-                .any(|line| line.contains(&name) && line.contains("resuming its change stream")),
-            "{engine}: no resume in the log"
+            logs().iter().any(|line| line.contains(&name)
+                && line.contains("in place, and resuming its change stream")),
+            "{engine}: no resume of the file in place in the log"
         );
         source
             .execute("INSERT INTO {schema}.t VALUES (501, 'after the restart')")
+            .await;
+        converges(&server, &source, &name, dump).await;
+        // An on-demand refresh copies the table into the file again; the
+        // stream goes on from the new copy.
+        source
+            .execute("UPDATE {schema}.t SET name = 'before the copy' WHERE id = 2")
+            .await;
+        // Applied changes move the last refresh time too: the copy is
+        // waited for by its log line.
+        server.refresh(&name).await;
+        eventually("the table was copied again", || async {
+            copies(&name) == copies_before + 1
+        })
+        .await;
+        source
+            .execute("INSERT INTO {schema}.t VALUES (502, 'after the copy')")
             .await;
         converges(&server, &source, &name, dump).await;
         server.runtime.shutdown().await;
