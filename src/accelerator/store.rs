@@ -982,6 +982,20 @@ mod tests {
         (store, checkpoint)
     }
 
+    /// The `id`s (first column, BIGINT) of `batches`, in order.
+    fn ids(batches: &[RecordBatch]) -> Vec<i64> {
+        use datafusion::arrow::array::Int64Array;
+        let mut ids: Vec<i64> = batches
+            .iter()
+            .flat_map(|batch| {
+                let ids = batch.column(0).as_any().downcast_ref::<Int64Array>();
+                ids.unwrap().values().to_vec()
+            })
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+
     /// What an append reads back: the rows whose key (or whose every
     /// column) matches a probe row, each once, NULL matching NULL; the
     /// file is left as it was.
@@ -991,17 +1005,6 @@ mod tests {
         for engine in [Engine::Duckdb, Engine::Sqlite] {
             let folder = tempfile::tempdir().unwrap();
             let (store, checkpoint) = written_with_gaps(engine, &folder.path().join("t.db"), 100);
-            let ids = |batches: &[RecordBatch]| {
-                let mut ids: Vec<i64> = batches
-                    .iter()
-                    .flat_map(|batch| {
-                        let ids = batch.column(0).as_any().downcast_ref::<Int64Array>();
-                        ids.unwrap().values().to_vec()
-                    })
-                    .collect();
-                ids.sort_unstable();
-                ids
-            };
             let keys = RecordBatch::try_new(
                 Arc::new(checkpoint.schema.project(&[0]).unwrap()),
                 // 3 was removed; 4 is asked twice; 1000 was never held.
@@ -1066,16 +1069,11 @@ mod tests {
             );
             let found = store.load().unwrap().unwrap();
             assert_eq!(found.checkpoint.refresh_sql.as_deref(), Some("evicted"));
-            let mut ids: Vec<i64> = found
-                .batches
-                .iter()
-                .flat_map(|batch| {
-                    let ids = batch.column(0).as_any().downcast_ref::<Int64Array>();
-                    ids.unwrap().values().to_vec()
-                })
-                .collect();
-            ids.sort_unstable();
-            assert_eq!(ids, kept_by_rule.collect::<Vec<_>>(), "{engine:?}");
+            assert_eq!(
+                ids(&found.batches),
+                kept_by_rule.collect::<Vec<_>>(),
+                "{engine:?}"
+            );
             assert_eq!(store.evict(&checkpoint, &mut keep).unwrap(), 0);
             let unchanged = store.checkpoint().unwrap().unwrap();
             assert_eq!(

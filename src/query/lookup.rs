@@ -253,18 +253,29 @@ impl LookupPlan {
         // `IN (1, 1)`.
         let condition = alternatives.join(" OR ");
         let mut batches = Vec::new();
-        version
-            .reader
-            .read(None, Some(&condition), None, &mut |batch| {
-                batches.push(batch);
-                Ok(())
-            })
-            .map_err(|message| {
-                DataFusionError::Execution(format!(
-                    "reading the acceleration file of dataset '{}' failed: {message}",
-                    self.acceleration.dataset()
-                ))
-            })?;
+        let mut read = || {
+            version
+                .reader
+                .read(None, Some(&condition), None, &mut |batch| {
+                    batches.push(batch);
+                    Ok(())
+                })
+        };
+        // The read waits on the file (a key column scanned where DuckDB
+        // keeps no index): the worker thread's other tasks move elsewhere
+        // meanwhile.
+        let read = match tokio::runtime::Handle::try_current() {
+            Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(read)
+            }
+            _ => read(),
+        };
+        read.map_err(|message| {
+            DataFusionError::Execution(format!(
+                "reading the acceleration file of dataset '{}' failed: {message}",
+                self.acceleration.dataset()
+            ))
+        })?;
         Ok(Some(concat_batches(&schema, &batches)?))
     }
 }

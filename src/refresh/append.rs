@@ -218,12 +218,13 @@ pub async fn run_in_file(
             Ok(column) => {
                 let scan = FloorScan::new(schema.field(column).data_type(), lower, format)
                     .map_err(build)?;
-                let scan = scan_file(&held, vec![order, column], Some(scan), |scan, batch| {
-                    let scan = scan.as_mut().expect("set before the scan");
+                let scan = scan_file(&held, vec![order, column], scan, |scan, batch| {
                     scan.update(batch.column(0), batch.column(1))
                 });
-                let scan = scan.await.map_err(build)?.expect("set before the scan");
-                scan.finish(partition).map_err(build)?
+                scan.await
+                    .map_err(build)?
+                    .finish(partition)
+                    .map_err(build)?
             }
             Err(_) => None,
         },

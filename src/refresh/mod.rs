@@ -549,31 +549,17 @@ impl Refresher {
         });
         // An append extends what is held; the first load, or one whose
         // source changed its columns, reads in full (within the window).
-        if let (Some(plan), Some(held)) = (&self.append, acceleration.current()) {
-            let appended = append::run(
-                source,
-                acceleration,
-                held,
-                plan,
-                filter.clone(),
-                &mut self.watermark,
-            )
-            .await?;
-            if let Some((published, _)) = appended {
-                self.dataset.loaded_with(refresh_sql);
-                return Ok(published);
-            }
-        }
-        if let (Some(plan), Some(held)) = (&self.append, acceleration.file_version()) {
-            let appended = append::run_in_file(
-                source,
-                acceleration,
-                held,
-                plan,
-                filter.clone(),
-                &mut self.watermark,
-            )
-            .await?;
+        if let Some(plan) = &self.append {
+            let (filter, watermark) = (filter.clone(), &mut self.watermark);
+            let appended = match (acceleration.current(), acceleration.file_version()) {
+                (Some(held), _) => append::run(source, acceleration, held, plan, filter, watermark)
+                    .await?
+                    .map(|(published, _)| published),
+                (None, Some(held)) => {
+                    append::run_in_file(source, acceleration, held, plan, filter, watermark).await?
+                }
+                (None, None) => None,
+            };
             if let Some(published) = appended {
                 self.dataset.loaded_with(refresh_sql);
                 return Ok(published);

@@ -236,7 +236,14 @@ async fn the_first_append_load_is_windowed() {
 
 #[tokio::test]
 async fn the_partition_column_prunes_the_source_query() {
-    let source = SourceSchema::create("append_partition").await;
+    // In memory, and in files queried in place.
+    for engine in ["arrow", "duckdb", "sqlite"] {
+        partition_column_prunes(engine).await;
+    }
+}
+
+async fn partition_column_prunes(engine: &str) {
+    let source = SourceSchema::create(&format!("append_partition_{engine}")).await;
     source
         .execute(
             "CREATE TABLE {schema}.p (id int, created_at timestamptz, created_day date);
@@ -247,21 +254,29 @@ async fn the_partition_column_prunes_the_source_query() {
         )
         .await;
     let relay = Relay::start(None).await;
+    let folder = tempfile::tempdir().unwrap();
+    let storage = match engine {
+        "arrow" => String::new(),
+        _ => format!(
+            "      engine: {engine}\n      mode: file\n      params: {{ {engine}_file: '{}' }}\n",
+            folder.path().join("p.db").display()
+        ),
+    };
     let entry = format!(
-        "  - from: postgres:{schema}.p\n    name: p\n    params: {{ pg_host: 127.0.0.1, pg_port: {port}, pg_db: test, pg_user: postgres, pg_sslmode: disable }}\n    time_column: created_at\n    time_partition_column: created_day\n    time_partition_format: date\n    acceleration:\n      refresh_mode: append\n      refresh_append_overlap: 1h\n",
+        "  - from: postgres:{schema}.p\n    name: p\n    params: {{ pg_host: 127.0.0.1, pg_port: {port}, pg_db: test, pg_user: postgres, pg_sslmode: disable }}\n    time_column: created_at\n    time_partition_column: created_day\n    time_partition_format: date\n    acceleration:\n      refresh_mode: append\n      refresh_append_overlap: 1h\n{storage}",
         schema = source.name,
         port = relay.port,
     );
     let server = Server::start(&entry).await;
     server.wait_ready().await;
     let replica = server.client().await;
-    assert_eq!(ids(&replica, "p").await, [1, 2, 3]);
+    assert_eq!(ids(&replica, "p").await, [1, 2, 3], "{engine}");
     relay.clear_sent();
     source
         .execute("INSERT INTO {schema}.p VALUES (4, now(), (now() AT TIME ZONE 'UTC')::date)")
         .await;
     server.refresh("p").await;
-    assert_eq!(ids(&replica, "p").await, [1, 2, 3, 4]);
+    assert_eq!(ids(&replica, "p").await, [1, 2, 3, 4], "{engine}");
     // The newest partition of the rows older than the read (row 2's day)
     // bounds the partition column.
     let sent = relay.sent_text();
@@ -279,8 +294,9 @@ async fn the_partition_column_prunes_the_source_query() {
         .get(0);
     assert!(
         sent.contains("\"created_day\" >=") && sent.contains(&day),
-        "no partition bound on created_day >= {day} in what pgaccel sent: {sent}"
+        "{engine}: no partition bound on created_day >= {day} in what pgaccel sent: {sent}"
     );
+    server.runtime.shutdown().await;
 }
 
 fn write_file(path: &Path, text: &str) {

@@ -313,8 +313,8 @@ async fn an_sqlite_file_is_queried_in_place_and_kept_across_a_restart() {
 }
 
 /// Appends and retention revise a file acceleration in place, on both
-/// engines: new rows are added, a re-read row with a newer time replaces
-/// the held one by key, rows the overlap reads again are not added twice
+/// engines: new rows are added (read from the partition the file's rows
+/// reach), a re-read row with a newer time replaces the held one by key, rows the overlap reads again are not added twice
 /// (with a key and without, where identical rows count), evicted rows leave
 /// the file, and after a restart the next append resumes from what the
 /// file holds. Every answer is PostgreSQL's own.
@@ -324,7 +324,8 @@ async fn appends_and_retention_revise_the_file_in_place() {
     source
         .execute(
             "CREATE TABLE {schema}.orders (id int PRIMARY KEY, status text,
-                 updated_at timestamptz NOT NULL, deleted boolean NOT NULL DEFAULT false);
+                 updated_at timestamptz NOT NULL, deleted boolean NOT NULL DEFAULT false,
+                 day date GENERATED ALWAYS AS ((updated_at AT TIME ZONE 'UTC')::date) STORED);
              INSERT INTO {schema}.orders
              SELECT i, 'new', now() - interval '2 hours' + i * interval '1 second', false
              FROM generate_series(1, 3000) i;
@@ -348,7 +349,7 @@ async fn appends_and_retention_revise_the_file_in_place() {
             "orders",
             &format!("orders_{engine}"),
             &format!(
-                "    time_column: updated_at\n    acceleration:\n{common}      params: {{ {engine}_file: '{}' }}\n      retention_check_enabled: true\n      retention_check_interval: 1s\n      retention_sql: DELETE FROM orders_{engine} WHERE deleted\n      on_zero_results: use_source\n",
+                "    time_column: updated_at\n    time_partition_column: day\n    time_partition_format: date\n    acceleration:\n{common}      params: {{ {engine}_file: '{}' }}\n      retention_check_enabled: true\n      retention_check_interval: 1s\n      retention_sql: DELETE FROM orders_{engine} WHERE deleted\n      on_zero_results: use_source\n",
                 file("orders").display()
             ),
         ));
