@@ -15,7 +15,10 @@
 //!
 //! With `--engine duckdb` or `--engine sqlite`, pgaccel keeps `orders` in a
 //! file of that engine queried in place (lookups go through the file's key
-//! index), and the figures are reported without targets.
+//! index), and the figures are reported without targets; it also times a
+//! few grouped aggregates over the file against PostgreSQL (median of twice
+//! `--rounds` runs), computed by the file's engine where pgaccel hands them
+//! to it.
 //!
 //! ```text
 //! cargo build --release
@@ -245,6 +248,9 @@ async fn run(args: Args) -> Result<()> {
             latency_target,
         );
     }
+    if in_file {
+        aggregates(&mut figures, &admin, &schema, pgaccel.pg_port, &args).await?;
+    }
     figures.print();
     let report_name = match in_file {
         true => format!("lookups_{}", args.engine),
@@ -252,6 +258,84 @@ async fn run(args: Args) -> Result<()> {
     };
     figures.write_json(args.common.json.as_deref(), &report_name)?;
     drop(pgaccel);
+    Ok(())
+}
+
+/// Aggregates over `orders` in a file queried in place (computed by the
+/// file's engine where it answers as pgaccel does), each pgaccel's median
+/// time of `--rounds` runs (after one warm-up) against PostgreSQL's.
+async fn aggregates(
+    figures: &mut Report,
+    postgres: &tokio_postgres::Client,
+    schema: &str,
+    port: u16,
+    args: &Args,
+) -> Result<()> {
+    let dsn = format!(
+        "host=127.0.0.1 port={port} user={} dbname=test",
+        args.common.pg_user
+    );
+    let (pgaccel, connection) = tokio_postgres::connect(&dsn, NoTls).await?;
+    tokio::spawn(connection);
+    let queries = [
+        (
+            "count by status",
+            "SELECT o_orderstatus, count(*), min(o_orderkey), max(o_clerk) FROM orders GROUP BY o_orderstatus ORDER BY 1",
+        ),
+        (
+            "filtered count by priority",
+            "SELECT o_orderpriority, count(*), sum(o_shippriority) FROM orders WHERE o_custkey < 50000 GROUP BY o_orderpriority ORDER BY 1",
+        ),
+        (
+            "revenue by status (decimal sum)",
+            "SELECT o_orderstatus, sum(o_totalprice), max(o_orderdate) FROM orders GROUP BY o_orderstatus ORDER BY 1",
+        ),
+    ];
+    for (name, sql) in queries {
+        let theirs_sql = sql.replace(" orders", &format!(" {schema}.orders"));
+        let mut ours = Vec::new();
+        let mut theirs = Vec::new();
+        let ours_rows = pgaccel.simple_query(sql).await?.len();
+        let theirs_rows = postgres.simple_query(&theirs_sql).await?.len();
+        if ours_rows != theirs_rows {
+            return Err(format!("{name}: {ours_rows} messages vs {theirs_rows}").into());
+        }
+        for _ in 0..args.rounds.max(1) * 2 {
+            let start = std::time::Instant::now();
+            pgaccel.simple_query(sql).await?;
+            ours.push(start.elapsed().as_secs_f64() * 1000.0);
+            let start = std::time::Instant::now();
+            postgres.simple_query(&theirs_sql).await?;
+            theirs.push(start.elapsed().as_secs_f64() * 1000.0);
+        }
+        let median = |mut values: Vec<f64>| {
+            values.sort_by(f64::total_cmp);
+            values[values.len() / 2]
+        };
+        let (ours, theirs) = (median(ours), median(theirs));
+        let plan = pgaccel.simple_query(&format!("EXPLAIN {sql}")).await?;
+        let in_file = plan.iter().any(|message| match message {
+            tokio_postgres::SimpleQueryMessage::Row(row) => {
+                (0..row.len()).any(|i| row.get(i).is_some_and(|t| t.contains("aggregate=SELECT")))
+            }
+            _ => false,
+        });
+        let computed = if in_file { "in the file" } else { "by pgaccel" };
+        println!(
+            "{name} ({} file, computed {computed}): {ours:.1} ms vs {theirs:.1} ms",
+            args.engine
+        );
+        figures.add(
+            &format!(
+                "aggregate, {name} ({} file, computed {computed})",
+                args.engine
+            ),
+            Kind::Millis,
+            Value::Got(ours),
+            Value::Got(theirs),
+            Target::Report,
+        );
+    }
     Ok(())
 }
 

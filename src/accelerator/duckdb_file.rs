@@ -13,8 +13,8 @@ use datafusion_table_providers_common::arrow_bridge;
 use duckdb::{Connection, OptionalExt, Transaction, params};
 
 use super::store::{
-    Change, Checkpoint, CheckpointRow, Choose, DELETE_POSITION, SELECT_CHECKPOINT, SELECT_POSITION,
-    UPSERT_CHECKPOINT, UPSERT_POSITION, column_definitions, create_checkpoint_sql,
+    Change, Checkpoint, CheckpointRow, Choose, DELETE_POSITION, Idle, SELECT_CHECKPOINT,
+    SELECT_POSITION, UPSERT_CHECKPOINT, UPSERT_POSITION, column_definitions, create_checkpoint_sql,
     create_position_sql, from_storage, key_index_sql, matching_sql, quote, recreate_table_sql,
     storage_schema, to_storage,
 };
@@ -97,7 +97,7 @@ fn storage_type(data_type: &DataType) -> Option<DataType> {
     }
 }
 
-fn sql_type(storage: &DataType) -> String {
+pub(super) fn sql_type(storage: &DataType) -> String {
     use DataType::*;
     match storage {
         Boolean => "BOOLEAN".into(),
@@ -224,6 +224,7 @@ impl DuckdbFile {
         let connection = self.connection().try_clone().map_err(text)?;
         Ok(DuckdbReader {
             connection: Mutex::new(connection),
+            idle: Idle::new(),
         })
     }
 
@@ -551,8 +552,9 @@ fn delete_keys(
 /// consistent version of the file) on a connection of its own.
 #[derive(Debug)]
 pub struct DuckdbReader {
-    /// Cloned for each read; reads run side by side.
+    /// Cloned when a read finds no idle connection; reads run side by side.
     connection: Mutex<Connection>,
+    idle: Idle<Connection>,
 }
 
 /// Whether DuckDB compares values of a column of `data_type` exactly as
@@ -566,12 +568,24 @@ pub fn compares_as_served(data_type: &DataType) -> bool {
 }
 
 impl DuckdbReader {
-    fn connection(&self) -> Result<Connection, String> {
-        self.connection
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .try_clone()
-            .map_err(text)
+    #[cfg(test)]
+    pub(super) fn idle_connections(&self) -> usize {
+        self.idle.count()
+    }
+
+    /// Runs `read` on an idle connection, or a new one.
+    fn with_connection<T>(
+        &self,
+        read: impl FnOnce(&Connection) -> Result<T, String>,
+    ) -> Result<T, String> {
+        let open = || {
+            self.connection
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .try_clone()
+                .map_err(text)
+        };
+        self.idle.with(open, read)
     }
 
     /// The rows `select` reads, in `schema`'s columns, batch by batch to
@@ -582,16 +596,44 @@ impl DuckdbReader {
         schema: &SchemaRef,
         sink: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
     ) -> Result<(), String> {
-        read_rows(&self.connection()?, select, schema, sink)
+        self.with_connection(|connection| read_rows(connection, select, schema, sink))
+    }
+
+    /// The rows `select` reads with each list of `probes` bound to its
+    /// parameters in turn (as text, which `select` casts), batch by batch
+    /// to `sink`. The connection keeps `select` prepared.
+    pub fn read_each(
+        &self,
+        select: &str,
+        probes: &[Vec<String>],
+        schema: &SchemaRef,
+        sink: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
+    ) -> Result<(), String> {
+        self.with_connection(|connection| {
+            let mut statement = connection.prepare_cached(select).map_err(text)?;
+            for probe in probes {
+                let batches = statement
+                    .stream_arrow(duckdb::params_from_iter(probe))
+                    .map_err(text)?;
+                for batch in batches {
+                    let batch =
+                        arrow_bridge::record_batch_from_60(&batch.map_err(text)?).map_err(text)?;
+                    sink(from_storage(batch.columns().to_vec(), schema).map_err(text)?)?;
+                }
+            }
+            Ok(())
+        })
     }
 
     /// The number of rows `select` reads.
     pub fn count(&self, select: &str) -> Result<i64, String> {
-        self.connection()?
-            .query_row(&format!("SELECT count(*) FROM ({select})"), [], |row| {
-                row.get(0)
-            })
-            .map_err(text)
+        self.with_connection(|connection| {
+            connection
+                .query_row(&format!("SELECT count(*) FROM ({select})"), [], |row| {
+                    row.get(0)
+                })
+                .map_err(text)
+        })
     }
 }
 

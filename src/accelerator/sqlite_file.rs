@@ -13,12 +13,13 @@ use datafusion::arrow::array::{
     Int64Builder, RecordBatch, StringArray, StringBuilder,
 };
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
-use rusqlite::types::{ToSqlOutput, ValueRef};
+use datafusion::common::ScalarValue;
+use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::store::{
-    Change, Checkpoint, CheckpointRow, Choose, DELETE_POSITION, SELECT_CHECKPOINT, SELECT_POSITION,
-    UPSERT_CHECKPOINT, UPSERT_POSITION, column_definitions, create_checkpoint_sql,
+    Change, Checkpoint, CheckpointRow, Choose, DELETE_POSITION, Idle, SELECT_CHECKPOINT,
+    SELECT_POSITION, UPSERT_CHECKPOINT, UPSERT_POSITION, column_definitions, create_checkpoint_sql,
     create_position_sql, from_storage, key_index_sql, matching_sql, quote, recreate_table_sql,
     select_sql, storage_schema, to_storage,
 };
@@ -150,14 +151,14 @@ impl SqliteFile {
         sink: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
     ) -> Result<(), String> {
         let select = select_sql(&self.table, &checkpoint.schema, None, None);
-        read_rows(&self.connection(), &select, &checkpoint.schema, sink)
+        read_rows(&self.connection(), &select, &[], &checkpoint.schema, sink)
     }
 
     /// A reader of the file on read-only connections of its own.
     pub fn reader(&self) -> SqliteReader {
         SqliteReader {
             path: self.path.clone(),
-            idle: Mutex::new(Vec::new()),
+            idle: Idle::new(),
         }
     }
 
@@ -253,7 +254,7 @@ impl SqliteFile {
             "CROSS JOIN",
             "IS",
         );
-        read_rows(&transaction, &select, &checkpoint.schema, sink)
+        read_rows(&transaction, &select, &[], &checkpoint.schema, sink)
         // The transaction, and the probe table with it, is rolled back.
     }
 
@@ -270,7 +271,7 @@ impl SqliteFile {
         let mut connection = self.connection();
         let transaction = connection.transaction().map_err(text)?;
         let mut ids = Vec::new();
-        read_rows(&transaction, select, schema, &mut |batch| {
+        read_rows(&transaction, select, &[], schema, &mut |batch| {
             ids.extend(choose(batch)?);
             Ok(())
         })?;
@@ -322,7 +323,7 @@ impl SqliteFile {
 #[derive(Debug)]
 pub struct SqliteReader {
     path: PathBuf,
-    idle: Mutex<Vec<Connection>>,
+    idle: Idle<Connection>,
 }
 
 /// Whether SQLite compares values of a column of `data_type` exactly as the
@@ -337,33 +338,29 @@ pub fn compares_as_served(data_type: &DataType) -> bool {
 }
 
 impl SqliteReader {
+    #[cfg(test)]
+    pub(super) fn idle_connections(&self) -> usize {
+        self.idle.count()
+    }
+
     /// Runs `read` on an idle connection, or a new one.
     fn with_connection<T>(
         &self,
         read: impl FnOnce(&Connection) -> Result<T, String>,
     ) -> Result<T, String> {
-        let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        let connection = match idle {
-            Some(connection) => connection,
-            None => {
-                let connection = Connection::open_with_flags(
-                    &self.path,
-                    rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
-                        | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-                )
+        let open = || {
+            let connection = Connection::open_with_flags(
+                &self.path,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                    | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+            .map_err(text)?;
+            connection
+                .busy_timeout(Duration::from_secs(5))
                 .map_err(text)?;
-                connection
-                    .busy_timeout(Duration::from_secs(5))
-                    .map_err(text)?;
-                connection
-            }
+            Ok(connection)
         };
-        let result = read(&connection);
-        self.idle
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(connection);
-        result
+        self.idle.with(open, read)
     }
 
     /// The rows `select` reads, in `schema`'s columns, batch by batch to
@@ -374,7 +371,29 @@ impl SqliteReader {
         schema: &SchemaRef,
         sink: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
     ) -> Result<(), String> {
-        self.with_connection(|connection| read_rows(connection, select, schema, sink))
+        self.with_connection(|connection| read_rows(connection, select, &[], schema, sink))
+    }
+
+    /// The rows `select` reads with each list of `probes` bound to its
+    /// parameters in turn, batch by batch to `sink`. The connection keeps
+    /// `select` prepared, so a lookup by key is planned once per connection.
+    pub fn read_each(
+        &self,
+        select: &str,
+        probes: &[Vec<ScalarValue>],
+        schema: &SchemaRef,
+        sink: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
+    ) -> Result<(), String> {
+        self.with_connection(|connection| {
+            for probe in probes {
+                let bound = probe
+                    .iter()
+                    .map(bound_value)
+                    .collect::<Result<Vec<_>, _>>()?;
+                read_rows(connection, select, &bound, schema, sink)?;
+            }
+            Ok(())
+        })
     }
 
     /// The number of rows `select` reads.
@@ -521,10 +540,34 @@ impl ColumnBuilder {
     }
 }
 
+/// `value` as SQLite stores a column of its type: integers as INTEGER,
+/// strings as TEXT (the key types [`compares_as_served`] admits).
+fn bound_value(value: &ScalarValue) -> Result<Value, String> {
+    use ScalarValue::*;
+    let integer = match value {
+        Int8(Some(v)) => i64::from(*v),
+        Int16(Some(v)) => i64::from(*v),
+        Int32(Some(v)) => i64::from(*v),
+        Int64(Some(v)) => *v,
+        UInt8(Some(v)) => i64::from(*v),
+        UInt16(Some(v)) => i64::from(*v),
+        UInt32(Some(v)) => i64::from(*v),
+        Utf8(Some(text)) => return Ok(Value::Text(text.clone())),
+        other => {
+            return Err(format!(
+                "a key value of type {} is not bound",
+                other.data_type()
+            ));
+        }
+    };
+    Ok(Value::Integer(integer))
+}
+
 /// The rows `select` reads (in `schema`'s columns), batch by batch to `sink`.
 fn read_rows(
     connection: &Connection,
     select: &str,
+    bound: &[Value],
     schema: &SchemaRef,
     sink: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
 ) -> Result<(), String> {
@@ -535,7 +578,9 @@ fn read_rows(
         .iter()
         .map(|f| ColumnBuilder::new(f.data_type()))
         .collect();
-    let mut rows = statement.query([]).map_err(text)?;
+    let mut rows = statement
+        .query(rusqlite::params_from_iter(bound))
+        .map_err(text)?;
     let (mut sent, mut pending) = (false, 0);
     let flush = |builders: &mut Vec<ColumnBuilder>| {
         let arrays = builders.iter_mut().map(ColumnBuilder::finish).collect();

@@ -26,6 +26,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::ipc::reader::StreamReader;
 use datafusion::arrow::ipc::writer::StreamWriter;
+use datafusion::common::ScalarValue;
 
 use super::duckdb_file::{self, DuckdbFile, DuckdbReader};
 use super::sqlite_file::{self, SqliteReader};
@@ -662,6 +663,221 @@ impl FileReader {
             ReaderEngine::Sqlite(reader) => reader.read(&select, &schema, sink),
         }
     }
+
+    /// The table the file keeps the rows in.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// Hands the rows of `query`, computed by the file's engine, to `sink`.
+    pub fn aggregate(
+        &self,
+        query: &AggregateQuery,
+        sink: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let sql = query.sql(&self.table);
+        match &self.engine {
+            ReaderEngine::Duckdb(reader) => reader.read(&sql, &query.schema, sink),
+            ReaderEngine::Sqlite(reader) => reader.read(&sql, &query.schema, sink),
+        }
+    }
+
+    /// Whether the file's engine is DuckDB: a statement costs it a
+    /// millisecond or so, and a lookup may scan the key column where the
+    /// file keeps no key index.
+    pub fn is_duckdb(&self) -> bool {
+        matches!(self.engine, ReaderEngine::Duckdb(_))
+    }
+
+    /// Hands the rows whose `key` columns equal those of one of `probes`
+    /// (distinct lists of values of the key columns' served types, none
+    /// NULL) to `sink`, batch by batch, each read through the file's key
+    /// index with the values bound to a statement each connection keeps
+    /// prepared (DuckDB casts them from their text form, so every key type
+    /// binds the same way).
+    pub fn lookup(
+        &self,
+        key: &[String],
+        probes: &[Vec<ScalarValue>],
+        sink: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let schema = &self.schema;
+        match &self.engine {
+            ReaderEngine::Sqlite(reader) => {
+                let condition = key
+                    .iter()
+                    .enumerate()
+                    .map(|(i, name)| format!("{} = ?{}", quote(name), i + 1))
+                    .collect::<Vec<_>>()
+                    .join(" AND ");
+                let select = select_sql(&self.table, schema, Some(&condition), None);
+                reader.read_each(&select, probes, schema, sink)
+            }
+            ReaderEngine::Duckdb(reader) => {
+                let condition = key
+                    .iter()
+                    .enumerate()
+                    .map(|(i, name)| {
+                        let field = schema.field_with_name(name).map_err(|e| e.to_string())?;
+                        Ok(format!(
+                            "{} = CAST(?{} AS {})",
+                            quote(name),
+                            i + 1,
+                            duckdb_file::sql_type(field.data_type())
+                        ))
+                    })
+                    .collect::<Result<Vec<_>, String>>()?
+                    .join(" AND ");
+                let select = select_sql(&self.table, schema, Some(&condition), None);
+                let probes = probes
+                    .iter()
+                    .map(|probe| probe.iter().map(key_text).collect::<Option<Vec<_>>>())
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or("a key value has no text form")?;
+                reader.read_each(&select, &probes, schema, sink)
+            }
+        }
+    }
+}
+
+/// `value` as a literal of the file's SQL, compared with a column of
+/// `column_type` exactly as DataFusion compares them; `None` for other
+/// pairings.
+pub fn literal_sql(value: &ScalarValue, column_type: &DataType) -> Option<String> {
+    use ScalarValue::*;
+    if value.is_null() {
+        return Some("NULL".to_owned());
+    }
+
+    let integer_column = column_type.is_integer();
+    match value {
+        Int8(Some(v)) if integer_column => Some(v.to_string()),
+        Int16(Some(v)) if integer_column => Some(v.to_string()),
+        Int32(Some(v)) if integer_column => Some(v.to_string()),
+        Int64(Some(v)) if integer_column => Some(v.to_string()),
+        UInt8(Some(v)) if integer_column => Some(v.to_string()),
+        UInt16(Some(v)) if integer_column => Some(v.to_string()),
+        UInt32(Some(v)) if integer_column => Some(v.to_string()),
+        UInt64(Some(v)) if integer_column => Some(v.to_string()),
+        Utf8(Some(text)) | LargeUtf8(Some(text)) | Utf8View(Some(text))
+            if *column_type == DataType::Utf8 && !text.contains('\0') =>
+        {
+            Some(format!("'{}'", text.replace('\'', "''")))
+        }
+        Date32(Some(_)) if *column_type == DataType::Date32 => {
+            Some(format!("DATE '{}'", key_text(value)?))
+        }
+        Decimal128(Some(_), precision, scale)
+            if matches!(column_type, DataType::Decimal128(..)) && *scale >= 0 =>
+        {
+            Some(format!(
+                "CAST('{}' AS DECIMAL({precision}, {scale}))",
+                key_text(value)?
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// `value` as the text DuckDB casts back to it (a key value, never NULL).
+fn key_text(value: &ScalarValue) -> Option<String> {
+    use ScalarValue::*;
+    Some(match value {
+        Int8(Some(v)) => v.to_string(),
+        Int16(Some(v)) => v.to_string(),
+        Int32(Some(v)) => v.to_string(),
+        Int64(Some(v)) => v.to_string(),
+        UInt8(Some(v)) => v.to_string(),
+        UInt16(Some(v)) => v.to_string(),
+        UInt32(Some(v)) => v.to_string(),
+        UInt64(Some(v)) => v.to_string(),
+        Utf8(Some(text)) => text.clone(),
+        Date32(Some(days)) => chrono::NaiveDate::from_ymd_opt(1970, 1, 1)?
+            .checked_add_signed(chrono::TimeDelta::days(i64::from(*days)))?
+            .format("%Y-%m-%d")
+            .to_string(),
+        Decimal128(Some(v), precision, scale) if *scale >= 0 => {
+            datafusion::arrow::array::Decimal128Array::from(vec![*v])
+                .with_precision_and_scale(*precision, *scale)
+                .ok()?
+                .value_as_string(0)
+        }
+        _ => return None,
+    })
+}
+
+/// The most connections a reader keeps idle between reads; more are opened
+/// while more reads run side by side, and closed after.
+const IDLE_CONNECTIONS: usize = 16;
+
+/// The connections a file reader keeps open between reads: a lookup is a
+/// few dozen microseconds of reading, and opening a connection for each
+/// would cost more than the read.
+#[derive(Debug)]
+pub(super) struct Idle<C>(std::sync::Mutex<Vec<C>>);
+
+impl<C> Idle<C> {
+    pub(super) fn new() -> Self {
+        Idle(std::sync::Mutex::new(Vec::new()))
+    }
+
+    /// How many connections wait for a read.
+    #[cfg(test)]
+    pub(super) fn count(&self) -> usize {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Runs `read` on an idle connection, or on one `open` makes, and keeps
+    /// the connection for a later read.
+    pub(super) fn with<T>(
+        &self,
+        open: impl FnOnce() -> Result<C, String>,
+        read: impl FnOnce(&C) -> Result<T, String>,
+    ) -> Result<T, String> {
+        let idle = self.0.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let connection = match idle {
+            Some(connection) => connection,
+            None => open()?,
+        };
+        let result = read(&connection);
+        let mut idle = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if idle.len() < IDLE_CONNECTIONS {
+            idle.push(connection);
+        } else {
+            // Closed after the lock is let go.
+            drop(idle);
+            drop(connection);
+        }
+        result
+    }
+}
+
+/// An aggregate the file's engine computes over the rows it holds: `SELECT
+/// <select> FROM <table> [WHERE <condition>] [GROUP BY <group_by>]`, read
+/// back as `schema` (the served types of the select list).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AggregateQuery {
+    /// The select list, as SQL of the file's engine.
+    pub select: Vec<String>,
+    pub condition: Option<String>,
+    pub group_by: Vec<String>,
+    pub schema: SchemaRef,
+}
+
+impl AggregateQuery {
+    /// The statement over `table`.
+    pub fn sql(&self, table: &str) -> String {
+        let mut sql = format!("SELECT {} FROM {}", self.select.join(", "), quote(table));
+        if let Some(condition) = &self.condition {
+            sql.push_str(" WHERE ");
+            sql.push_str(condition);
+        }
+        if !self.group_by.is_empty() {
+            sql.push_str(" GROUP BY ");
+            sql.push_str(&self.group_by.join(", "));
+        }
+        sql
+    }
 }
 
 /// The version of a file acceleration that queries read in place.
@@ -1033,6 +1249,76 @@ mod tests {
                 .sum();
             assert_eq!(held, 66, "{engine:?}: the probe left nothing behind");
         }
+    }
+
+    /// A lookup by key reads the rows of the distinct probes given, on
+    /// connections the reader keeps between reads; a key text with a quote
+    /// is read as itself.
+    #[test]
+    fn lookup_reads_the_rows_of_each_probe() {
+        for engine in [Engine::Duckdb, Engine::Sqlite] {
+            let folder = tempfile::tempdir().unwrap();
+            let (store, checkpoint) = written_with_gaps(engine, &folder.path().join("t.db"), 100);
+            let reader = store.reader(&checkpoint).unwrap();
+            let lookup = |key: &str, probes: Vec<ScalarValue>| {
+                let probes: Vec<Vec<ScalarValue>> = probes.into_iter().map(|v| vec![v]).collect();
+                let mut found = Vec::new();
+                reader
+                    .lookup(&[key.to_owned()], &probes, &mut |batch| {
+                        found.push(batch);
+                        Ok(())
+                    })
+                    .unwrap();
+                found
+            };
+            for _ in 0..3 {
+                // 3 was removed; 1000 was never held.
+                let found = lookup(
+                    "id",
+                    [4, 3, 1000, 98]
+                        .map(|id| ScalarValue::Int64(Some(id)))
+                        .into(),
+                );
+                assert_eq!(ids(&found), [4, 98], "{engine:?}");
+                assert!(found.iter().all(|b| b.schema() == checkpoint.schema));
+            }
+            let by_name = lookup(
+                "name",
+                vec![
+                    ScalarValue::Utf8(Some("row 7".into())),
+                    ScalarValue::Utf8(Some("row 7' OR '1' = '1".into())),
+                ],
+            );
+            assert_eq!(ids(&by_name), [7], "{engine:?}");
+            let idle = match &reader.engine {
+                ReaderEngine::Duckdb(reader) => reader.idle_connections(),
+                ReaderEngine::Sqlite(reader) => reader.idle_connections(),
+            };
+            assert_eq!(idle, 1, "{engine:?}: one connection served every read");
+        }
+    }
+
+    /// Key values as the text the file casts back: dates in ISO form,
+    /// decimals at their scale.
+    #[test]
+    fn key_values_have_an_exact_text_form() {
+        assert_eq!(
+            key_text(&ScalarValue::Date32(Some(19753))).as_deref(),
+            Some("2024-01-31")
+        );
+        assert_eq!(
+            key_text(&ScalarValue::Decimal128(Some(-12345), 10, 3)).as_deref(),
+            Some("-12.345")
+        );
+        assert_eq!(
+            literal_sql(
+                &ScalarValue::Decimal128(Some(5), 4, 2),
+                &DataType::Decimal128(4, 2)
+            )
+            .as_deref(),
+            Some("CAST('0.05' AS DECIMAL(4, 2))")
+        );
+        assert_eq!(key_text(&ScalarValue::Float64(Some(1.5))), None);
     }
 
     /// A retention check in place: the rows the predicate answers false for

@@ -36,10 +36,9 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
 };
-use datafusion::scalar::ScalarValue;
 
 use super::table::AcceleratedTable;
-use crate::accelerator::store::quote;
+use crate::accelerator::store::{AggregateQuery, literal_sql, quote};
 use crate::accelerator::{ArrowAcceleration, FileReader, FileVersion};
 
 /// Batches read ahead of the query consuming them.
@@ -75,6 +74,11 @@ impl FileTable {
     /// The acceleration, when this is its version queried in place for good.
     pub fn served_in_place(&self) -> Option<&Arc<ArrowAcceleration>> {
         self.in_place.then_some(&self.acceleration)
+    }
+
+    /// The reader of the file version this table reads.
+    pub fn reader(&self) -> Arc<FileReader> {
+        Arc::clone(&self.reader)
     }
 
     /// The rows the file holds.
@@ -152,45 +156,88 @@ impl TableProvider for FileTable {
         } else {
             Precision::Exact(rows)
         };
-        Ok(Arc::new(FileScanExec {
-            dataset: self.acceleration.dataset().to_owned(),
-            reader: Arc::clone(&self.reader),
-            projection: projection.cloned(),
-            condition,
-            limit,
+        Ok(Arc::new(FileScanExec::new(
+            self.acceleration.dataset(),
+            Arc::clone(&self.reader),
+            FileRead::Rows {
+                projection: projection.cloned(),
+                condition,
+                limit,
+            },
+            schema,
             rows,
-            properties: Arc::new(PlanProperties::new(
-                EquivalenceProperties::new(Arc::clone(&schema)),
-                Partitioning::UnknownPartitioning(1),
-                EmissionType::Incremental,
-                Boundedness::Bounded,
-            )),
-        }))
+        )))
     }
+}
+
+/// What a [`FileScanExec`] reads from the file.
+#[derive(Debug, Clone)]
+pub(super) enum FileRead {
+    /// The columns `projection` of at most `limit` rows for which
+    /// `condition` (the pushed filters, as SQL of the file's engine) holds.
+    Rows {
+        projection: Option<Vec<usize>>,
+        condition: Option<String>,
+        limit: Option<usize>,
+    },
+    /// The columns `projection` of an aggregate the file's engine computes.
+    Aggregate {
+        query: AggregateQuery,
+        projection: Option<Vec<usize>>,
+    },
 }
 
 /// Reads the file on a blocking thread, a few batches ahead of the query.
 #[derive(Debug)]
-struct FileScanExec {
+pub(super) struct FileScanExec {
     dataset: String,
     reader: Arc<FileReader>,
-    projection: Option<Vec<usize>>,
-    /// The pushed filters, as SQL of the file's engine.
-    condition: Option<String>,
-    limit: Option<usize>,
+    read: FileRead,
     /// The rows the scan yields.
     rows: Precision<usize>,
     properties: Arc<PlanProperties>,
 }
 
+impl FileScanExec {
+    pub(super) fn new(
+        dataset: &str,
+        reader: Arc<FileReader>,
+        read: FileRead,
+        schema: SchemaRef,
+        rows: Precision<usize>,
+    ) -> Self {
+        FileScanExec {
+            dataset: dataset.to_owned(),
+            reader,
+            read,
+            rows,
+            properties: Arc::new(PlanProperties::new(
+                EquivalenceProperties::new(schema),
+                Partitioning::UnknownPartitioning(1),
+                EmissionType::Incremental,
+                Boundedness::Bounded,
+            )),
+        }
+    }
+}
+
 impl DisplayAs for FileScanExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "FileScanExec: dataset={}", self.dataset)?;
-        if let Some(condition) = &self.condition {
-            write!(f, ", condition={condition}")?;
-        }
-        if let Some(limit) = self.limit {
-            write!(f, ", limit={limit}")?;
+        match &self.read {
+            FileRead::Rows {
+                condition, limit, ..
+            } => {
+                if let Some(condition) = condition {
+                    write!(f, ", condition={condition}")?;
+                }
+                if let Some(limit) = limit {
+                    write!(f, ", limit={limit}")?;
+                }
+            }
+            FileRead::Aggregate { query, .. } => {
+                write!(f, ", aggregate={}", query.sql(self.reader.table()))?;
+            }
         }
         Ok(())
     }
@@ -241,25 +288,36 @@ impl ExecutionPlan for FileScanExec {
         _context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
         let (sender, receiver) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(READ_AHEAD);
-        let (reader, projection, condition, limit, dataset) = (
+        let (reader, read, dataset) = (
             Arc::clone(&self.reader),
-            self.projection.clone(),
-            self.condition.clone(),
-            self.limit,
+            self.read.clone(),
             self.dataset.clone(),
         );
         tokio::task::spawn_blocking(move || {
-            let read = reader.read(
-                projection.as_deref(),
-                condition.as_deref(),
-                limit,
-                &mut |batch| {
-                    // Closed when the query stopped reading.
-                    sender
-                        .blocking_send(Ok(batch))
-                        .map_err(|_| "the query stopped reading".to_owned())
-                },
-            );
+            let mut sink = |batch| {
+                // Closed when the query stopped reading.
+                sender
+                    .blocking_send(Ok(batch))
+                    .map_err(|_| "the query stopped reading".to_owned())
+            };
+            let read = match read {
+                FileRead::Rows {
+                    projection,
+                    condition,
+                    limit,
+                } => reader.read(
+                    projection.as_deref(),
+                    condition.as_deref(),
+                    limit,
+                    &mut sink,
+                ),
+                FileRead::Aggregate { query, projection } => {
+                    reader.aggregate(&query, &mut |batch| match &projection {
+                        Some(columns) => sink(batch.project(columns).map_err(|e| e.to_string())?),
+                        None => sink(batch),
+                    })
+                }
+            };
             if let Err(message) = read
                 && !sender.is_closed()
             {
@@ -283,7 +341,7 @@ impl ExecutionPlan for FileScanExec {
 /// anything else. Written here rather than with DataFusion's unparser
 /// because what matters is the few shapes whose meaning is the same in all
 /// three engines, each column's stored type checked.
-fn condition_sql(filter: &Expr, reader: &FileReader) -> Option<String> {
+pub(super) fn condition_sql(filter: &Expr, reader: &FileReader) -> Option<String> {
     let column = |expr: &Expr, comparable: bool| -> Option<(String, DataType)> {
         let Expr::Column(column) = expr else {
             return None;
@@ -350,47 +408,6 @@ fn condition_sql(filter: &Expr, reader: &FileReader) -> Option<String> {
                 value(low, &data_type)?,
                 value(high, &data_type)?
             ))
-        }
-        _ => None,
-    }
-}
-
-/// `value` as a literal of the file's SQL, compared with a column of
-/// `column_type` exactly as DataFusion compares them; `None` for other
-/// pairings.
-pub(super) fn literal_sql(value: &ScalarValue, column_type: &DataType) -> Option<String> {
-    use ScalarValue::*;
-    if value.is_null() {
-        return Some("NULL".to_owned());
-    }
-    let integer_column = column_type.is_integer();
-    match value {
-        Int8(Some(v)) if integer_column => Some(v.to_string()),
-        Int16(Some(v)) if integer_column => Some(v.to_string()),
-        Int32(Some(v)) if integer_column => Some(v.to_string()),
-        Int64(Some(v)) if integer_column => Some(v.to_string()),
-        UInt8(Some(v)) if integer_column => Some(v.to_string()),
-        UInt16(Some(v)) if integer_column => Some(v.to_string()),
-        UInt32(Some(v)) if integer_column => Some(v.to_string()),
-        UInt64(Some(v)) if integer_column => Some(v.to_string()),
-        Utf8(Some(text)) | LargeUtf8(Some(text)) | Utf8View(Some(text))
-            if *column_type == DataType::Utf8 && !text.contains('\0') =>
-        {
-            Some(format!("'{}'", text.replace('\'', "''")))
-        }
-        Date32(Some(days)) if *column_type == DataType::Date32 => {
-            let date = chrono::NaiveDate::from_ymd_opt(1970, 1, 1)?
-                .checked_add_signed(chrono::TimeDelta::days(i64::from(*days)))?;
-            Some(format!("DATE '{}'", date.format("%Y-%m-%d")))
-        }
-        Decimal128(Some(v), precision, scale)
-            if matches!(column_type, DataType::Decimal128(..)) && *scale >= 0 =>
-        {
-            let text = datafusion::arrow::array::Decimal128Array::from(vec![*v])
-                .with_precision_and_scale(*precision, *scale)
-                .ok()?
-                .value_as_string(0);
-            Some(format!("CAST('{text}' AS DECIMAL({precision}, {scale}))"))
         }
         _ => None,
     }

@@ -20,6 +20,7 @@ mod date_trunc;
 mod direct;
 mod engine;
 pub mod error;
+mod file_aggregate;
 pub mod file_table;
 mod float_extremes;
 mod float_sums;
@@ -226,6 +227,7 @@ fn context(registry: &Arc<Registry>) -> Result<SessionContext, DataFusionError> 
     }
     ctx.register_catalog(CATALOG, catalog);
     ctx.add_analyzer_rule(Arc::new(overflow::CheckedIntegerArithmetic::default()));
+    ctx.add_optimizer_rule(Arc::new(file_aggregate::FileAggregates));
     setup_pg_catalog(&ctx, CATALOG, EmptyContextProvider).map_err(|e| *e)?;
     Ok(ctx)
 }
@@ -248,7 +250,7 @@ pub fn plan_is_current(plan: &LogicalPlan) -> bool {
             } else if let Some(table) = provider.downcast_ref::<zero_results::ZeroResultsTable>() {
                 table.is_current()
             } else {
-                true
+                !file_aggregate::is_stale(provider.as_ref())
             };
             if !stands {
                 current = false;
@@ -284,6 +286,13 @@ pub async fn key_columns_in(state: &SessionState, name: &str) -> Option<Vec<Stri
         .table(&reference.table)
         .await
         .ok()??;
-    let table = provider.downcast_ref::<AcceleratedTable>()?;
-    lookup::key_column_names(&*table.acceleration().current()?)
+    if let Some(table) = provider.downcast_ref::<AcceleratedTable>() {
+        return lookup::key_column_names(&*table.acceleration().current()?);
+    }
+    // A file queried in place: the key its checkpoint records.
+    let acceleration = provider
+        .downcast_ref::<file_table::FileTable>()?
+        .served_in_place()?;
+    let key = acceleration.file_version()?.checkpoint.primary_key.clone();
+    (!key.is_empty()).then_some(key)
 }

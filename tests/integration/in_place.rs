@@ -500,3 +500,145 @@ async fn rows_kept(source: &SourceSchema) -> u64 {
         .parse()
         .unwrap()
 }
+
+/// Aggregates over a DuckDB file queried in place are computed by DuckDB
+/// where it answers as DataFusion does (grouping by integer, text, date and
+/// decimal columns, `count`, `min`, `max`, `sum` of narrow integers and of
+/// decimals), and by DataFusion otherwise, as every aggregate over an
+/// SQLite file is; every answer is PostgreSQL's own, before and after a
+/// refresh changes the rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aggregates_are_computed_in_the_file_where_they_answer_the_same() {
+    for engine in ["duckdb", "sqlite"] {
+        file_aggregates(engine).await;
+    }
+}
+
+async fn file_aggregates(engine: &str) {
+    use crate::support::Server;
+    let source = SourceSchema::create(&format!("in_place_aggregates_{engine}")).await;
+    source
+        .execute(
+            "CREATE TABLE {schema}.sales (id int PRIMARY KEY, region text, status text,
+                qty int, small smallint, big bigint, price numeric(12, 2), day date,
+                at timestamp, ratio float8);
+             INSERT INTO {schema}.sales
+             SELECT i, CASE WHEN i % 7 = 0 THEN NULL ELSE 'r' || (i % 5) END,
+                    (ARRAY['open', 'shipped', 'Closed', 'é', ''])[1 + i % 5],
+                    CASE WHEN i % 11 = 0 THEN NULL ELSE i % 100 END, (i % 30000)::smallint,
+                    i::bigint * 1000000000, (i % 997) * 1.25, date '2020-01-01' + i % 400,
+                    timestamp '2020-01-01' + i * interval '1 minute', i / 3.0
+             FROM generate_series(1, 5000) i",
+        )
+        .await;
+    let folder = tempfile::tempdir().unwrap();
+    let datasets = source.dataset(
+        "sales",
+        "sales",
+        &format!(
+            "    acceleration:\n      engine: {engine}\n      mode: file\n      params: {{ {engine}_file: '{}' }}\n",
+            folder.path().join("sales.db").display()
+        ),
+    );
+    let server = Server::start(&datasets).await;
+    server.wait_ready().await;
+    let replica = server.client().await;
+    let duckdb = engine == "duckdb";
+    // (query, whether DuckDB computes its aggregate)
+    let checks = [
+        (
+            "SELECT region, count(*), count(qty), sum(qty), min(status), max(status) FROM sales GROUP BY region ORDER BY region",
+            duckdb,
+        ),
+        ("SELECT count(*) FROM sales WHERE qty > 50", duckdb),
+        (
+            "SELECT count(*), sum(qty), max(status), min(region) FROM sales WHERE id < 0",
+            duckdb,
+        ),
+        (
+            "SELECT status, sum(small), count(DISTINCT region) FROM sales GROUP BY status ORDER BY 1",
+            duckdb,
+        ),
+        (
+            "SELECT region, count(*) FROM sales GROUP BY region HAVING count(*) > 900 ORDER BY 1",
+            duckdb,
+        ),
+        (
+            "SELECT s.status, count(*) AS n FROM sales s WHERE s.qty BETWEEN 10 AND 20 OR s.region IS NULL GROUP BY s.status ORDER BY n DESC, 1",
+            duckdb,
+        ),
+        (
+            "SELECT sum(price), min(price), max(day) FROM sales WHERE region = 'r1'",
+            duckdb,
+        ),
+        (
+            "SELECT day, count(*) FROM sales GROUP BY day ORDER BY 2 DESC, 1 LIMIT 3",
+            duckdb,
+        ),
+        ("SELECT sum(big) FROM sales", false),
+        ("SELECT avg(qty) FROM sales", false),
+        (
+            "SELECT region, max(ratio) FROM sales GROUP BY region ORDER BY 1",
+            false,
+        ),
+        ("SELECT count(*) FROM sales WHERE status LIKE 'o%'", false),
+        ("SELECT min(at) FROM sales", false),
+        ("SELECT sum(qty + 1) FROM sales", false),
+    ];
+    let run = |label: &'static str| {
+        let (replica, source) = (&replica, &source);
+        let checks = &checks;
+        async move {
+            for (sql, in_file) in checks {
+                let theirs = simple_rows(
+                    &source.client,
+                    &sql.replace(" sales", &format!(" {}.sales", source.name)),
+                )
+                .await;
+                assert_eq!(
+                    simple_rows(replica, sql).await,
+                    theirs,
+                    "{engine} {label}: {sql}"
+                );
+                let plan = format!(
+                    "{:?}",
+                    simple_rows(replica, &format!("EXPLAIN {sql}")).await
+                );
+                assert_eq!(
+                    plan.contains("aggregate=SELECT"),
+                    *in_file,
+                    "{engine} {label}: {sql}\n{plan}"
+                );
+            }
+        }
+    };
+    run("loaded").await;
+    // Over the extended protocol, with the filter's value bound.
+    let sql =
+        "SELECT status, count(*), max(region) FROM sales WHERE qty < $1 GROUP BY status ORDER BY 1";
+    let rows = |rows: Vec<tokio_postgres::Row>| -> Vec<(String, i64, Option<String>)> {
+        rows.iter()
+            .map(|row| (row.get(0), row.get(1), row.get(2)))
+            .collect()
+    };
+    let ours = rows(replica.query(sql, &[&30i32]).await.unwrap());
+    let theirs = rows(
+        source
+            .client
+            .query(
+                &sql.replace(" sales", &format!(" {}.sales", source.name)),
+                &[&30i32],
+            )
+            .await
+            .unwrap(),
+    );
+    assert_eq!(ours, theirs, "{engine}: {sql}");
+    source
+        .execute(
+            "UPDATE {schema}.sales SET status = 'returned', qty = qty + 1 WHERE id % 3 = 0;
+             DELETE FROM {schema}.sales WHERE id % 13 = 0",
+        )
+        .await;
+    server.refresh("sales").await;
+    run("refreshed").await;
+}

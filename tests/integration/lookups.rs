@@ -496,7 +496,23 @@ async fn a_schema_change_invalidates_the_plans_that_read_the_table() {
 /// PostgreSQL answers, through the index where the literal fits the key.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn simple_protocol_lookups_with_new_literals_use_the_index() {
-    let (source, server, _files) = setup("lookup_simple", "arrow").await;
+    simple_protocol_lookups("arrow").await;
+}
+
+/// The same, on a DuckDB file queried in place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simple_protocol_lookups_in_a_duckdb_file_use_its_index() {
+    simple_protocol_lookups("duckdb").await;
+}
+
+/// The same, on an SQLite file queried in place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simple_protocol_lookups_in_an_sqlite_file_use_its_index() {
+    simple_protocol_lookups("sqlite").await;
+}
+
+async fn simple_protocol_lookups(engine: &str) {
+    let (source, server, _files) = setup(&format!("lookup_simple_{engine}"), engine).await;
     let replica = server.client().await;
     let primary = connect(SOURCE_DSN).await;
     let schema = source.name.as_str();
