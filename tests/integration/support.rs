@@ -93,6 +93,8 @@ pub async fn connect(dsn: &str) -> Client {
     client
 }
 
+/// How long a starting pgaccel may take to be ready.
+const READY_LIMIT: Duration = Duration::from_secs(60);
 /// A pgaccel running in this process.
 pub struct Server {
     pub runtime: Runtime,
@@ -343,6 +345,18 @@ impl Process {
 }
 
 impl Process {
+    /// Waits until `/v1/ready` answers 200; one that does not in time fails
+    /// with the datasets' status and the process's log.
+    pub async fn wait_ready(&self) {
+        if !self.endpoint.ready_within(READY_LIMIT).await {
+            let (_, status) = self.get("/v1/datasets?status=true").await;
+            panic!(
+                "pgaccel not ready within {READY_LIMIT:?}; datasets: {status}; log:\n{}",
+                self.log_text()
+            );
+        }
+    }
+
     /// Its log so far.
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
@@ -448,7 +462,15 @@ impl Endpoint {
 
     /// Waits until `/v1/ready` answers 200.
     pub async fn wait_ready(&self) {
-        let deadline = Instant::now() + Duration::from_secs(60);
+        assert!(
+            self.ready_within(READY_LIMIT).await,
+            "pgaccel not ready within {READY_LIMIT:?}"
+        );
+    }
+
+    /// Whether `/v1/ready` answers 200 within `limit`.
+    pub async fn ready_within(&self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
         // A process may not be listening yet: no answer is "not ready".
         while !self
             .http
@@ -457,9 +479,12 @@ impl Endpoint {
             .await
             .is_ok_and(|response| response.status() == 200)
         {
-            assert!(Instant::now() < deadline, "pgaccel not ready within 60s");
+            if Instant::now() >= deadline {
+                return false;
+            }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        true
     }
 
     /// Triggers a refresh over HTTP and waits until it has completed.
