@@ -689,15 +689,15 @@ impl FileReader {
         matches!(self.engine, ReaderEngine::Duckdb(_))
     }
 
-    /// Hands the rows whose `key` columns equal those of one of `probes`
-    /// (distinct lists of values of the key columns' served types, none
+    /// Hands the rows whose `key` columns (names and served types) equal
+    /// those of one of `probes` (distinct lists of values of those types, none
     /// NULL) to `sink`, batch by batch, each read through the file's key
     /// index with the values bound to a statement each connection keeps
     /// prepared (DuckDB casts them from their text form, so every key type
     /// binds the same way).
     pub fn lookup(
         &self,
-        key: &[String],
+        key: &[(String, DataType)],
         probes: &[Vec<ScalarValue>],
         sink: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
     ) -> Result<(), String> {
@@ -707,7 +707,7 @@ impl FileReader {
                 let condition = key
                     .iter()
                     .enumerate()
-                    .map(|(i, name)| format!("{} = ?{}", quote(name), i + 1))
+                    .map(|(i, (name, _))| format!("{} = ?{}", quote(name), i + 1))
                     .collect::<Vec<_>>()
                     .join(" AND ");
                 let select = select_sql(&self.table, schema, Some(&condition), None);
@@ -717,16 +717,15 @@ impl FileReader {
                 let condition = key
                     .iter()
                     .enumerate()
-                    .map(|(i, name)| {
-                        let field = schema.field_with_name(name).map_err(|e| e.to_string())?;
-                        Ok(format!(
+                    .map(|(i, (name, data_type))| {
+                        format!(
                             "{} = CAST(?{} AS {})",
                             quote(name),
                             i + 1,
-                            duckdb_file::sql_type(field.data_type())
-                        ))
+                            duckdb_file::sql_type(data_type)
+                        )
                     })
-                    .collect::<Result<Vec<_>, String>>()?
+                    .collect::<Vec<_>>()
                     .join(" AND ");
                 let select = select_sql(&self.table, schema, Some(&condition), None);
                 let probes = probes
@@ -1261,10 +1260,11 @@ mod tests {
             let (store, checkpoint) = written_with_gaps(engine, &folder.path().join("t.db"), 100);
             let reader = store.reader(&checkpoint).unwrap();
             let lookup = |key: &str, probes: Vec<ScalarValue>| {
+                let data_type = probes[0].data_type();
                 let probes: Vec<Vec<ScalarValue>> = probes.into_iter().map(|v| vec![v]).collect();
                 let mut found = Vec::new();
                 reader
-                    .lookup(&[key.to_owned()], &probes, &mut |batch| {
+                    .lookup(&[(key.to_owned(), data_type)], &probes, &mut |batch| {
                         found.push(batch);
                         Ok(())
                     })

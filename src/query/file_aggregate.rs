@@ -40,7 +40,7 @@ use datafusion::logical_expr::{
 use datafusion::optimizer::{ApplyOrder, OptimizerConfig, OptimizerRule};
 use datafusion::physical_plan::ExecutionPlan;
 
-use super::file_table::{FileRead, FileScanExec, FileTable, condition_sql};
+use super::file_table::{FileRead, FileScanExec, FileTable, condition_sql, file_version_has};
 use crate::accelerator::store::{AggregateQuery, quote};
 use crate::accelerator::{ArrowAcceleration, FileReader};
 
@@ -291,9 +291,7 @@ impl FileAggregateTable {
     /// Whether a plan holding this aggregate stands: while the version in
     /// the file has the columns planned with.
     pub fn is_current(&self) -> bool {
-        self.acceleration
-            .file_version()
-            .is_some_and(|version| version.reader.schema().fields() == self.table_schema.fields())
+        file_version_has(&self.acceleration, &self.table_schema)
     }
 }
 

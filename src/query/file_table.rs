@@ -91,10 +91,7 @@ impl FileTable {
     /// read into memory, while those rows are not published.
     pub fn is_current(&self) -> bool {
         if self.in_place {
-            return self
-                .acceleration
-                .file_version()
-                .is_some_and(|version| version.reader.schema().fields() == self.schema().fields());
+            return file_version_has(&self.acceleration, self.reader.schema());
         }
         self.acceleration.current().is_none()
     }
@@ -168,6 +165,14 @@ impl TableProvider for FileTable {
             rows,
         )))
     }
+}
+
+/// Whether the version of `acceleration` in its file has the columns of
+/// `schema`, which a plan reading the file in place was planned against.
+pub(super) fn file_version_has(acceleration: &ArrowAcceleration, schema: &SchemaRef) -> bool {
+    acceleration
+        .file_version()
+        .is_some_and(|version| version.reader.schema().fields() == schema.fields())
 }
 
 /// What a [`FileScanExec`] reads from the file.

@@ -254,10 +254,9 @@ impl LookupPlan {
         if probes.is_empty() {
             return Ok(Some(RecordBatch::new_empty(schema)));
         }
-        let names: Vec<String> = key.iter().map(|(name, _)| name.clone()).collect();
         let mut batches = Vec::new();
         let mut read = || {
-            version.reader.lookup(&names, &probes, &mut |batch| {
+            version.reader.lookup(key, &probes, &mut |batch| {
                 batches.push(batch);
                 Ok(())
             })
