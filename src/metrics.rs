@@ -24,6 +24,7 @@ pub const CONNECTIONS: &str = "pg_connections";
 pub const CONNECTIONS_REFUSED: &str = "pg_connections_refused_total";
 pub const INDEX_LOOKUPS: &str = "query_index_lookups";
 pub const STATEMENTS_PLANNED: &str = "query_statements_planned";
+pub const BATCHES_SKIPPED: &str = "query_batches_skipped";
 pub const READY_STATE_FALLBACK: &str = "accelerated_ready_state_federated_fallback";
 pub const ZERO_RESULTS_FALLBACK: &str = "accelerated_zero_results_federated_fallback";
 pub const RETENTION_EVICTED: &str = "dataset_acceleration_retention_evicted_rows";
@@ -146,6 +147,10 @@ fn describe() {
     describe_counter!(
         INDEX_LOOKUPS,
         "Statements answered by a primary-key index lookup instead of a scan"
+    );
+    describe_counter!(
+        BATCHES_SKIPPED,
+        "Stored batches that scans of an in-memory acceleration skipped because their range of values could not match the filters, by dataset"
     );
     describe_counter!(
         STATEMENTS_PLANNED,
@@ -390,6 +395,12 @@ pub fn statement_planned() {
 
 pub fn index_lookup() {
     counter!(INDEX_LOOKUPS).increment(1);
+}
+
+/// `skipped` batches of `dataset` that a scan did not read (see
+/// `query::pruning`).
+pub fn batches_skipped(dataset: &str, skipped: usize) {
+    counter!(BATCHES_SKIPPED, "dataset" => dataset.to_owned()).increment(skipped as u64);
 }
 
 /// A query pgaccel refused, answered by its source instead.

@@ -10,14 +10,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwapOption;
-use datafusion::arrow::array::BooleanArray;
-use datafusion::arrow::compute::{BatchCoalescer, concat_batches, filter_record_batch};
+use datafusion::arrow::array::{Array, ArrayRef, BooleanArray};
+use datafusion::arrow::compute::{
+    BatchCoalescer, SortColumn, SortOptions, concat, concat_batches, filter_record_batch,
+    interleave, lexsort_to_indices,
+};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::ScalarValue;
 
 use super::index::{PrimaryKeyIndex, RowRef};
+use super::ranges::{ColumnRanges, Ranges};
 use super::statistics::{self, TableStatistics};
 use super::store::Store;
 
@@ -39,6 +43,9 @@ pub struct TableData {
     primary_key: Option<PrimaryKeyIndex>,
     /// Column statistics for the optimizer, computed after publication.
     statistics: OnceLock<Arc<TableStatistics>>,
+    /// Each batch's range of values per column, computed when a filter
+    /// first needs them.
+    ranges: Ranges,
 }
 
 impl TableData {
@@ -71,6 +78,14 @@ impl TableData {
     /// Each column's statistics, once computed (see [`statistics`]).
     pub fn column_statistics(&self) -> Option<Arc<TableStatistics>> {
         self.statistics.get().cloned()
+    }
+
+    /// Each batch's range of values in column `column` (by position in the
+    /// schema), in load order; `None` for a type whose ranges are not kept.
+    pub fn column_ranges(&self, column: usize) -> Option<Arc<ColumnRanges>> {
+        let data_type = self.schema.fields().get(column)?.data_type();
+        let batches = (0..self.batch_count() as u32).map(|number| self.batch(number));
+        self.ranges.column(column, data_type, batches)
     }
 
     /// Whether this version still needs its column statistics.
@@ -207,6 +222,7 @@ impl TableData {
             bytes: self.bytes,
             primary_key: Some(index),
             statistics: self.statistics.clone(),
+            ranges: self.ranges.clone(),
         }))
     }
 
@@ -227,6 +243,7 @@ impl TableData {
             spread[number % partition_count].push(batch);
         }
         TableData {
+            ranges: Ranges::new(schema.fields().len()),
             schema,
             partitions: spread,
             rows,
@@ -252,6 +269,9 @@ pub struct TableDataBuilder {
     coalescer: BatchCoalescer,
     batches: Vec<RecordBatch>,
     index: Option<PrimaryKeyIndex>,
+    /// Columns (positions) `finish` sorts the rows by; the index is then
+    /// built after the sort instead of as batches complete.
+    sort_by: Vec<usize>,
 }
 
 impl TableDataBuilder {
@@ -264,7 +284,25 @@ impl TableDataBuilder {
                 .with_biggest_coalesce_batch_size(Some(STORED_BATCH_ROWS / 2)),
             batches: Vec::new(),
             index: None,
+            sort_by: Vec::new(),
         }
+    }
+
+    /// This builder, sorting the finished version's rows by `columns`
+    /// (names; ascending, NULLs last; none: rows stay in the order pushed).
+    pub fn sorted_by(mut self, columns: &[String]) -> Result<Self, ArrowError> {
+        let schema = self.coalescer.schema();
+        self.sort_by = columns
+            .iter()
+            .map(|name| {
+                schema.index_of(name).map_err(|_| {
+                    ArrowError::SchemaError(format!(
+                        "sort_by column `{name}` is not a column of the table"
+                    ))
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(self)
     }
 
     /// A builder of a version indexed by `primary_key` (column names; empty
@@ -288,7 +326,7 @@ impl TableDataBuilder {
 
     fn drain_completed(&mut self) -> Result<(), ArrowError> {
         while let Some(batch) = self.coalescer.next_completed_batch() {
-            if let Some(index) = &mut self.index {
+            if let Some(index) = self.index.as_mut().filter(|_| self.sort_by.is_empty()) {
                 index.insert_batch(self.batches.len() as u32, &batch)?;
             }
             self.batches.push(batch);
@@ -301,10 +339,18 @@ impl TableDataBuilder {
     pub fn finish(mut self, partitions: usize) -> Result<TableData, ArrowError> {
         self.coalescer.finish_buffered_batch()?;
         self.drain_completed()?;
+        let schema = self.coalescer.schema();
+        if !self.sort_by.is_empty() {
+            self.batches = sorted(&schema, std::mem::take(&mut self.batches), &self.sort_by)?;
+            if let Some(index) = &mut self.index {
+                for (number, batch) in self.batches.iter().enumerate() {
+                    index.insert_batch(number as u32, batch)?;
+                }
+            }
+        }
         if let Some(index) = &mut self.index {
             index.fold_if_due();
         }
-        let schema = self.coalescer.schema();
         Ok(TableData::spread(
             schema,
             self.batches,
@@ -312,6 +358,93 @@ impl TableDataBuilder {
             self.index,
         ))
     }
+}
+
+/// The rows of `batches` sorted by `columns` (positions; ascending, NULLs
+/// last, ties in no set order), as batches of [`STORED_BATCH_ROWS`].
+///
+/// Built column by column: each column's sorted copy is made and its
+/// unsorted batches freed before the next, so the sort holds one column
+/// twice (and the row order, 8 bytes a row), never the whole table.
+fn sorted(
+    schema: &SchemaRef,
+    batches: Vec<RecordBatch>,
+    columns: &[usize],
+) -> Result<Vec<RecordBatch>, ArrowError> {
+    let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    if rows == 0 || schema.fields().is_empty() {
+        return Ok(batches);
+    }
+    let names = || {
+        columns
+            .iter()
+            .map(|c| format!("`{}`", schema.field(*c).name()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let keys = columns
+        .iter()
+        .map(|&column| {
+            let parts: Vec<&dyn Array> =
+                batches.iter().map(|b| b.column(column).as_ref()).collect();
+            Ok(SortColumn {
+                values: concat(&parts)?,
+                options: Some(SortOptions {
+                    descending: false,
+                    nulls_first: false,
+                }),
+            })
+        })
+        .collect::<Result<Vec<_>, ArrowError>>()?;
+    let order = lexsort_to_indices(&keys, None).map_err(|e| {
+        ArrowError::ComputeError(format!(
+            "cannot sort the rows by {} (sort_by): {e}",
+            names()
+        ))
+    })?;
+    drop(keys);
+    // Each sorted row's batch and row in `batches`.
+    let mut starts = Vec::with_capacity(batches.len());
+    let mut start = 0u32;
+    for batch in &batches {
+        starts.push(start);
+        start += batch.num_rows() as u32;
+    }
+    let from: Vec<(u32, u32)> = order
+        .values()
+        .iter()
+        .map(|&row| {
+            let batch = starts.partition_point(|&start| start <= row) - 1;
+            (batch as u32, row - starts[batch])
+        })
+        .collect();
+    drop(order);
+    let mut inputs: Vec<Vec<ArrayRef>> = (0..schema.fields().len())
+        .map(|column| {
+            batches
+                .iter()
+                .map(|b| Arc::clone(b.column(column)))
+                .collect()
+        })
+        .collect();
+    drop(batches);
+    let mut outputs: Vec<Vec<ArrayRef>> =
+        vec![Vec::with_capacity(inputs.len()); rows.div_ceil(STORED_BATCH_ROWS)];
+    let mut pairs = Vec::with_capacity(STORED_BATCH_ROWS);
+    for input in &mut inputs {
+        // Taken, so that this column's unsorted arrays are freed below.
+        let column = std::mem::take(input);
+        let parts: Vec<&dyn Array> = column.iter().map(AsRef::as_ref).collect();
+        for (chunk, output) in from.chunks(STORED_BATCH_ROWS).zip(&mut outputs) {
+            pairs.clear();
+            pairs.extend(chunk.iter().map(|&(b, r)| (b as usize, r as usize)));
+            output.push(interleave(&parts, &pairs)?);
+        }
+    }
+    outputs
+        .into_iter()
+        .map(|columns| RecordBatch::try_new(Arc::clone(schema), columns))
+        .collect()
 }
 
 fn key_index(
@@ -354,6 +487,8 @@ pub struct ArrowAcceleration {
     /// The version queries read in place from the file (file engines whose
     /// refresh mode never revises rows in memory).
     in_file: ArcSwapOption<super::FileVersion>,
+    /// Columns a full refresh sorts the rows by (`acceleration.sort_by`).
+    sort_by: Vec<String>,
 }
 
 impl ArrowAcceleration {
@@ -366,7 +501,22 @@ impl ArrowAcceleration {
             commit: Arc::new(tokio::sync::Mutex::new(())),
             progress: super::ReadProgress::default(),
             in_file: ArcSwapOption::empty(),
+            sort_by: Vec::new(),
         }
+    }
+
+    /// This acceleration, with every full refresh sorting its rows by
+    /// `columns` (none: rows stay in the order read).
+    pub fn sorted_by(self, columns: Vec<String>) -> Self {
+        ArrowAcceleration {
+            sort_by: columns,
+            ..self
+        }
+    }
+
+    /// The columns a full refresh sorts the rows by.
+    pub fn sort_by(&self) -> &[String] {
+        &self.sort_by
     }
 
     /// The version read in place from the file, once one is committed.
@@ -551,6 +701,95 @@ mod tests {
         assert_eq!(stored.iter().sum::<usize>(), 30_000);
         assert!(stored.iter().all(|rows| *rows <= STORED_BATCH_ROWS));
         assert!(data.bytes() >= 30_000 * 8);
+    }
+
+    #[test]
+    fn a_sorted_version_orders_its_rows_and_indexes_them_where_they_land() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("day", DataType::Int64, true),
+            Field::new("note", DataType::Utf8, true),
+        ]));
+        let day = |id: i64| (id % 50 != 0).then_some((id * 7919) % 1000);
+        let mut builder = TableDataBuilder::keyed(Arc::clone(&schema), &["id".to_owned()], 0)
+            .unwrap()
+            .sorted_by(&["day".to_owned()])
+            .unwrap();
+        for chunk in 0..3i64 {
+            let ids: Vec<i64> = (0..7000).map(|i| chunk * 7000 + i).collect();
+            let columns: Vec<ArrayRef> = vec![
+                Arc::new(Int64Array::from(ids.clone())),
+                Arc::new(Int64Array::from(
+                    ids.iter().map(|&id| day(id)).collect::<Vec<_>>(),
+                )),
+                Arc::new(datafusion::arrow::array::StringArray::from(
+                    ids.iter().map(|id| format!("row {id}")).collect::<Vec<_>>(),
+                )),
+            ];
+            builder
+                .push(RecordBatch::try_new(Arc::clone(&schema), columns).unwrap())
+                .unwrap();
+        }
+        let data = builder.finish(2).unwrap();
+        assert_eq!(data.rows(), 21_000);
+        let batches = data.batches();
+        assert!(
+            batches[..batches.len() - 1]
+                .iter()
+                .all(|b| b.num_rows() == STORED_BATCH_ROWS)
+        );
+        let column = |b: &RecordBatch, c: usize| {
+            b.column(c)
+                .as_any()
+                .downcast_ref::<Int64Array>()
+                .unwrap()
+                .clone()
+        };
+        let stored: Vec<(Option<i64>, i64)> = batches
+            .iter()
+            .flat_map(|b| {
+                column(b, 1)
+                    .iter()
+                    .zip(column(b, 0).values().to_vec())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        // By day, NULLs last; every row once.
+        let days: Vec<(bool, Option<i64>)> = stored
+            .iter()
+            .map(|&(day, _)| (day.is_none(), day))
+            .collect();
+        assert!(days.is_sorted(), "rows are not in day order");
+        let mut rows = stored.clone();
+        rows.sort_by_key(|&(day, id)| (day.is_none(), day, id));
+        let mut expected: Vec<(Option<i64>, i64)> = (0..21_000).map(|id| (day(id), id)).collect();
+        expected.sort_by_key(|&(day, id)| (day.is_none(), day, id));
+        assert_eq!(rows, expected);
+        for id in [0i64, 49, 50, 12_345, 20_999] {
+            let found = data
+                .lookup(&[ScalarValue::Int64(Some(id))])
+                .unwrap()
+                .unwrap();
+            assert_eq!(found.len(), 1, "id {id}");
+            let row = data.rows_at(&found).unwrap();
+            assert_eq!(column(&row, 0).value(0), id);
+            let note = row
+                .column(2)
+                .as_any()
+                .downcast_ref::<datafusion::arrow::array::StringArray>()
+                .unwrap();
+            assert_eq!(note.value(0), format!("row {id}"));
+        }
+        let error = TableDataBuilder::new(schema)
+            .sorted_by(&["hour".to_owned()])
+            .err()
+            .expect("an unknown column is refused");
+        assert!(
+            error
+                .to_string()
+                .contains("sort_by column `hour` is not a column of the table"),
+            "{error}"
+        );
     }
 
     #[test]

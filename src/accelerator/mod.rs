@@ -14,6 +14,7 @@ mod arrow;
 mod duckdb_file;
 mod index;
 mod progress;
+mod ranges;
 mod sqlite_file;
 mod statistics;
 pub mod store;
@@ -21,6 +22,7 @@ pub mod store;
 pub use arrow::{ArrowAcceleration, TableData, TableDataBuilder};
 pub use index::{PrimaryKeyIndex, RowRef};
 pub use progress::{ProgressReport, ReadProgress};
+pub use ranges::ColumnRanges;
 pub use statistics::TableStatistics;
 #[cfg(test)]
 pub use store::Persisted;

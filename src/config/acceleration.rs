@@ -31,6 +31,10 @@ pub struct Acceleration {
     pub duckdb_memory_limit: Option<u64>,
     /// Columns that identify a row; lets refreshes upsert and lookups use an index.
     pub primary_key: Vec<String>,
+    /// Columns a full refresh sorts the in-memory batches by (`engine:
+    /// arrow`), so that a filter on them skips the batches whose range of
+    /// values it cannot match; empty: rows stay in the order read.
+    pub sort_by: Vec<String>,
     pub refresh_mode: RefreshMode,
     /// `None`: refresh only at startup and on demand.
     pub schedule: Option<Schedule>,
@@ -261,7 +265,8 @@ pub(crate) fn parse(
         engine_file: parse_engine_file(values, raw.params.as_ref(), engine, mode),
         duckdb_memory_limit: parse_duckdb_memory_limit(values, raw.params.as_ref(), engine, mode),
         caching: parse_caching(values, raw.params.as_ref(), refresh_mode),
-        primary_key: parse_primary_key(values, raw.primary_key.as_ref()),
+        primary_key: parse_columns(values, "primary_key", raw.primary_key.as_ref()),
+        sort_by: parse_sort_by(values, raw, engine, refresh_mode),
         refresh_mode,
         refresh_sql: parse_refresh_sql(values, raw),
         refresh_data_window: parse_data_window(values, raw, ctx),
@@ -467,8 +472,48 @@ fn parse_duckdb_memory_limit(
     values.bytes(&param_key, &Some(value.clone()), 1 << 20)
 }
 
-/// `id`, `"a, b"` or `[a, b]` → column names.
-fn parse_primary_key(values: &mut Values<'_, '_>, raw: Option<&StringList>) -> Vec<String> {
+/// `sort_by`: orders the batches of an in-memory (arrow) acceleration; a
+/// file keeps rows in the order its engine writes them, and `caching`
+/// keeps results as they were fetched.
+fn parse_sort_by(
+    values: &mut Values<'_, '_>,
+    raw: &RawAcceleration,
+    engine: Engine,
+    refresh_mode: RefreshMode,
+) -> Vec<String> {
+    let columns = parse_columns(values, "sort_by", raw.sort_by.as_ref());
+    if columns.is_empty() {
+        return columns;
+    }
+    let refused = if engine != Engine::Arrow {
+        Some(format!(
+            "sorts the in-memory batches of engine: arrow; engine {} keeps rows in the order it writes them, so leave sort_by out or use engine: arrow",
+            engine.as_str()
+        ))
+    } else if refresh_mode == RefreshMode::Caching {
+        Some(
+            "has nothing to sort with refresh_mode: caching, which keeps each query's rows as fetched; leave sort_by out"
+                .to_owned(),
+        )
+    } else {
+        None
+    };
+    match refused {
+        Some(message) => {
+            values.error(&key("sort_by"), message);
+            Vec::new()
+        }
+        None => columns,
+    }
+}
+
+/// `id`, `"a, b"` or `[a, b]` → column names (`field`: `primary_key` or
+/// `sort_by`).
+fn parse_columns(
+    values: &mut Values<'_, '_>,
+    field: &str,
+    raw: Option<&StringList>,
+) -> Vec<String> {
     let items: Vec<String> = match raw {
         None => return Vec::new(),
         Some(StringList::One(text)) => text.split(',').map(str::to_string).collect(),
@@ -477,7 +522,7 @@ fn parse_primary_key(values: &mut Values<'_, '_>, raw: Option<&StringList>) -> V
     let mut columns: Vec<String> = Vec::new();
     for item in items {
         let column = values
-            .text(&key("primary_key"), &Some(Scalar::Text(item)))
+            .text(&key(field), &Some(Scalar::Text(item)))
             .unwrap_or_default();
         let column = column.trim().to_string();
         if column.is_empty() || columns.contains(&column) {
@@ -487,7 +532,7 @@ fn parse_primary_key(values: &mut Values<'_, '_>, raw: Option<&StringList>) -> V
                 format!("column '{column}' twice")
             };
             values.error(
-                &key("primary_key"),
+                &key(field),
                 format!("lists {problem}; give distinct column names, e.g. id or \"a, b\""),
             );
             continue;
@@ -800,6 +845,46 @@ mod tests {
         let (a, errors) = parse_block(raw, false);
         assert!(errors.is_empty(), "{errors:?}");
         assert!(matches!(a.schedule, Some(Schedule::Interval(d)) if d == SNAPSHOT_POLL_DEFAULT));
+    }
+
+    #[test]
+    fn sort_by_orders_the_arrow_engine_only() {
+        let raw = |engine: &str, mode: &str, refresh_mode: &str| RawAcceleration {
+            engine: text(engine),
+            mode: text(mode),
+            refresh_mode: text(refresh_mode),
+            sort_by: Some(StringList::One("day, id".into())),
+            ..Default::default()
+        };
+        let (a, errors) = parse_block(raw("arrow", "memory", "full"), false);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(a.sort_by, vec!["day", "id"]);
+        let (a, errors) = parse_block(raw("duckdb", "file", "full"), false);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0].key, "acceleration.sort_by");
+        assert!(
+            errors[0]
+                .message
+                .contains("engine duckdb keeps rows in the order"),
+            "{errors:?}"
+        );
+        assert!(a.sort_by.is_empty());
+        let (_, errors) = parse_block(raw("arrow", "memory", "caching"), false);
+        assert_eq!(errors[0].key, "acceleration.sort_by");
+        assert!(
+            errors[0].message.contains("refresh_mode: caching"),
+            "{errors:?}"
+        );
+        let twice = RawAcceleration {
+            sort_by: Some(StringList::Many(vec!["day".into(), "day".into()])),
+            ..Default::default()
+        };
+        let (_, errors) = parse_block(twice, false);
+        assert_eq!(errors[0].key, "acceleration.sort_by");
+        assert!(
+            errors[0].message.contains("column 'day' twice"),
+            "{errors:?}"
+        );
     }
 
     #[test]

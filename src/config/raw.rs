@@ -212,6 +212,7 @@ pub(crate) struct RawAcceleration {
     pub mode: Option<Scalar>,
     pub params: Option<RawParams>,
     pub primary_key: Option<StringList>,
+    pub sort_by: Option<StringList>,
     pub refresh_mode: Option<Scalar>,
     pub refresh_check_interval: Option<Scalar>,
     pub refresh_cron: Option<Scalar>,

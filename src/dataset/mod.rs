@@ -152,7 +152,9 @@ impl Dataset {
         Dataset {
             cache: caching
                 .then(|| Arc::new(Cache::new(&name, config.acceleration.caching.clone()))),
-            acceleration: Arc::new(ArrowAcceleration::new(name)),
+            acceleration: Arc::new(
+                ArrowAcceleration::new(name).sorted_by(config.acceleration.sort_by.clone()),
+            ),
             state: Mutex::new(State {
                 status: DatasetStatus::Initializing,
                 last_refresh: None,

@@ -41,6 +41,7 @@ mod overflow;
 pub mod parameterize;
 pub mod pg_types;
 pub mod planner;
+mod pruning;
 mod resolve;
 mod series;
 pub mod session;

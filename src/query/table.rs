@@ -16,10 +16,11 @@ use datafusion::datasource::TableType;
 use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::error::{DataFusionError, Result};
-use datafusion::logical_expr::Expr;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 
 use super::engine::SessionInfo;
+use super::pruning;
 use super::table_statistics::WithStatistics;
 use crate::accelerator::{ArrowAcceleration, TableData};
 
@@ -120,11 +121,21 @@ impl TableProvider for AcceleratedTable {
         TableType::Base
     }
 
+    /// Inexact: each scan skips the batches whose ranges of values the
+    /// filters cannot match (see [`pruning`]), and DataFusion filters the
+    /// rest.
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> Result<Vec<TableProviderFilterPushDown>> {
+        Ok(vec![TableProviderFilterPushDown::Inexact; filters.len()])
+    }
+
     async fn scan(
         &self,
         state: &dyn Session,
         projection: Option<&Vec<usize>>,
-        _filters: &[Expr],
+        filters: &[Expr],
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let dataset = self.acceleration.dataset().to_owned();
@@ -139,8 +150,9 @@ impl TableProvider for AcceleratedTable {
                 QueryError::SchemaChanged { dataset },
             )));
         }
+        let kept = pruning::kept_partitions(&dataset, &data, state, filters);
         let source = MemorySourceConfig::try_new(
-            data.partitions(),
+            kept.as_deref().unwrap_or(data.partitions()),
             Arc::clone(data.schema()),
             projection.cloned(),
         )?

@@ -280,13 +280,11 @@ impl Follower {
             }
             let data = full::read(
                 &source,
-                &name,
-                acceleration.progress(),
+                acceleration,
                 self.partitions,
                 primary_key,
                 &filter,
                 None,
-                full::served_rows(acceleration),
             )
             .await?;
             require_key(&data, &name, &self.feed.table_name())?;
@@ -796,13 +794,11 @@ async fn copy_aside(aside: Aside) -> Result<(TableData, Position, Duration), Ref
     aside.feed.abandon(&aside.dataset, start, true).await;
     let data = full::read(
         &source,
-        &aside.dataset,
-        aside.acceleration.progress(),
+        &aside.acceleration,
         aside.partitions,
         &aside.primary_key,
         &aside.filter,
         None,
-        full::served_rows(&aside.acceleration),
     )
     .await?;
     require_key(&data, &aside.dataset, &aside.feed.table_name())?;

@@ -63,13 +63,11 @@ pub async fn run(
 ) -> Result<(Published, Arc<TableData>), RefreshError> {
     let data = read(
         source,
-        acceleration.dataset(),
-        acceleration.progress(),
+        acceleration,
         partitions,
         configured_key,
         filter,
         expected,
-        served_rows(acceleration),
     )
     .await?;
     // Invariant: the data, and its primary-key index, are complete before
@@ -250,28 +248,30 @@ pub(super) async fn commit_in_place<T: Send + 'static>(
 /// load): what the next full read of it most likely holds, so that its
 /// index is sized once instead of growing by doubling, each step holding
 /// the old table and the new one at once.
-pub(super) fn served_rows(acceleration: &ArrowAcceleration) -> usize {
+fn served_rows(acceleration: &ArrowAcceleration) -> usize {
     acceleration.current().map_or(0, |data| data.rows())
 }
 
-/// Reads the whole (filtered) table into a new version, indexed by the
-/// configured key or else the source's primary key (sized for
-/// `expected_rows`); publishes nothing.
-#[allow(clippy::too_many_arguments)]
+/// Reads the whole (filtered) table into a new version of `acceleration`,
+/// indexed by the configured key or else the source's primary key (sized
+/// for the rows it serves now) and sorted by its `sort_by` columns;
+/// publishes nothing.
 pub(super) async fn read(
     source: &Source,
-    dataset: &str,
-    progress: &ReadProgress,
+    acceleration: &ArrowAcceleration,
     partitions: usize,
     configured_key: &[String],
     filter: &ReadFilter,
     expected: Option<&SchemaRef>,
-    expected_rows: usize,
 ) -> Result<TableData, RefreshError> {
+    let dataset = acceleration.dataset();
+    let progress = acceleration.progress();
     let snapshot = read_expected(source, dataset, filter, expected).await?;
     let primary_key = key_of(configured_key, &snapshot.primary_key);
-    let mut builder = TableDataBuilder::keyed(snapshot.schema, primary_key, expected_rows)
-        .map_err(|e| RefreshError::build(dataset, e))?;
+    let mut builder =
+        TableDataBuilder::keyed(snapshot.schema, primary_key, served_rows(acceleration))
+            .and_then(|builder| builder.sorted_by(acceleration.sort_by()))
+            .map_err(|e| RefreshError::build(dataset, e))?;
     drain(snapshot.stream, dataset, progress, |batch| {
         std::future::ready(
             builder

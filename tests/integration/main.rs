@@ -25,6 +25,7 @@ mod object_sources;
 mod operations;
 mod outages;
 mod persistence;
+mod pruning;
 mod raw;
 mod refresh_sql;
 mod retention;
