@@ -76,6 +76,10 @@ struct Args {
     /// A quick check that every bench runs: sf 0.1, one round, 2 s per pgbench run.
     #[arg(long)]
     quick: bool,
+    /// `tpch22` with `lineitem` and `orders` sorted by their dates
+    /// (`acceleration.sort_by`).
+    #[arg(long)]
+    sorted: bool,
     /// Only these benches (comma-separated names).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
@@ -238,13 +242,18 @@ fn bench_args(args: &Args, bench: &str) -> Vec<String> {
     let mut out = vec!["--sf".to_owned(), sf];
     match bench {
         "tpch" => out.push("--skip-load".to_owned()),
-        "tpch22" => out.extend([
-            "--skip-load".to_owned(),
-            "--runs".to_owned(),
-            rounds,
-            "--timeout".to_owned(),
-            args.timeout.clone(),
-        ]),
+        "tpch22" => {
+            out.extend([
+                "--skip-load".to_owned(),
+                "--runs".to_owned(),
+                rounds,
+                "--timeout".to_owned(),
+                args.timeout.clone(),
+            ]);
+            if args.sorted {
+                out.push("--sorted".to_owned());
+            }
+        }
         "lookups" => out.extend([
             "--rounds".to_owned(),
             rounds,

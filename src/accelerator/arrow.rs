@@ -375,20 +375,27 @@ fn sorted(
     if rows == 0 || schema.fields().is_empty() {
         return Ok(batches);
     }
-    let names = || {
-        columns
+    let cannot = |why: String| {
+        let names: Vec<String> = columns
             .iter()
             .map(|c| format!("`{}`", schema.field(*c).name()))
-            .collect::<Vec<_>>()
-            .join(", ")
+            .collect();
+        ArrowError::ComputeError(format!(
+            "cannot sort the rows by {} (sort_by): {why}",
+            names.join(", ")
+        ))
     };
+    // Row positions are 32-bit, as in the primary-key index.
+    if u32::try_from(rows).is_err() {
+        return Err(cannot(format!("{rows} rows are more than {}", u32::MAX)));
+    }
     let keys = columns
         .iter()
         .map(|&column| {
             let parts: Vec<&dyn Array> =
                 batches.iter().map(|b| b.column(column).as_ref()).collect();
             Ok(SortColumn {
-                values: concat(&parts)?,
+                values: concat(&parts).map_err(|e| cannot(e.to_string()))?,
                 options: Some(SortOptions {
                     descending: false,
                     nulls_first: false,
@@ -396,12 +403,7 @@ fn sorted(
             })
         })
         .collect::<Result<Vec<_>, ArrowError>>()?;
-    let order = lexsort_to_indices(&keys, None).map_err(|e| {
-        ArrowError::ComputeError(format!(
-            "cannot sort the rows by {} (sort_by): {e}",
-            names()
-        ))
-    })?;
+    let order = lexsort_to_indices(&keys, None).map_err(|e| cannot(e.to_string()))?;
     drop(keys);
     // Each sorted row's batch and row in `batches`.
     let mut starts = Vec::with_capacity(batches.len());

@@ -280,9 +280,15 @@ pub(super) async fn read(
         )
     })
     .await?;
-    builder
-        .finish(partitions)
-        .map_err(|e| RefreshError::build(dataset, e))
+    // Sorting a large table takes seconds of CPU: off the async workers.
+    let finished = if acceleration.sort_by().is_empty() {
+        builder.finish(partitions)
+    } else {
+        tokio::task::spawn_blocking(move || builder.finish(partitions))
+            .await
+            .map_err(|e| RefreshError::build(dataset, e))?
+    };
+    finished.map_err(|e| RefreshError::build(dataset, e))
 }
 
 /// Starts the read of the whole (filtered) table; fails when the source
