@@ -60,15 +60,19 @@ impl Ranges {
     }
 }
 
-/// Types whose minimum and maximum DataFusion's comparisons order the same
-/// way as the filters it evaluates on them, and whose kernels are cheap.
-/// Floats are left out (NaN sorts above every number in one and is
-/// unordered in the other), and so are strings, whose ranges would cost a
-/// read of every value for filters that seldom prune by range.
+/// Types whose minimum and maximum order values as the filters DataFusion
+/// evaluates on them do (text by its bytes, as DataFusion compares it).
+/// Floats are left out: NaN sorts above every number in one and is
+/// unordered in the other. A column's ranges are only computed when a
+/// filter compares it with a value, so text columns cost nothing unless
+/// such a filter names them.
 fn has_ranges(data_type: &DataType) -> bool {
     matches!(
         data_type,
-        DataType::Int8
+        DataType::Utf8
+            | DataType::LargeUtf8
+            | DataType::Utf8View
+            | DataType::Int8
             | DataType::Int16
             | DataType::Int32
             | DataType::Int64
@@ -166,6 +170,7 @@ mod tests {
             "floats have no kept ranges"
         );
         assert!(has_ranges(&DataType::Date32));
-        assert!(!has_ranges(&DataType::Utf8));
+        assert!(has_ranges(&DataType::Utf8View));
+        assert!(!has_ranges(&DataType::Boolean));
     }
 }
