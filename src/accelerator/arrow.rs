@@ -365,7 +365,7 @@ impl TableDataBuilder {
 ///
 /// Built column by column: each column's sorted copy is made and its
 /// unsorted batches freed before the next, so the sort holds one column
-/// twice (and the row order, 8 bytes a row), never the whole table.
+/// twice (and the row order, 12 bytes a row at most), never the whole table.
 fn sorted(
     schema: &SchemaRef,
     batches: Vec<RecordBatch>,
