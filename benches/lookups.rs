@@ -290,6 +290,10 @@ async fn aggregates(
             "revenue by status (decimal sum)",
             "SELECT o_orderstatus, sum(o_totalprice), max(o_orderdate) FROM orders GROUP BY o_orderstatus ORDER BY 1",
         ),
+        (
+            "averages by priority (avg, decimal arithmetic)",
+            "SELECT o_orderpriority, avg(o_totalprice), sum(o_totalprice * 0.9), avg(o_shippriority) FROM orders GROUP BY o_orderpriority ORDER BY 1",
+        ),
     ];
     for (name, sql) in queries {
         let theirs_sql = sql.replace(" orders", &format!(" {schema}.orders"));

@@ -301,6 +301,42 @@ impl Functions {
     }
 }
 
+/// Whether `name` is one of the aggregates `avg` of an exact number is
+/// planned as (see [`average_of_sum`]).
+pub(crate) fn is_exact_average(name: &str) -> bool {
+    matches!(name, AVG | AVG_SCALE | AVG_WITH_SCALE)
+}
+
+/// `avg` of an exact number as the aggregate named `name` returns it
+/// (the value, its display scale, or both), computed from the values' exact
+/// `sum` (a decimal at `scale`, the display scale of every value, or NULL
+/// over no values) and their `count`: PostgreSQL's `avg` is that division
+/// at [`div_scale`]. `None` when `name` is no average of pgaccel's.
+pub(crate) fn average_of_sum(name: &str, sum: Expr, count: Expr, scale: i32) -> Option<Expr> {
+    let divide = |scale_only| {
+        Expr::ScalarFunction(ScalarFunction::new_udf(
+            functions::divide_udf(scale_only),
+            vec![sum.clone(), count.clone(), lit(scale), lit(0i32)],
+        ))
+    };
+    match name {
+        AVG => Some(divide(false)),
+        AVG_SCALE => Some(divide(true)),
+        // Cast to the aggregate's own struct type: `named_struct` would
+        // give its fields nullability of their own.
+        AVG_WITH_SCALE => Some(datafusion::logical_expr::cast(
+            datafusion::functions::core::expr_fn::named_struct(vec![
+                lit(AVERAGE_VALUE),
+                divide(false),
+                lit(AVERAGE_SCALE),
+                divide(true),
+            ]),
+            DataType::Struct(average_fields()),
+        )),
+        _ => None,
+    }
+}
+
 /// Plans PostgreSQL's numeric rules into `plan`: numeric division and
 /// `avg` of exact numbers computed as PostgreSQL computes them, and every
 /// result column whose display scale varies by value printed at that scale.

@@ -237,9 +237,12 @@ impl PrivatePostgres {
         command
     }
 
-    /// Restarts the server, ending every session at once (`-m fast`).
+    /// Restarts the server, ending every session at once. `-m immediate`,
+    /// as a crash would: a fast shutdown ends sessions one by one, and a
+    /// session waiting for a lock could be granted it, as the holder ends,
+    /// and finish its statement before its own turn to end.
     fn restart(&self) {
-        run(self.pg_ctl().args(["-m", "fast", "restart"]));
+        run(self.pg_ctl().args(["-m", "immediate", "restart"]));
     }
 }
 

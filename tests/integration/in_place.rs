@@ -503,8 +503,9 @@ async fn rows_kept(source: &SourceSchema) -> u64 {
 
 /// Aggregates over a DuckDB file queried in place are computed by DuckDB
 /// where it answers as DataFusion does (grouping by integer, text, date and
-/// decimal columns, `count`, `min`, `max`, `sum` of narrow integers and of
-/// decimals), and by DataFusion otherwise, as every aggregate over an
+/// decimal columns, `count`, `min`, `max`, `sum` of integers and of
+/// decimals, `avg` of integers and decimals, over columns or decimal
+/// arithmetic), and by DataFusion otherwise, as every aggregate over an
 /// SQLite file is; every answer is PostgreSQL's own, before and after a
 /// refresh changes the rows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -575,8 +576,40 @@ async fn file_aggregates(engine: &str) {
             "SELECT day, count(*) FROM sales GROUP BY day ORDER BY 2 DESC, 1 LIMIT 3",
             duckdb,
         ),
-        ("SELECT sum(big) FROM sales", false),
-        ("SELECT avg(qty) FROM sales", false),
+        ("SELECT sum(big) FROM sales", duckdb),
+        ("SELECT avg(qty) FROM sales", duckdb),
+        (
+            "SELECT region, avg(price), avg(small), avg(big), count(*) FROM sales GROUP BY region ORDER BY 1",
+            duckdb,
+        ),
+        (
+            "SELECT status, round(avg(price), 1) AS a FROM sales WHERE day < DATE '2020-06-01' GROUP BY status HAVING avg(price) > 600 ORDER BY avg(qty) DESC, 1",
+            duckdb,
+        ),
+        (
+            "SELECT avg(qty), avg(price) FROM sales WHERE id < 0",
+            duckdb,
+        ),
+        ("SELECT avg(price) * 2, avg(qty) / 3 FROM sales", duckdb),
+        (
+            "SELECT region, sum(price * 2), sum(price * price), avg(price * 3), min(price - 1.5), max(-price) FROM sales GROUP BY region ORDER BY 1",
+            duckdb,
+        ),
+        (
+            "SELECT status, sum(price * qty), avg(price * (1 - price / 1000.0) + 1) FROM sales GROUP BY status ORDER BY 1",
+            false,
+        ),
+        (
+            "SELECT sum(price * qty), avg(price * 2 + 1), sum(small * 0.5) FROM sales WHERE day >= DATE '2020-03-01'",
+            duckdb,
+        ),
+        (
+            "SELECT sum(price * price * price * price) FROM sales",
+            duckdb,
+        ),
+        ("SELECT max(price * ratio) FROM sales", false),
+        ("SELECT avg(DISTINCT qty) FROM sales", false),
+        ("SELECT avg(ratio) FROM sales", false),
         (
             "SELECT region, max(ratio) FROM sales GROUP BY region ORDER BY 1",
             false,

@@ -128,13 +128,24 @@ impl std::ops::Deref for Server {
     }
 }
 
-/// A free TCP port on 127.0.0.1 (free when this returns).
+/// A free TCP port on 127.0.0.1 (free when this returns), never one this
+/// test binary was handed before: the kernel may give a port it just freed
+/// to the next `bind(0)`, so two processes started side by side could
+/// otherwise be told to listen on the same port.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut handed_out = HANDED_OUT.lock().unwrap();
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if !handed_out.contains(&port) {
+            handed_out.push(port);
+            return port;
+        }
+    }
 }
 
 /// pgaccel as a process of its own (the built binary), so that it can be

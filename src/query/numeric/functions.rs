@@ -179,6 +179,15 @@ impl ScalarUDFImpl for Divide {
     }
 }
 
+/// [`Divide`] (or, `scale_only`, its `_scale` twin) as a function of its
+/// own, for plans written outside the numeric rewrite.
+pub(super) fn divide_udf(scale_only: bool) -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(Divide {
+        signature: Signature::any(4, Volatility::Immutable),
+        scale_only,
+    }))
+}
+
 /// `pgaccel_numeric_mul(a, b, display scale of a, display scale of b)`: a
 /// product with a [`DYNAMIC`] operand, exact at the sum of the display
 /// scales (PostgreSQL's `mul_var` result scale), as [`DYNAMIC`]; more
@@ -319,7 +328,7 @@ pub(super) enum AverageOutput {
 pub(super) const AVERAGE_VALUE: &str = "value";
 pub(super) const AVERAGE_SCALE: &str = "scale";
 
-fn average_fields() -> datafusion::arrow::datatypes::Fields {
+pub(super) fn average_fields() -> datafusion::arrow::datatypes::Fields {
     datafusion::arrow::datatypes::Fields::from(vec![
         Field::new(AVERAGE_VALUE, DYNAMIC, true),
         Field::new(AVERAGE_SCALE, DataType::Int32, true),
