@@ -21,3 +21,16 @@ SELECT 0 FROM customers t EXCEPT SELECT (-2.25 + -2.25) FROM orders t ORDER BY 1
 SELECT abs(t.n) FROM nums t WHERE (t.grp <= t.grp OR date '2030-06-15' <> date '1999-12-31') INTERSECT SELECT (1.5 / 3) FROM texts t ORDER BY 1;
 SELECT coalesce(t.id, 4) FROM texts t UNION SELECT abs(t.qty) FROM orders t ORDER BY 1;
 SELECT t.t, coalesce(t.c, 'none') FROM texts t WHERE 1e10::float8 <= (1e10::float8 * 2.5::float8) ORDER BY 1, 2 LIMIT 1;
+SELECT t.id FROM times t WHERE t.id IN (34, 50) UNION SELECT (t.customer_id * -2) FROM orders t WHERE date_trunc('hour', timestamp '2000-01-01 00:00:00') >= timestamp '2024-03-10 02:30:00' ORDER BY 1;
+SELECT coalesce(t.name, 'none') FROM customers t WHERE (t.id < t.id AND 28 IN (36, 59)) UNION SELECT coalesce(t.c, 'none') FROM texts t ORDER BY 1;
+SELECT CASE WHEN 0 IN (39, 46) THEN t.id ELSE t.id END::int8, date_trunc('year', (timestamptz '2024-06-01 12:00:00+02' - interval '1184 minutes')), t.id FROM texts t WHERE trim(t.t) < coalesce(t.c, 'none') ORDER BY 1, 2, 3 LIMIT 4;
+SELECT t.f8 FROM nums t WHERE t.i4::numeric > (0.001 / 3) ORDER BY 1;
+SELECT 0.001, o.placed, (round(0.001, 1) + (o.amount / 7.5)) FROM orders o FULL JOIN customers c ON c.id = o.customer_id WHERE o.qty IN (51, 14) ORDER BY 1, 2, 3;
+SELECT timestamp '2024-03-10 02:30:00', trim(o.qty::text) FROM orders o LEFT JOIN customers c ON c.id = o.customer_id WHERE (o.amount / 3) <> round(o.amount, 1) ORDER BY 1, 2 LIMIT 5;
+SELECT 46::float8, CASE WHEN NOT (date '2024-02-29' >= date '2030-06-15') THEN t.i2 ELSE (t.i4 / 5) END FROM nums t ORDER BY 1, 2;
+SELECT -5::text FROM texts t UNION ALL SELECT trim(t.grp) FROM nums t ORDER BY 1;
+SELECT '' FROM orders t UNION ALL SELECT t.c FROM texts t ORDER BY 1;
+SELECT t.i4 FROM nums t WHERE timestamptz '2024-06-01 12:00:00+02' <> timestamptz '2024-06-01 12:00:00+02' UNION SELECT t.id FROM customers t ORDER BY 1;
+SELECT t.i2 FROM nums t WHERE t.i4 IN (52, 10) EXCEPT SELECT (t.i4 / 3) FROM nums t ORDER BY 1;
+SELECT t.c FROM texts t UNION SELECT upper(t.c) FROM texts t ORDER BY 1;
+SELECT timestamp '2024-03-10 02:30:00', t.i4 FROM nums t WHERE (t.i2 IN (14, -5) AND (t.f8 + t.f8) <= t.f8) ORDER BY 1, 2;

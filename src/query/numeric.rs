@@ -464,6 +464,32 @@ impl Functions {
                     right: Box::new((**right).clone().cast_to(&DataType::Float64, schema)?),
                 })))
             }
+            // A [`DYNAMIC`] value compared with, added to or subtracted
+            // from a numeric of so many integer digits (a `::numeric` cast,
+            // `round()`) that no decimal type DataFusion has holds both:
+            // both are [`DYNAMIC`].
+            Expr::BinaryExpr(BinaryExpr { left, op, right })
+                if matches!(
+                    op,
+                    Operator::Eq
+                        | Operator::NotEq
+                        | Operator::Lt
+                        | Operator::LtEq
+                        | Operator::Gt
+                        | Operator::GtEq
+                        | Operator::IsDistinctFrom
+                        | Operator::IsNotDistinctFrom
+                        | Operator::Plus
+                        | Operator::Minus
+                        | Operator::Modulo
+                ) && beyond_dynamic(left, right, schema) =>
+            {
+                Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr {
+                    left: Box::new(as_dynamic((**left).clone(), schema)?),
+                    op: *op,
+                    right: Box::new(as_dynamic((**right).clone(), schema)?),
+                })))
+            }
             // A product with a value whose scale varies by row: exact at
             // the sum of the two display scales, as PostgreSQL multiplies.
             Expr::BinaryExpr(BinaryExpr {
@@ -1172,6 +1198,21 @@ fn mixed_scales<'a>(values: impl Iterator<Item = &'a Expr>, schema: &DFSchema) -
         }
     }
     decimal && (scales.contains(&None) || scales.windows(2).any(|pair| pair[0] != pair[1]))
+}
+
+/// Whether one of `left` and `right` is a [`DYNAMIC`] numeric and the
+/// other a decimal whose integer digits and [`DYNAMIC`]'s scale together
+/// exceed 76 digits, the most a decimal type holds.
+fn beyond_dynamic(left: &Expr, right: &Expr, schema: &DFSchema) -> bool {
+    let (Ok(left), Ok(right)) = (left.get_type(schema), right.get_type(schema)) else {
+        return false;
+    };
+    let wide = |t: &DataType| {
+        matches!(t, DataType::Decimal128(precision, scale)
+            if i32::from(*precision) - i32::from(*scale) + DYNAMIC_SCALE as i32 > 76)
+    };
+    let dynamic = |t: &DataType| matches!(t, DataType::Decimal256(..));
+    (dynamic(&left) && wide(&right)) || (dynamic(&right) && wide(&left))
 }
 
 /// `value` as a [`DYNAMIC`] numeric (a NULL stays untyped).

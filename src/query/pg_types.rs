@@ -766,10 +766,21 @@ pub fn pad_characters(
             }
             // A padded `character` value (of no width, as
             // coalesce() gives) read as text drops its
-            // trailing spaces, as PostgreSQL's conversion does.
+            // trailing spaces, as PostgreSQL's conversion does; and
+            // `character` comparisons ignore trailing spaces, so it is
+            // compared without them too.
             Expr::BinaryExpr(BinaryExpr {
                 left,
-                op: Operator::StringConcat,
+                op:
+                    op @ (Operator::StringConcat
+                    | Operator::Eq
+                    | Operator::NotEq
+                    | Operator::Lt
+                    | Operator::LtEq
+                    | Operator::Gt
+                    | Operator::GtEq
+                    | Operator::IsDistinctFrom
+                    | Operator::IsNotDistinctFrom),
                 right,
             }) if padded_character(&left, schema) || padded_character(&right, schema) => {
                 let trim = |e: Box<Expr>| {
@@ -784,9 +795,16 @@ pub fn pad_characters(
                 };
                 Transformed::yes(Expr::BinaryExpr(BinaryExpr {
                     left: trim(left),
-                    op: Operator::StringConcat,
+                    op,
                     right: trim(right),
                 }))
+            }
+            Expr::InList(mut list) if padded_character(&list.expr, schema) => {
+                list.expr = Box::new(Expr::ScalarFunction(ScalarFunction::new_udf(
+                    Arc::clone(&rtrim),
+                    vec![*list.expr],
+                )));
+                Transformed::yes(Expr::InList(list))
             }
             other => Transformed::no(other),
         })

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::ParamValues;
 use datafusion::common::metadata::ScalarAndMetadata;
 use datafusion::execution::context::SessionState;
@@ -490,13 +490,47 @@ impl Planner {
 fn planned(plan: LogicalPlan, state: &SessionState) -> Result<PlannedQuery, PgError> {
     let direct = DirectPlan::try_new(&plan, state);
     let parameters = parameter_types(&plan)?;
+    let mut schema = super::origins::described_schema(&plan);
+    if let Some(analyzed) = super::lookup::analyze(&plan, state) {
+        schema = with_analyzed_types(&schema, analyzed.schema().as_arrow());
+    }
     Ok(PlannedQuery {
-        schema: super::origins::described_schema(&plan),
+        schema,
         plan,
         direct,
         parameters,
         parameter_casts: Vec::new(),
     })
+}
+
+/// `described` with the types the analyzer gives its columns: DataFusion
+/// types an expression such as `CASE WHEN .. THEN int2 ELSE int4 END` or
+/// `int2 EXCEPT int4` only when type coercion runs, and the rows come in
+/// the coerced types, so Describe must announce those.
+fn with_analyzed_types(described: &SchemaRef, analyzed: &Schema) -> SchemaRef {
+    if described.fields().len() != analyzed.fields().len() {
+        return Arc::clone(described);
+    }
+    let fields: Vec<Field> = described
+        .fields()
+        .iter()
+        .zip(analyzed.fields())
+        .map(|(field, coerced)| {
+            if field.data_type() == coerced.data_type() {
+                field.as_ref().clone()
+            } else {
+                field
+                    .as_ref()
+                    .clone()
+                    .with_data_type(coerced.data_type().clone())
+                    .with_nullable(field.is_nullable() || coerced.is_nullable())
+            }
+        })
+        .collect();
+    Arc::new(Schema::new_with_metadata(
+        fields,
+        described.metadata().clone(),
+    ))
 }
 
 /// `SELECT $1::numeric` leaves the parameter uncast, so the value keeps

@@ -132,6 +132,25 @@ fn shared(
 /// may gain its column's annotations later, when `coalesce(not_null_column,
 /// 0)` is simplified to the column, and DataFusion's physical union would
 /// keep them, unlike its logical plan.
+/// Whether output column `index` of `input` is a string literal written
+/// without a type (`SELECT ''`), which takes the type of the other inputs.
+fn untyped_literal(input: &LogicalPlan, index: usize) -> bool {
+    let LogicalPlan::Projection(projection) = input else {
+        return false;
+    };
+    let mut expr = projection.expr.get(index);
+    while let Some(Expr::Alias(alias)) = expr {
+        expr = Some(alias.expr.as_ref());
+    }
+    matches!(
+        expr,
+        Some(Expr::Literal(
+            datafusion::common::ScalarValue::Utf8(_) | datafusion::common::ScalarValue::Utf8View(_),
+            None
+        ))
+    )
+}
+
 pub fn postgres_union_types(plan: LogicalPlan) -> Result<LogicalPlan> {
     use crate::accelerator::{PG_TYPE_METADATA, TYPMOD_METADATA};
     use datafusion::arrow::datatypes::{DataType, Field};
@@ -177,9 +196,18 @@ pub fn postgres_union_types(plan: LogicalPlan) -> Result<LogicalPlan> {
             } else if fields.iter().all(|f| text(f.data_type())) {
                 let kind = |f: &Field| f.metadata().get(PG_TYPE_METADATA).cloned();
                 let same = fields.iter().all(|f| f.metadata() == first.metadata());
+                // PostgreSQL types the column as its first input that is
+                // not an untyped literal (`SELECT '' UNION SELECT c` is of
+                // c's type).
+                let deciding = union
+                    .inputs
+                    .iter()
+                    .zip(&fields)
+                    .find(|(input, _)| !untyped_literal(input, index))
+                    .map_or(first, |(_, field)| field);
                 if !same {
                     let mut metadata = std::collections::HashMap::new();
-                    if let Some(pg_type) = kind(first) {
+                    if let Some(pg_type) = kind(deciding) {
                         metadata.insert(PG_TYPE_METADATA.to_owned(), pg_type);
                     }
                     *target = Some(
@@ -214,11 +242,24 @@ pub fn postgres_union_types(plan: LogicalPlan) -> Result<LogicalPlan> {
                             target.metadata().get(PG_TYPE_METADATA).map(String::as_str)
                                 == Some("bpchar")
                         });
+                    // A padded `character` of no width (what coalesce()
+                    // gives) read as text drops its trailing spaces.
+                    let to_text = target.metadata().get(PG_TYPE_METADATA).map(String::as_str)
+                        != Some("bpchar")
+                        && field.metadata().get(PG_TYPE_METADATA).map(String::as_str)
+                            == Some("bpchar")
+                        && !field.metadata().contains_key(TYPMOD_METADATA);
                     let value = match width {
                         Some(typmod) => Expr::ScalarFunction(
                             datafusion::logical_expr::expr::ScalarFunction::new_udf(
                                 Arc::clone(&rpad),
                                 vec![column, datafusion::logical_expr::lit(typmod - 4)],
+                            ),
+                        ),
+                        None if to_text => Expr::ScalarFunction(
+                            datafusion::logical_expr::expr::ScalarFunction::new_udf(
+                                datafusion::functions::string::rtrim(),
+                                vec![column],
                             ),
                         ),
                         None => column,

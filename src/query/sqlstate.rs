@@ -378,7 +378,14 @@ fn plan_code(message: &str) -> &'static str {
     } else if lower.contains(NOT_IMPLEMENTED) {
         // A function's own refusal, wrapped by DataFusion's type coercion.
         FEATURE_NOT_SUPPORTED
-    } else if lower.contains("invalid function") || lower.contains("no function matches") {
+    } else if lower.contains("invalid function")
+        || lower.contains("no function matches")
+        // An operator with no form for its operands' types (PostgreSQL's
+        // "operator does not exist").
+        || lower.starts_with("unary operator")
+        || lower.contains("cannot coerce arithmetic expression")
+        || lower.contains("cannot infer common argument type for comparison")
+    {
         UNDEFINED_FUNCTION
     } else if lower.contains("unsupported") {
         FEATURE_NOT_SUPPORTED
@@ -521,6 +528,11 @@ mod tests {
         assert_eq!(column.message, "column \"nope\" does not exist");
         assert_eq!(
             engine_error("SELECT no_such_function(1)").await.code,
+            UNDEFINED_FUNCTION
+        );
+        // No operator for these operand types.
+        assert_eq!(
+            engine_error("SELECT -('5'::text)").await.code,
             UNDEFINED_FUNCTION
         );
         let root = engine_error("SELECT sqrt(a) FROM (VALUES (-2.5)) t(a)").await;
