@@ -55,3 +55,8 @@ SELECT customer_id, count(*), avg(qty) FROM orders GROUP BY customer_id HAVING a
 SELECT min(f8), max(f8), min(f4), max(f4) FROM nums;
 SELECT corr(qty, amount) IS NOT NULL, regr_count(qty, amount) FROM orders;
 SELECT count(*) FILTER (WHERE f8 > 0), count(*) FILTER (WHERE f8 = 'NaN') FROM nums;
+-- Aggregates and groups whose arguments differ only by a cast.
+SELECT max(qty), max(qty::float8), avg(qty), avg(qty::float8), sum(qty), sum(qty::numeric) FROM orders;
+SELECT qty::text, count(*) FROM orders GROUP BY qty, qty::text ORDER BY qty NULLS FIRST LIMIT 5;
+SELECT status, min(amount), min(amount::int), max(amount::float8) FROM orders GROUP BY status HAVING max(amount::int) > 0 ORDER BY 1;
+SELECT id::numeric, count(*), max(id), max(id::numeric) FROM nums GROUP BY id, id::numeric ORDER BY 1 LIMIT 4;

@@ -74,3 +74,6 @@ SELECT div(7, 2), div(-7, 2), mod(-7, 2), abs(-7), sign(-2.5), gcd(12, 18), lcm(
 SELECT pi(), degrees(pi()), radians(180), sin(0), cos(0), atan2(1, 1);
 SELECT id, n * n, n * 1.5, abs(n) * -2, n * i8 FROM nums ORDER BY id;
 SELECT sum(n * n), max(n * n), min(n * 10::numeric(4,1)) FROM nums;
+-- A float between numeric bounds compares in double precision.
+SELECT id, f8 FROM nums WHERE f8 BETWEEN -1e10 AND 1e10 ORDER BY id;
+SELECT count(*) FROM nums WHERE f4 NOT BETWEEN 0 AND 1.5;

@@ -57,3 +57,9 @@ WITH RECURSIVE t(n, doubled, label) AS (SELECT 1, 2, 'a' UNION ALL SELECT n + 1,
 SELECT t.id, t.f8 FROM nums t WHERE EXISTS (SELECT 1 FROM texts s WHERE s.id = t.id AND s.t IS NOT NULL) ORDER BY t.id;
 SELECT t.id, (SELECT count(*) FROM texts s WHERE s.t <> '' AND s.id < t.id) FROM texts t ORDER BY t.id;
 SELECT texts.id FROM texts WHERE texts.id IN (SELECT s.id FROM texts s WHERE s.id <= texts.id AND s.t IS NOT NULL) ORDER BY 1;
+-- The join column of an outer USING join: the right side's of a RIGHT JOIN,
+-- the first not NULL of a FULL JOIN.
+SELECT id, t.d, n.i2 FROM times t RIGHT JOIN nums n USING (id) ORDER BY id;
+SELECT id, t.d FROM times t FULL JOIN nums USING (id) WHERE id > 2 ORDER BY id DESC;
+SELECT id % 3 AS k, count(*) FROM customers c FULL OUTER JOIN orders o USING (id) GROUP BY id % 3 ORDER BY 1;
+SELECT id FROM times RIGHT OUTER JOIN nums USING (id) WHERE id IN (SELECT id FROM texts) ORDER BY 1;

@@ -86,6 +86,7 @@ const REGPROC_COLUMNS: &[&str] = &[
 
 /// Rewrites `statement` as the module doc says.
 pub fn apply_postgres_compatibility(statement: &mut Statement) {
+    super::outer_using::qualify_outer_using_columns(statement);
     print_reg_outputs(statement);
     let _ = statement.visit(&mut Compatibility::default());
 }

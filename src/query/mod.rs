@@ -13,6 +13,7 @@ mod array_dims;
 mod array_types;
 pub mod caching;
 mod case_mapping;
+mod cast_labels;
 mod catalog;
 mod compat;
 pub mod cursor;
@@ -37,6 +38,7 @@ mod names;
 mod numeric;
 mod ordered_set;
 pub mod origins;
+mod outer_using;
 mod overflow;
 pub mod parameterize;
 pub mod pg_types;
@@ -155,6 +157,10 @@ pub fn engine(
         datafusion::execution::FunctionRegistry::register_udaf(&mut state, Arc::new(aggregate))?;
     }
     numeric::register(&mut state)?;
+    datafusion::execution::FunctionRegistry::register_udf(
+        &mut state,
+        Arc::new(cast_labels::function()),
+    )?;
     series::register(&mut state);
     json::register(&mut state)?;
     for function in pg_types::functions()

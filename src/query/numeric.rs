@@ -464,6 +464,32 @@ impl Functions {
                     right: Box::new((**right).clone().cast_to(&DataType::Float64, schema)?),
                 })))
             }
+            // `float BETWEEN numeric AND numeric` compares in double
+            // precision, as PostgreSQL resolves `float8 >= numeric`
+            // (DataFusion would cast the floats to a decimal, which fails
+            // on the large ones, infinities and NaN).
+            Expr::Between(between)
+                if matches!(
+                    between.expr.get_type(schema),
+                    Ok(DataType::Float32 | DataType::Float64)
+                ) && [&between.low, &between.high].iter().any(|bound| {
+                    bound
+                        .get_type(schema)
+                        .is_ok_and(|t| is_exact_number(&t) || t.is_integer())
+                }) =>
+            {
+                let float = |expr: &Expr| -> Result<Box<Expr>> {
+                    Ok(Box::new(match expr.get_type(schema)? {
+                        DataType::Float64 | DataType::Null => expr.clone(),
+                        _ => expr.clone().cast_to(&DataType::Float64, schema)?,
+                    }))
+                };
+                let mut between = between.clone();
+                between.expr = float(&between.expr)?;
+                between.low = float(&between.low)?;
+                between.high = float(&between.high)?;
+                Ok(Transformed::yes(Expr::Between(between)))
+            }
             // A [`DYNAMIC`] value compared with, added to or subtracted
             // from a numeric of so many integer digits (a `::numeric` cast,
             // `round()`) that no decimal type DataFusion has holds both:
@@ -1056,7 +1082,9 @@ impl Functions {
                     }
                 }
             }
-            Expr::ScalarFunction(function) if function.name() == "abs" => {
+            Expr::ScalarFunction(function)
+                if matches!(function.name(), "abs" | super::cast_labels::LABEL) =>
+            {
                 self.scale_of(function.args.first()?, schema, column)
             }
             Expr::Case(case) => {
@@ -1129,7 +1157,9 @@ fn digits_bound(expr: &Expr, schema: &DFSchema) -> Option<u32> {
     Some(match expr {
         Expr::Alias(alias) => digits_bound(&alias.expr, schema)?,
         Expr::Negative(inner) => digits_bound(inner, schema)?,
-        Expr::ScalarFunction(function) if function.name() == "abs" => {
+        Expr::ScalarFunction(function)
+            if matches!(function.name(), "abs" | super::cast_labels::LABEL) =>
+        {
             digits_bound(function.args.first()?, schema)?
         }
         Expr::BinaryExpr(BinaryExpr { left, op, right }) => {

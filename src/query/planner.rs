@@ -713,7 +713,25 @@ fn column_parameter_types(plan: &LogicalPlan, casts: &[Option<String>]) -> Vec<O
     types
 }
 
+/// [`plan_once`], again with its casts labelled where two of its
+/// expressions were refused for sharing a name (see [`super::cast_labels`]).
 async fn plan(state: &SessionState, statement: Statement) -> Result<LogicalPlan, PgError> {
+    match plan_once(state, statement.clone()).await {
+        Err(error) if super::cast_labels::names_collide(&error.message) => {
+            plan_once(state, super::cast_labels::label_casts(statement)).await
+        }
+        // DataFusion's optimizer would refuse it later.
+        Ok(plan) if super::cast_labels::groups_share_names(&plan) => {
+            match plan_once(state, super::cast_labels::label_casts(statement)).await {
+                Ok(labelled) => Ok(labelled),
+                Err(_) => Ok(plan),
+            }
+        }
+        planned => planned,
+    }
+}
+
+async fn plan_once(state: &SessionState, statement: Statement) -> Result<LogicalPlan, PgError> {
     let plan = state
         .statement_to_plan(DfStatement::Statement(Box::new(statement)))
         .await
