@@ -15,7 +15,7 @@ use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_expr::PhysicalExpr;
 
-use super::lookup::{LookupPlan, analyze, varies_per_execution};
+use super::lookup::{LookupPlan, varies_per_execution};
 use super::table::Pins;
 
 /// A statement with a direct answer.
@@ -26,11 +26,16 @@ pub enum DirectPlan {
 }
 
 impl DirectPlan {
-    pub fn try_new(plan: &LogicalPlan, state: &SessionState) -> Option<DirectPlan> {
-        if let Some(constant) = ConstantPlan::try_new(plan, state) {
+    /// `analyzed` is `plan` after the analyzer's rules, where they pass.
+    pub fn try_new(
+        plan: &LogicalPlan,
+        analyzed: Option<&LogicalPlan>,
+        state: &SessionState,
+    ) -> Option<DirectPlan> {
+        if let Some(constant) = ConstantPlan::try_new(plan, analyzed?, state) {
             return Some(DirectPlan::Constant(constant));
         }
-        LookupPlan::try_new(plan, state).map(DirectPlan::Lookup)
+        LookupPlan::try_new(plan, analyzed?, state).map(DirectPlan::Lookup)
     }
 
     /// The result; `None` when the statement must be planned after all.
@@ -67,7 +72,11 @@ pub struct ConstantPlan {
 }
 
 impl ConstantPlan {
-    fn try_new(plan: &LogicalPlan, state: &SessionState) -> Option<ConstantPlan> {
+    fn try_new(
+        plan: &LogicalPlan,
+        analyzed: &LogicalPlan,
+        state: &SessionState,
+    ) -> Option<ConstantPlan> {
         let LogicalPlan::Projection(projection) = plan else {
             return None;
         };
@@ -77,8 +86,7 @@ impl ConstantPlan {
         if !empty.produce_one_row || projection.expr.iter().any(varies_per_execution) {
             return None;
         }
-        let analyzed = analyze(plan, state)?;
-        let LogicalPlan::Projection(projection) = &analyzed else {
+        let LogicalPlan::Projection(projection) = analyzed else {
             return None;
         };
         let input = projection.input.schema();

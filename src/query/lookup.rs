@@ -65,11 +65,15 @@ pub struct LookupPlan {
 
 impl LookupPlan {
     /// Recognises a lookup in a logical plan straight from the SQL planner.
-    pub fn try_new(plan: &LogicalPlan, state: &SessionState) -> Option<LookupPlan> {
+    /// `analyzed` is `plan` after the analyzer's rules.
+    pub fn try_new(
+        plan: &LogicalPlan,
+        analyzed: &LogicalPlan,
+        state: &SessionState,
+    ) -> Option<LookupPlan> {
         // Cheap shape check first: most statements stop here.
         Self::shape(plan)?;
-        let analyzed = analyze(plan, state)?;
-        let (projection, filter, acceleration, limit) = Self::shape(&analyzed)?;
+        let (projection, filter, acceleration, limit) = Self::shape(analyzed)?;
         let scan_schema = filter.input.schema();
         let (table_schema, key_columns, file_key) = match acceleration.current() {
             Some(data) => (Arc::clone(data.schema()), key_column_names(&data)?, None),

@@ -488,10 +488,13 @@ impl Planner {
 }
 
 fn planned(plan: LogicalPlan, state: &SessionState) -> Result<PlannedQuery, PgError> {
-    let direct = DirectPlan::try_new(&plan, state);
+    // Analyzed once here for the direct answers and the described types;
+    // executing plans it again with the optimizer.
+    let analyzed = super::lookup::analyze(&plan, state);
+    let direct = DirectPlan::try_new(&plan, analyzed.as_ref(), state);
     let parameters = parameter_types(&plan)?;
     let mut schema = super::origins::described_schema(&plan);
-    if let Some(analyzed) = super::lookup::analyze(&plan, state) {
+    if let Some(analyzed) = &analyzed {
         schema = with_analyzed_types(&schema, analyzed.schema().as_arrow());
     }
     Ok(PlannedQuery {
