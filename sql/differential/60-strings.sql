@@ -42,3 +42,5 @@ SELECT 'a' < 'b', 'a' < 'B', 'Z' < 'a', 'é' > 'z', '' < ' ';
 SELECT id, t, length(t) FROM texts WHERE t > 'a' ORDER BY t;
 SELECT format('%2$s %1$s %s', 'a', 'b'), format('|%*s|%-*s|', 4, 'x', 3, 'y'), format('%3$I, %1$L', 'v', NULL, 'my tbl');
 SELECT id, c LIKE 'ab', c LIKE 'ab%', c ~ 'b $', concat_ws('|', c, c), format('[%s]', c) FROM texts ORDER BY id;
+SELECT quote_ident('select'), quote_ident('name'), quote_ident('Abc'), quote_ident('a b'), quote_ident('_x1'), quote_ident('1x'), quote_ident('é'), quote_ident('a"b');
+SELECT id, quote_ident(v) FROM texts ORDER BY id;

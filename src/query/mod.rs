@@ -44,6 +44,7 @@ pub mod parameterize;
 pub mod pg_types;
 pub mod planner;
 mod pruning;
+mod quote_ident;
 mod resolve;
 mod series;
 pub mod session;
@@ -183,6 +184,9 @@ pub fn engine(
         )
     {
         replace_udf(&mut state, function)?;
+    }
+    if let Some(keywords) = state.scalar_functions().get("quote_ident").cloned() {
+        replace_udf(&mut state, Arc::new(quote_ident::function(keywords)))?;
     }
     Ok(Arc::new(Engine::new(
         state,
