@@ -34,3 +34,7 @@ SELECT t.i4 FROM nums t WHERE timestamptz '2024-06-01 12:00:00+02' <> timestampt
 SELECT t.i2 FROM nums t WHERE t.i4 IN (52, 10) EXCEPT SELECT (t.i4 / 3) FROM nums t ORDER BY 1;
 SELECT t.c FROM texts t UNION SELECT upper(t.c) FROM texts t ORDER BY 1;
 SELECT timestamp '2024-03-10 02:30:00', t.i4 FROM nums t WHERE (t.i2 IN (14, -5) AND (t.f8 + t.f8) <= t.f8) ORDER BY 1, 2;
+SELECT t.i2 FROM nums t INTERSECT SELECT coalesce(t.customer_id, 55) FROM orders t ORDER BY 1;
+SELECT (date_trunc('hour', timestamptz '2024-06-01 12:00:00+02') - interval '2121 minutes'), lower(coalesce(t.c, 'none')), upper(coalesce(t.c, 'x')) || '|', length(coalesce(t.c, 'none')) FROM texts t ORDER BY 1, 2, 3, 4;
+SELECT t.i2 FROM nums t EXCEPT ALL SELECT t.i4 FROM nums t WHERE t.id > 5 ORDER BY 1;
+SELECT i8 FROM nums INTERSECT SELECT i2 FROM nums ORDER BY 1;

@@ -799,6 +799,41 @@ pub fn pad_characters(
                     right: trim(right),
                 }))
             }
+            // A function of text given a padded `character` value reads it
+            // as text, without its trailing spaces (PostgreSQL's implicit
+            // cast); the functions above keep it, and `octet_length()`
+            // counts it.
+            Expr::ScalarFunction(mut function)
+                if !matches!(
+                    function.name(),
+                    "concat"
+                        | "concat_ws"
+                        | "format"
+                        | "coalesce"
+                        | "nullif"
+                        | "rtrim"
+                        | "octet_length"
+                ) && function
+                    .args
+                    .iter()
+                    .any(|arg| padded_character(arg, schema)) =>
+            {
+                let args = std::mem::take(&mut function.args);
+                function.args = args
+                    .into_iter()
+                    .map(|arg| {
+                        if padded_character(&arg, schema) {
+                            Expr::ScalarFunction(ScalarFunction::new_udf(
+                                Arc::clone(&rtrim),
+                                vec![arg],
+                            ))
+                        } else {
+                            arg
+                        }
+                    })
+                    .collect();
+                Transformed::yes(Expr::ScalarFunction(function))
+            }
             Expr::InList(mut list) if padded_character(&list.expr, schema) => {
                 list.expr = Box::new(Expr::ScalarFunction(ScalarFunction::new_udf(
                     Arc::clone(&rtrim),

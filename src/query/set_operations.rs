@@ -12,6 +12,7 @@
 
 use std::sync::Arc;
 
+use datafusion::arrow::datatypes::DataType;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{Column, NullEquality, Result};
 use datafusion::functions_window::expr_fn::row_number;
@@ -22,8 +23,14 @@ const RIGHT_COPY: &str = "__pgaccel_right_copy";
 
 /// Rewrites every set-operation join of `plan` (see the module comment).
 pub fn postgres_set_operations(plan: LogicalPlan) -> Result<LogicalPlan> {
+    // Once a set operation's columns are widened, the nodes above it take
+    // the new types.
+    let mut widened = false;
     plan.transform_up(|node| {
         let LogicalPlan::Join(join) = &node else {
+            if widened {
+                return super::numeric::recompute_schema(node).map(Transformed::yes);
+            }
             return Ok(Transformed::no(node));
         };
         // Only the SQL planner's INTERSECT/EXCEPT join: semi or anti, on
@@ -68,15 +75,47 @@ pub fn postgres_set_operations(plan: LogicalPlan) -> Result<LogicalPlan> {
         if left_keys.len() != join.on.len() {
             return Ok(Transformed::no(node));
         }
-        let output: Vec<Expr> = join
+        // Integers of two widths are the wider, as PostgreSQL resolves the
+        // column's type (`int2 EXCEPT int4` is int4); DataFusion keeps the
+        // left side's.
+        let width = |t: &DataType| match t {
+            DataType::Int16 => Some(2),
+            DataType::Int32 => Some(4),
+            DataType::Int64 => Some(8),
+            _ => None,
+        };
+        let targets: Vec<Option<DataType>> = join
             .left
+            .schema()
+            .fields()
+            .iter()
+            .zip(join.right.schema().fields())
+            .map(|(left, right)| {
+                let (l, r) = (left.data_type(), right.data_type());
+                match (width(l), width(r)) {
+                    (Some(a), Some(b)) if a < b => Some(r.clone()),
+                    (Some(a), Some(b)) if a > b => Some(l.clone()),
+                    _ => None,
+                }
+            })
+            .collect();
+        let (left_input, right_input) = if targets.iter().any(Option::is_some) {
+            widened = true;
+            (
+                widen(&join.left, &targets)?,
+                widen(&join.right, &targets)?,
+            )
+        } else {
+            (Arc::clone(&join.left), Arc::clone(&join.right))
+        };
+        let output: Vec<Expr> = left_input
             .schema()
             .columns()
             .into_iter()
             .map(Expr::Column)
             .collect();
-        let left = numbered(Arc::clone(&join.left), &left_keys, LEFT_COPY)?;
-        let right = numbered(Arc::clone(&join.right), &right_keys, RIGHT_COPY)?;
+        let left = numbered(left_input, &left_keys, LEFT_COPY)?;
+        let right = numbered(right_input, &right_keys, RIGHT_COPY)?;
         let mut left_on = left_keys;
         left_on.push(Column::from_name(LEFT_COPY));
         let mut right_on = right_keys;
@@ -94,6 +133,30 @@ pub fn postgres_set_operations(plan: LogicalPlan) -> Result<LogicalPlan> {
         Ok(Transformed::yes(rewritten))
     })
     .map(|transformed| transformed.data)
+}
+
+/// `input` with its columns cast to `targets` where one is given, under
+/// their own names.
+fn widen(input: &Arc<LogicalPlan>, targets: &[Option<DataType>]) -> Result<Arc<LogicalPlan>> {
+    let exprs = input
+        .schema()
+        .iter()
+        .zip(targets)
+        .map(|((qualifier, field), target)| {
+            let column = Expr::Column(Column::from((qualifier, field.as_ref())));
+            match target {
+                Some(data_type) => Expr::Cast(datafusion::logical_expr::Cast::new(
+                    Box::new(column),
+                    data_type.clone(),
+                ))
+                .alias_qualified(qualifier.cloned(), field.name()),
+                None => column,
+            }
+        })
+        .collect::<Vec<_>>();
+    Ok(Arc::new(LogicalPlan::Projection(
+        datafusion::logical_expr::Projection::try_new(exprs, Arc::clone(input))?,
+    )))
 }
 
 /// `input` with each row's copy number among the rows equal to it.
@@ -153,7 +216,7 @@ fn untyped_literal(input: &LogicalPlan, index: usize) -> bool {
 
 pub fn postgres_union_types(plan: LogicalPlan) -> Result<LogicalPlan> {
     use crate::accelerator::{PG_TYPE_METADATA, TYPMOD_METADATA};
-    use datafusion::arrow::datatypes::{DataType, Field};
+    use datafusion::arrow::datatypes::Field;
     use datafusion::logical_expr::{Cast, Projection, Union};
     let text =
         |t: &DataType| matches!(t, DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8);
