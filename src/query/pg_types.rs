@@ -662,6 +662,14 @@ pub fn pad_characters(
             )),
             None => expr,
         };
+    // A padded `character` value read as text: without its trailing spaces.
+    let unpadded = |expr: Expr, schema: &datafusion::common::DFSchema| {
+        if padded_character(&expr, schema) {
+            Expr::ScalarFunction(ScalarFunction::new_udf(Arc::clone(&rtrim), vec![expr]))
+        } else {
+            expr
+        }
+    };
     super::numeric::rewrite_expressions(plan, |e, schema| {
         Ok(match e {
             Expr::ScalarFunction(mut function)
@@ -783,16 +791,7 @@ pub fn pad_characters(
                     | Operator::IsNotDistinctFrom),
                 right,
             }) if padded_character(&left, schema) || padded_character(&right, schema) => {
-                let trim = |e: Box<Expr>| {
-                    if padded_character(&e, schema) {
-                        Box::new(Expr::ScalarFunction(ScalarFunction::new_udf(
-                            Arc::clone(&rtrim),
-                            vec![*e],
-                        )))
-                    } else {
-                        e
-                    }
-                };
+                let trim = |e: Box<Expr>| Box::new(unpadded(*e, schema));
                 Transformed::yes(Expr::BinaryExpr(BinaryExpr {
                     left: trim(left),
                     op,
@@ -819,26 +818,11 @@ pub fn pad_characters(
                     .any(|arg| padded_character(arg, schema)) =>
             {
                 let args = std::mem::take(&mut function.args);
-                function.args = args
-                    .into_iter()
-                    .map(|arg| {
-                        if padded_character(&arg, schema) {
-                            Expr::ScalarFunction(ScalarFunction::new_udf(
-                                Arc::clone(&rtrim),
-                                vec![arg],
-                            ))
-                        } else {
-                            arg
-                        }
-                    })
-                    .collect();
+                function.args = args.into_iter().map(|arg| unpadded(arg, schema)).collect();
                 Transformed::yes(Expr::ScalarFunction(function))
             }
             Expr::InList(mut list) if padded_character(&list.expr, schema) => {
-                list.expr = Box::new(Expr::ScalarFunction(ScalarFunction::new_udf(
-                    Arc::clone(&rtrim),
-                    vec![*list.expr],
-                )));
+                list.expr = Box::new(unpadded(*list.expr, schema));
                 Transformed::yes(Expr::InList(list))
             }
             other => Transformed::no(other),
