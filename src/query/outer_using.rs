@@ -69,10 +69,26 @@ fn rewrite_query(query: &mut Query) {
     if let Some(having) = &mut select.having {
         replace(having);
     }
+    // A bare name in ORDER BY is an output column first (the key kept
+    // bare above is one, under its own name).
+    let outputs: Vec<Ident> = select
+        .projection
+        .iter()
+        .filter_map(|item| match item {
+            SelectItem::ExprWithAlias { alias, .. } => Some(alias.clone()),
+            SelectItem::UnnamedExpr(Expr::Identifier(ident)) => Some(ident.clone()),
+            _ => None,
+        })
+        .collect();
     if let Some(order_by) = &mut query.order_by
         && let OrderByKind::Expressions(exprs) = &mut order_by.kind
     {
         for order in exprs {
+            if let Expr::Identifier(ident) = &order.expr
+                && outputs.iter().any(|output| same(output, ident))
+            {
+                continue;
+            }
             replace(&mut order.expr);
         }
     }
