@@ -63,4 +63,4 @@ SELECT id, t.d, n.i2 FROM times t RIGHT JOIN nums n USING (id) ORDER BY id;
 SELECT id, t.d FROM times t FULL JOIN nums USING (id) WHERE id > 2 ORDER BY id DESC;
 SELECT id % 3 AS k, count(*) FROM customers c FULL OUTER JOIN orders o USING (id) GROUP BY id % 3 ORDER BY 1;
 SELECT id FROM times RIGHT OUTER JOIN nums USING (id) WHERE id IN (SELECT id FROM texts) ORDER BY 1;
-SELECT n.i2 AS id, t.d FROM times t RIGHT JOIN nums n USING (id) ORDER BY id NULLS FIRST, n.id;
+SELECT n.i2 AS id, t.d FROM times t RIGHT JOIN nums n USING (id) ORDER BY id NULLS FIRST, d;
