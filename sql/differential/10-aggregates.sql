@@ -60,3 +60,12 @@ SELECT max(qty), max(qty::float8), avg(qty), avg(qty::float8), sum(qty), sum(qty
 SELECT qty::text, count(*) FROM orders GROUP BY qty, qty::text ORDER BY qty NULLS FIRST LIMIT 5;
 SELECT status, min(amount), min(amount::int), max(amount::float8) FROM orders GROUP BY status HAVING max(amount::int) > 0 ORDER BY 1;
 SELECT id::numeric, count(*), max(id), max(id::numeric) FROM nums GROUP BY id, id::numeric ORDER BY 1 LIMIT 4;
+SELECT status, array_agg(DISTINCT qty), string_agg(DISTINCT qty::text, ','), array_agg(DISTINCT qty ORDER BY qty DESC) FROM orders GROUP BY status ORDER BY status;
+SELECT stddev(amount::float8), variance(qty::float8), stddev_pop(amount::float4), var_pop(qty::float8 / 3), var_samp(f) FROM orders, (SELECT 0.1::float8 AS f) c;
+SELECT status, stddev(amount::float8), var_pop(qty::float8 / 3) FROM orders GROUP BY status ORDER BY status;
+SELECT corr(qty, amount), covar_pop(qty, amount), covar_samp(qty, amount), regr_slope(amount, qty), regr_intercept(amount, qty) FROM orders;
+SELECT regr_r2(amount, qty), regr_count(amount, qty), regr_avgx(amount, qty), regr_avgy(amount, qty), regr_sxx(amount, qty), regr_syy(amount, qty), regr_sxy(amount, qty) FROM orders;
+SELECT status, corr(qty, id), covar_samp(id, qty), regr_r2(id, id), regr_intercept(id * 2 + 1, id) FROM orders GROUP BY status ORDER BY status;
+SELECT corr(f8, i4), covar_pop(f4, i2), regr_sxx(n, i8), stddev(f8), var_pop(f4) FROM nums WHERE id IN (1, 2, 5, 7, 11, 12);
+SELECT id, sum(amount::float8 / 7) OVER (ORDER BY id ROWS BETWEEN 2 PRECEDING AND CURRENT ROW), avg(amount::float8 / 3) OVER (ORDER BY id ROWS BETWEEN 3 PRECEDING AND 1 FOLLOWING), stddev(qty::float8 / 3) OVER (ORDER BY id ROWS 4 PRECEDING) FROM orders ORDER BY id LIMIT 12;
+SELECT id, covar_samp(qty, amount) OVER (ORDER BY id ROWS BETWEEN 3 PRECEDING AND CURRENT ROW), regr_slope(amount, qty) OVER (ORDER BY id), var_pop(qty::float8 / 7) OVER (PARTITION BY status ORDER BY id) FROM orders ORDER BY id LIMIT 12;

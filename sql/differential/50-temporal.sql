@@ -70,3 +70,4 @@ SELECT date_trunc('hour', iv), date_trunc('month', iv), date_trunc('year', inter
 SELECT date_trunc('fortnight', ts) FROM times;
 SELECT iv * 1.5, iv / 3, 0.5 * iv, iv * -1 FROM times ORDER BY id;
 SELECT interval '1 month' * 1.5, interval '1 day' / 0;
+SELECT id, extract(century FROM d), extract(decade FROM d), extract(millennium FROM ts), extract(century FROM tstz) FROM times ORDER BY id;

@@ -1619,6 +1619,7 @@ fn function_call(function: &Function) -> Option<Expr> {
             Err(_) => None,
         },
         "sign" => Some(call("signum", arguments(function))),
+        "array_agg" | "string_agg" | "json_agg" | "jsonb_agg" => distinct_in_order(function),
         // PostgreSQL removes and replaces every matching element;
         // DataFusion's functions of these names only the first.
         "array_remove" => Some(call(
@@ -2758,6 +2759,43 @@ fn single_value(query: &Query) -> Option<Expr> {
         }];
     }
     Some(Expr::Subquery(Box::new(rewritten)))
+}
+
+/// `array_agg(DISTINCT x)` (or `string_agg`, `json_agg`) with an `ORDER BY
+/// x`: PostgreSQL sorts the input to drop duplicates, so the values come
+/// out in ascending order; DataFusion's come in hash order.
+fn distinct_in_order(function: &Function) -> Option<Expr> {
+    use datafusion::sql::sqlparser::ast::{
+        DuplicateTreatment, FunctionArgumentClause, OrderByExpr, OrderByOptions,
+    };
+    let FunctionArguments::List(list) = &function.args else {
+        return None;
+    };
+    if function.over.is_some()
+        || list.duplicate_treatment != Some(DuplicateTreatment::Distinct)
+        || list
+            .clauses
+            .iter()
+            .any(|clause| matches!(clause, FunctionArgumentClause::OrderBy(_)))
+    {
+        return None;
+    }
+    let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(first))) = list.args.first() else {
+        return None;
+    };
+    let mut function = function.clone();
+    if let FunctionArguments::List(list) = &mut function.args {
+        list.clauses
+            .push(FunctionArgumentClause::OrderBy(vec![OrderByExpr {
+                expr: first.clone(),
+                options: OrderByOptions {
+                    asc: Some(true),
+                    nulls_first: Some(false),
+                },
+                with_fill: None,
+            }]));
+    }
+    Some(Expr::Function(function))
 }
 
 /// The aggregate functions the subquery rewrites recognise. Over no rows,

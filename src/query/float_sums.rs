@@ -1,9 +1,12 @@
-//! `sum()` and `avg()` of `real` and `double precision` as PostgreSQL
-//! computes them: one value after another in the order the rows come
+//! `sum()`, `avg()`, `var_pop()`, `var_samp()`, `stddev_pop()` and
+//! `stddev_samp()` of `real` and `double precision` as PostgreSQL computes
+//! them: one value after another in the order the rows come
 //! (`float4pl`/`float8pl`), `sum(real)` in single precision, and an
-//! overflow to infinity from finite values is 22003. `avg` keeps
-//! `float8_accum`'s sum of squared deviations too (Youngs-Cramer), whose
-//! overflow PostgreSQL also reports (`avg` of `1.5` and `1e308` fails).
+//! overflow to infinity from finite values is 22003. The others keep
+//! `float8_accum`'s sum of squared deviations (Youngs-Cramer), whose
+//! overflow PostgreSQL also reports (`avg` of `1.5` and `1e308` fails);
+//! DataFusion's variances update a running mean (Welford), which rounds
+//! differently in the last digits.
 //! DataFusion adds a batch in vector lanes, which rounds differently
 //! (`1.5 + -2.5 + 0.1` is `-0.8999999999999999` there, `-0.9` in
 //! PostgreSQL), and overflows to `Infinity` silently.
@@ -24,15 +27,77 @@ use datafusion::logical_expr::{
 
 use super::{PgError, sqlstate};
 
-pub const SUM: &str = "pgaccel_float_sum";
-pub const AVG: &str = "pgaccel_float_avg";
+/// What a float aggregate computes from `float8_accum`'s sums.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    Sum,
+    Avg,
+    VarPop,
+    VarSamp,
+    StddevPop,
+    StddevSamp,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 6] = [
+        Kind::Sum,
+        Kind::Avg,
+        Kind::VarPop,
+        Kind::VarSamp,
+        Kind::StddevPop,
+        Kind::StddevSamp,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Sum => "pgaccel_float_sum",
+            Kind::Avg => "pgaccel_float_avg",
+            Kind::VarPop => "pgaccel_float_var_pop",
+            Kind::VarSamp => "pgaccel_float_var_samp",
+            Kind::StddevPop => "pgaccel_float_stddev_pop",
+            Kind::StddevSamp => "pgaccel_float_stddev_samp",
+        }
+    }
+
+    /// The kind computing DataFusion's aggregate `name` (of a float).
+    pub fn of(name: &str) -> Option<Kind> {
+        Some(match name {
+            "sum" => Kind::Sum,
+            "avg" | "mean" => Kind::Avg,
+            "var_pop" | "var_population" => Kind::VarPop,
+            "var" | "var_samp" | "var_sample" | "variance" => Kind::VarSamp,
+            "stddev_pop" => Kind::StddevPop,
+            "stddev" | "stddev_samp" => Kind::StddevSamp,
+            _ => return None,
+        })
+    }
+
+    /// Whether the sum of squared deviations is kept (all but `sum`).
+    fn spread(self) -> bool {
+        self != Kind::Sum
+    }
+
+    /// The result of `count` values adding to `sum` with squared
+    /// deviations `squares`: NULL over too few values.
+    fn result(self, sum: f64, count: i64, squares: f64) -> Option<f64> {
+        let n = count as f64;
+        match self {
+            Kind::Sum => (count > 0).then_some(sum),
+            Kind::Avg => (count > 0).then(|| sum / n),
+            Kind::VarPop => (count > 0).then(|| squares / n),
+            Kind::VarSamp => (count > 1).then(|| squares / (n - 1.0)),
+            Kind::StddevPop => (count > 0).then(|| (squares / n).sqrt()),
+            Kind::StddevSamp => (count > 1).then(|| (squares / (n - 1.0)).sqrt()),
+        }
+    }
+}
 
 pub fn functions() -> Vec<AggregateUDF> {
-    [false, true]
+    Kind::ALL
         .into_iter()
-        .map(|average| {
+        .map(|kind| {
             AggregateUDF::new_from_impl(FloatSum {
-                average,
+                kind,
                 signature: Signature::uniform(
                     1,
                     vec![DataType::Float32, DataType::Float64],
@@ -65,21 +130,20 @@ fn add(sum: f64, value: f64, single: bool) -> Result<f64> {
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct FloatSum {
-    /// `avg` (else `sum`).
-    average: bool,
+    kind: Kind,
     signature: Signature,
 }
 
 impl FloatSum {
     /// Whether values add in single precision: `sum(real)`.
     fn single(&self, argument: &DataType) -> bool {
-        !self.average && argument == &DataType::Float32
+        self.kind == Kind::Sum && argument == &DataType::Float32
     }
 }
 
 impl AggregateUDFImpl for FloatSum {
     fn name(&self) -> &str {
-        if self.average { AVG } else { SUM }
+        self.kind.name()
     }
 
     fn signature(&self) -> &Signature {
@@ -88,7 +152,7 @@ impl AggregateUDFImpl for FloatSum {
 
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
         Ok(match arg_types.first() {
-            Some(DataType::Float32) if !self.average => DataType::Float32,
+            Some(DataType::Float32) if self.kind == Kind::Sum => DataType::Float32,
             _ => DataType::Float64,
         })
     }
@@ -104,7 +168,19 @@ impl AggregateUDFImpl for FloatSum {
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
         let argument = args.exprs[0].data_type(args.schema)?;
         Ok(Box::new(Sums {
-            groups: Groups::new(self.average, self.single(&argument)),
+            groups: Groups::new(self.kind, self.single(&argument)),
+        }))
+    }
+
+    /// Over a sliding window frame, PostgreSQL adds the frame's values
+    /// afresh for every row (these aggregates take no value back out), so
+    /// this one keeps the frame's values and does the same.
+    fn create_sliding_accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
+        let argument = args.exprs[0].data_type(args.schema)?;
+        Ok(Box::new(Frame {
+            kind: self.kind,
+            single: self.single(&argument),
+            values: std::collections::VecDeque::new(),
         }))
     }
 
@@ -117,25 +193,25 @@ impl AggregateUDFImpl for FloatSum {
         args: AccumulatorArgs,
     ) -> Result<Box<dyn GroupsAccumulator>> {
         let argument = args.exprs[0].data_type(args.schema)?;
-        Ok(Box::new(Groups::new(self.average, self.single(&argument))))
+        Ok(Box::new(Groups::new(self.kind, self.single(&argument))))
     }
 }
 
 /// Running sums and counts of many groups.
 #[derive(Debug)]
 struct Groups {
-    average: bool,
+    kind: Kind,
     single: bool,
     sums: Vec<f64>,
     counts: Vec<i64>,
-    /// `avg`'s sums of squared deviations.
+    /// Sums of squared deviations (all but `sum`).
     squares: Vec<f64>,
 }
 
 impl Groups {
-    fn new(average: bool, single: bool) -> Self {
+    fn new(kind: Kind, single: bool) -> Self {
         Groups {
-            average,
+            kind,
             single,
             sums: Vec::new(),
             counts: Vec::new(),
@@ -149,9 +225,9 @@ impl Groups {
         self.squares.resize(groups, 0.0);
     }
 
-    /// One value: `float4pl`/`float8pl`, or `float8_accum` for `avg`.
+    /// One value: `float4pl`/`float8pl`, or `float8_accum` for the rest.
     fn offer(&mut self, group: usize, value: f64) -> Result<()> {
-        if !self.average {
+        if !self.kind.spread() {
             self.sums[group] = add(self.sums[group], value, self.single)?;
             self.counts[group] += 1;
             return Ok(());
@@ -179,7 +255,7 @@ impl Groups {
     }
 
     /// Another partial result: `float8pl` of the sums, or
-    /// `float8_combine` for `avg`.
+    /// `float8_combine` for the rest.
     fn combine(&mut self, group: usize, sum: f64, count: i64, squares: f64) -> Result<()> {
         if count == 0 {
             return Ok(());
@@ -194,7 +270,7 @@ impl Groups {
         let sum1 = self.sums[group];
         self.sums[group] = add(sum1, sum, self.single)?;
         self.counts[group] += count;
-        if self.average {
+        if self.kind.spread() {
             let squares1 = self.squares[group];
             let deviation = sum1 / n1 - sum / n2;
             let combined = squares1 + squares + n1 * n2 * deviation * deviation / (n1 + n2);
@@ -206,16 +282,12 @@ impl Groups {
         Ok(())
     }
 
-    fn results(&self, sums: Vec<f64>, counts: Vec<i64>) -> ArrayRef {
-        let values = sums.into_iter().zip(counts).map(|(sum, count)| {
-            (count > 0).then(|| {
-                if self.average {
-                    sum / count as f64
-                } else {
-                    sum
-                }
-            })
-        });
+    fn results(&self, sums: Vec<f64>, counts: Vec<i64>, squares: Vec<f64>) -> ArrayRef {
+        let values = sums
+            .into_iter()
+            .zip(counts)
+            .zip(squares)
+            .map(|((sum, count), squares)| self.kind.result(sum, count, squares));
         if self.single {
             Arc::new(
                 values
@@ -267,8 +339,8 @@ impl GroupsAccumulator for Groups {
     fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
         let sums = emit_to.take_needed(&mut self.sums);
         let counts = emit_to.take_needed(&mut self.counts);
-        emit_to.take_needed(&mut self.squares);
-        Ok(self.results(sums, counts))
+        let squares = emit_to.take_needed(&mut self.squares);
+        Ok(self.results(sums, counts, squares))
     }
 
     fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
@@ -322,7 +394,7 @@ impl GroupsAccumulator for Groups {
             // float8_accum's first value: no spread, unless it is not a
             // finite number.
             squares.push(match kept {
-                Some(v) if self.average && !v.is_finite() => f64::NAN,
+                Some(v) if self.kind.spread() && !v.is_finite() => f64::NAN,
                 _ => 0.0,
             });
         }
@@ -369,14 +441,71 @@ impl Accumulator for Sums {
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
         self.groups.grow(1);
-        let result = self
-            .groups
-            .results(vec![self.groups.sums[0]], vec![self.groups.counts[0]]);
+        let result = self.groups.results(
+            vec![self.groups.sums[0]],
+            vec![self.groups.counts[0]],
+            vec![self.groups.squares[0]],
+        );
         ScalarValue::try_from_array(&result, 0)
     }
 
     fn size(&self) -> usize {
         self.groups.size()
+    }
+}
+
+/// The values in a sliding window frame, added afresh when asked.
+#[derive(Debug)]
+struct Frame {
+    kind: Kind,
+    single: bool,
+    values: std::collections::VecDeque<Option<f64>>,
+}
+
+impl Accumulator for Frame {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        self.values.extend(float_values(&values[0]));
+        Ok(())
+    }
+
+    fn retract_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        let count = values[0].len().min(self.values.len());
+        self.values.drain(..count);
+        Ok(())
+    }
+
+    fn supports_retract_batch(&self) -> bool {
+        true
+    }
+
+    fn merge_batch(&mut self, _states: &[ArrayRef]) -> Result<()> {
+        Err(DataFusionError::Internal(
+            "a window frame's aggregate is not merged".into(),
+        ))
+    }
+
+    fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        Err(DataFusionError::Internal(
+            "a window frame's aggregate has no partial state".into(),
+        ))
+    }
+
+    fn evaluate(&mut self) -> Result<ScalarValue> {
+        let mut groups = Groups::new(self.kind, self.single);
+        groups.grow(1);
+        for value in self.values.iter().flatten() {
+            groups.offer(0, *value)?;
+        }
+        let result = groups.results(
+            groups.sums.clone(),
+            groups.counts.clone(),
+            groups.squares.clone(),
+        );
+        ScalarValue::try_from_array(&result, 0)
+    }
+
+    fn size(&self) -> usize {
+        std::mem::size_of_val(self) + self.values.capacity() * std::mem::size_of::<Option<f64>>()
     }
 }
 
@@ -387,7 +516,7 @@ mod tests {
     #[test]
     fn values_add_in_row_order() {
         let mut sums = Sums {
-            groups: Groups::new(false, false),
+            groups: Groups::new(Kind::Sum, false),
         };
         let values: ArrayRef = Arc::new(Float64Array::from(vec![
             Some(1.5),
@@ -408,7 +537,7 @@ mod tests {
         );
         // avg of 1.5 and 1.7e308: the squared deviations overflow.
         let mut average = Sums {
-            groups: Groups::new(true, false),
+            groups: Groups::new(Kind::Avg, false),
         };
         let values: ArrayRef = Arc::new(Float64Array::from(vec![1.5, 1.7e308]));
         let error = average.update_batch(&[values]).unwrap_err();

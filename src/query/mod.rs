@@ -24,6 +24,7 @@ pub mod error;
 mod file_aggregate;
 pub mod file_table;
 mod float_extremes;
+mod float_regression;
 mod float_sums;
 pub mod forward;
 mod functions;
@@ -154,6 +155,7 @@ pub fn engine(
         .into_iter()
         .chain(float_extremes::functions())
         .chain(float_sums::functions())
+        .chain(float_regression::functions())
     {
         datafusion::execution::FunctionRegistry::register_udaf(&mut state, Arc::new(aggregate))?;
     }

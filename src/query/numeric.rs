@@ -244,8 +244,10 @@ struct Functions {
     max: Arc<AggregateUDF>,
     /// `max`/`min` of floats with NaN above every number.
     float_max: Arc<AggregateUDF>,
-    float_sum: Arc<AggregateUDF>,
-    float_avg: Arc<AggregateUDF>,
+    /// The float aggregates of [`super::float_sums`], by kind.
+    float_sums: Vec<(super::float_sums::Kind, Arc<AggregateUDF>)>,
+    /// `corr`, `covar_*` and `regr_*` of [`super::float_regression`].
+    regressions: Vec<(super::float_regression::Kind, Arc<AggregateUDF>)>,
     float_min: Arc<AggregateUDF>,
     rounding: Vec<(Rounding, Arc<ScalarUDF>)>,
     float_round: Arc<ScalarUDF>,
@@ -282,8 +284,14 @@ impl Functions {
             avg_with_scale: aggregate(AVG_WITH_SCALE)?,
             max: aggregate("max")?,
             float_max: aggregate(super::float_extremes::MAX)?,
-            float_sum: aggregate(super::float_sums::SUM)?,
-            float_avg: aggregate(super::float_sums::AVG)?,
+            float_sums: super::float_sums::Kind::ALL
+                .into_iter()
+                .map(|kind| Ok((kind, aggregate(kind.name())?)))
+                .collect::<Result<_>>()?,
+            regressions: super::float_regression::Kind::ALL
+                .into_iter()
+                .map(|kind| Ok((kind, aggregate(&kind.name())?)))
+                .collect::<Result<_>>()?,
             float_min: aggregate(super::float_extremes::MIN)?,
             rounding: ROUNDINGS
                 .into_iter()
@@ -837,7 +845,8 @@ impl Functions {
             }
             Expr::AggregateFunction(aggregate)
                 if Spread::of(aggregate.func.name()).is_some()
-                    && aggregate.params.args.len() == 1 =>
+                    && aggregate.params.args.len() == 1
+                    && !self.float_argument(&aggregate.params.args, schema) =>
             {
                 let Ok(data_type) = aggregate.params.args[0].get_type(schema) else {
                     return Ok(Transformed::no(expr));
@@ -857,8 +866,9 @@ impl Functions {
                     },
                 )))
             }
-            // max()/min() of floats with NaN above every number; sum() and
-            // avg() adding one value after another, as PostgreSQL does.
+            // max()/min() of floats with NaN above every number; sum(),
+            // avg() and the variances adding one value after another, as
+            // PostgreSQL does.
             Expr::AggregateFunction(aggregate)
                 if self.float_argument(&aggregate.params.args, schema)
                     && self
@@ -875,17 +885,43 @@ impl Functions {
                     },
                 )))
             }
-            Expr::WindowFunction(window)
-                if matches!(window.fun.name(), "max" | "min")
-                    && self.float_argument(&window.params.args, schema) =>
+            // corr(), covar_*() and regr_*() of any numbers, in double
+            // precision one row after another, as PostgreSQL does.
+            Expr::AggregateFunction(aggregate)
+                if !aggregate.params.distinct
+                    && aggregate.params.args.len() == 2
+                    && super::float_regression::Kind::of(aggregate.func.name()).is_some() =>
             {
-                let func = if window.fun.name() == "max" {
-                    &self.float_max
-                } else {
-                    &self.float_min
+                let kind = super::float_regression::Kind::of(aggregate.func.name());
+                let Some((_, func)) = self.regressions.iter().find(|(k, _)| Some(*k) == kind)
+                else {
+                    return Ok(Transformed::no(expr));
+                };
+                let mut params = aggregate.params.clone();
+                params.args = params
+                    .args
+                    .into_iter()
+                    .map(|arg| match arg.get_type(schema) {
+                        Ok(DataType::Float64) => Ok(arg),
+                        _ => arg.cast_to(&DataType::Float64, schema),
+                    })
+                    .collect::<Result<_>>()?;
+                Ok(Transformed::yes(Expr::AggregateFunction(
+                    AggregateFunction {
+                        func: Arc::clone(func),
+                        params,
+                    },
+                )))
+            }
+            // The same aggregates as window functions (a sliding frame,
+            // which would take values back out, is refused while running).
+            Expr::WindowFunction(window) if self.window_aggregate(window, schema).is_some() => {
+                let Some((func, args)) = self.window_aggregate(window, schema) else {
+                    return Ok(Transformed::no(expr));
                 };
                 let mut window = window.as_ref().clone();
-                window.fun = WindowFunctionDefinition::AggregateUDF(Arc::clone(func));
+                window.fun = WindowFunctionDefinition::AggregateUDF(func);
+                window.params.args = args?;
                 Ok(Transformed::yes(Expr::WindowFunction(Box::new(window))))
             }
             Expr::AggregateFunction(aggregate) if aggregate.func.name() == "avg" => {
@@ -951,10 +987,45 @@ impl Functions {
         match name {
             "max" => Some(&self.float_max),
             "min" => Some(&self.float_min),
-            "sum" if !distinct => Some(&self.float_sum),
-            "avg" if !distinct => Some(&self.float_avg),
-            _ => None,
+            _ if distinct => None,
+            _ => {
+                let kind = super::float_sums::Kind::of(name)?;
+                self.float_sums
+                    .iter()
+                    .find(|(k, _)| *k == kind)
+                    .map(|(_, udaf)| udaf)
+            }
         }
+    }
+
+    /// pgaccel's aggregate (and its arguments) for a window function that
+    /// is one of DataFusion's float or regression aggregates.
+    fn window_aggregate(
+        &self,
+        window: &datafusion::logical_expr::expr::WindowFunction,
+        schema: &DFSchema,
+    ) -> Option<(Arc<AggregateUDF>, Result<Vec<Expr>>)> {
+        let WindowFunctionDefinition::AggregateUDF(udaf) = &window.fun else {
+            return None;
+        };
+        let args = &window.params.args;
+        if window.params.distinct {
+            return None;
+        }
+        if self.float_argument(args, schema) {
+            let func = self.float_aggregate(udaf.name(), false)?;
+            return Some((Arc::clone(func), Ok(args.clone())));
+        }
+        let kind = super::float_regression::Kind::of(udaf.name())?;
+        let (_, func) = self.regressions.iter().find(|(k, _)| *k == kind)?;
+        let args = args
+            .iter()
+            .map(|arg| match arg.get_type(schema) {
+                Ok(DataType::Float64) => Ok(arg.clone()),
+                _ => arg.clone().cast_to(&DataType::Float64, schema),
+            })
+            .collect();
+        Some((Arc::clone(func), args))
     }
 
     fn float_argument(&self, args: &[Expr], schema: &DFSchema) -> bool {

@@ -359,10 +359,15 @@ fn overflow_type(message: &str) -> Option<&'static str> {
 /// The PostgreSQL type named by an Arrow "can't cast value ... to type T"
 /// error for an integer that does not fit.
 fn out_of_range_type(message: &str) -> Option<&'static str> {
-    if !message.contains("Can't cast value") {
+    // "Can't cast value 1e30 to type Int64" (from a float), "value of
+    // 123456789013 is out of range Int32" (from a decimal).
+    let target = if message.contains("Can't cast value") {
+        message.rsplit("to type ").next()?
+    } else if message.starts_with("value of ") {
+        message.rsplit("is out of range ").next()?
+    } else {
         return None;
-    }
-    let target = message.rsplit("to type ").next()?;
+    };
     match target.trim() {
         "Int16" => Some("smallint"),
         "Int32" => Some("integer"),

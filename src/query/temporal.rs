@@ -200,6 +200,20 @@ fn exact_field(field: &str, micros: i64, interval: Option<(i32, i32)>) -> Option
     }
 }
 
+/// PostgreSQL's decade, century or millennium of an (astronomical) year:
+/// the 21st century runs from 2001 to 2100, and before year 1 the counts
+/// run backwards from -1.
+fn year_count(field: &str, year: i64) -> i64 {
+    match field {
+        "decade" if year >= 0 => year / 10,
+        "decade" => -((8 - (year - 1)) / 10),
+        "century" if year > 0 => (year + 99) / 100,
+        "century" => -((99 - (year - 1)) / 100),
+        _ if year > 0 => (year + 999) / 1000,
+        _ => -((999 - (year - 1)) / 1000),
+    }
+}
+
 impl ScalarUDFImpl for Extract {
     fn name(&self) -> &str {
         EXTRACT_FUNCTION
@@ -283,8 +297,11 @@ impl ScalarUDFImpl for Extract {
                 }
             }
             _ => {
-                // A whole-number field: DataFusion's `date_part`.
-                let field_value = ScalarValue::Utf8(Some(field.clone()));
+                // A whole-number field: DataFusion's `date_part`; decade,
+                // century and millennium are counted from its year.
+                let by_year = matches!(field.as_str(), "decade" | "century" | "millennium");
+                let part = if by_year { "year" } else { field.as_str() };
+                let field_value = ScalarValue::Utf8(Some(part.to_owned()));
                 let return_field = self.date_part.return_field_from_args(
                     datafusion::logical_expr::ReturnFieldArgs {
                         arg_fields: &args.arg_fields,
@@ -293,7 +310,7 @@ impl ScalarUDFImpl for Extract {
                 )?;
                 let parts = self.date_part.invoke_with_args(ScalarFunctionArgs {
                     args: vec![
-                        ColumnarValue::Scalar(ScalarValue::Utf8(Some(field.clone()))),
+                        ColumnarValue::Scalar(field_value.clone()),
                         ColumnarValue::Array(Arc::clone(&values)),
                     ],
                     arg_fields: args.arg_fields.clone(),
@@ -301,7 +318,16 @@ impl ScalarUDFImpl for Extract {
                     return_field,
                     config_options: Arc::clone(&args.config_options),
                 })?;
-                let parts = parts.to_array(values.len())?;
+                let mut parts = parts.to_array(values.len())?;
+                if by_year {
+                    let years = datafusion::arrow::compute::cast(&parts, &DataType::Int64)?;
+                    let counted: datafusion::arrow::array::Int64Array = years
+                        .as_primitive::<datafusion::arrow::datatypes::Int64Type>()
+                        .iter()
+                        .map(|year| year.map(|year| year_count(&field, year)))
+                        .collect();
+                    parts = Arc::new(counted);
+                }
                 let decimals = datafusion::arrow::compute::cast(&parts, &output)?;
                 return finish(decimals, scalar);
             }

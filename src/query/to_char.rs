@@ -2,8 +2,11 @@
 //! template patterns (`YYYY-MM-DD HH24:MI:SS`, `Mon DD, YYYY`, `FMDay`,
 //! `DDth`, `"quoted text"`, ...): a timestamptz is printed in the session's
 //! `TimeZone`. DataFusion's `to_char` takes chrono's `%Y` patterns and
-//! returns PostgreSQL's templates unchanged, so it is replaced. Numeric and
-//! interval templates are refused (0A000), not guessed.
+//! returns PostgreSQL's templates unchanged, so it is replaced. Numbers are
+//! printed by [`number`]'s templates (`FM999,990.00`); interval templates
+//! are refused (0A000), not guessed.
+
+mod number;
 
 use std::sync::Arc;
 
@@ -100,6 +103,12 @@ impl ScalarUDFImpl for ToChar {
                 DataType::Timestamp(TimeUnit::Microsecond, None)
             }
             DataType::Timestamp(_, Some(_)) => timestamptz(),
+            DataType::Int8 | DataType::Int16 | DataType::Int32 => DataType::Int32,
+            DataType::UInt8 | DataType::UInt16 => DataType::Int32,
+            DataType::Int64 | DataType::UInt32 => DataType::Int64,
+            DataType::Float16 | DataType::Float32 => DataType::Float32,
+            DataType::Float64 => DataType::Float64,
+            decimal @ (DataType::Decimal128(..) | DataType::Decimal256(..)) => decimal.clone(),
             other => {
                 return Err(DataFusionError::NotImplemented(format!(
                     "to_char() of {} is not supported",
@@ -126,6 +135,18 @@ impl ScalarUDFImpl for ToChar {
         };
         let templates = templates.as_string::<i32>();
         let mut out = StringBuilder::new();
+        if let Some(number) = numbers(values) {
+            for row in 0..values.len() {
+                if values.is_null(row) || templates.is_null(row) {
+                    out.append_null();
+                    continue;
+                }
+                let text = number::render(templates.value(row), number(row))
+                    .map_err(|error| DataFusionError::External(Box::new(error)))?;
+                out.append_value(text);
+            }
+            return super::functions::columnar(Arc::new(out.finish()) as ArrayRef, scalar);
+        }
         for row in 0..values.len() {
             if values.is_null(row) || templates.is_null(row) {
                 out.append_null();
@@ -139,6 +160,49 @@ impl ScalarUDFImpl for ToChar {
         }
         super::functions::columnar(Arc::new(out.finish()) as ArrayRef, scalar)
     }
+}
+
+/// The numbers of `values` by row, when they are numbers.
+fn numbers(values: &ArrayRef) -> Option<Box<dyn Fn(usize) -> number::Number + '_>> {
+    use datafusion::arrow::datatypes::{
+        Decimal128Type, Decimal256Type, Float32Type, Float64Type, Int32Type, Int64Type, i256,
+    };
+    use number::Number;
+    Some(match values.data_type() {
+        DataType::Int32 => {
+            let values = values.as_primitive::<Int32Type>();
+            Box::new(move |row| Number::Int4(values.value(row)))
+        }
+        DataType::Int64 => {
+            let values = values.as_primitive::<Int64Type>();
+            Box::new(move |row| Number::Int8(values.value(row)))
+        }
+        DataType::Float32 => {
+            let values = values.as_primitive::<Float32Type>();
+            Box::new(move |row| Number::Float4(values.value(row)))
+        }
+        DataType::Float64 => {
+            let values = values.as_primitive::<Float64Type>();
+            Box::new(move |row| Number::Float8(values.value(row)))
+        }
+        DataType::Decimal128(_, scale) => {
+            let scale = (*scale).max(0) as u32;
+            let values = values.as_primitive::<Decimal128Type>();
+            Box::new(move |row| Number::Numeric {
+                digits: i256::from_i128(values.value(row)),
+                scale,
+            })
+        }
+        DataType::Decimal256(_, scale) => {
+            let scale = (*scale).max(0) as u32;
+            let values = values.as_primitive::<Decimal256Type>();
+            Box::new(move |row| Number::Numeric {
+                digits: values.value(row),
+                scale,
+            })
+        }
+        _ => return None,
+    })
 }
 
 /// A value to print: its local date and time, and for a timestamptz the

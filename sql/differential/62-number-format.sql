@@ -1,0 +1,21 @@
+-- to_char of numbers by PostgreSQL's templates (C locale).
+SELECT id, to_char(n, '999,999,990.00'), to_char(n, 'FM999,999,990.00'), to_char(n, 'FM9.99') FROM nums ORDER BY id;
+SELECT id, to_char(i2, '99999'), to_char(i4, 'S9999999999'), to_char(i8, 'FM9G999G999G999G999G999G999G999') FROM nums ORDER BY id;
+SELECT id, to_char(f8, '999.999'), to_char(f8, 'FM999.999'), to_char(f8, '9.99EEEE') FROM nums ORDER BY id;
+SELECT id, to_char(f4, '999.999'), to_char(f4, '0.999999999'), to_char(f4, '9.9EEEE') FROM nums ORDER BY id;
+SELECT id, to_char(n, '9.999EEEE'), to_char(n, 'EEEE'), to_char(i8, '9.99EEEE'), to_char(i4, '9.99EEEE') FROM nums ORDER BY id;
+SELECT id, to_char(n, '999PR'), to_char(n, 'FM999.9PR'), to_char(n, 'MI999.9'), to_char(n, '999.9MI'), to_char(n, 'FM999MI') FROM nums ORDER BY id;
+SELECT id, to_char(n, 'SG999.99'), to_char(n, 'PL999.99'), to_char(n, '999.99PL'), to_char(n, '99.99S'), to_char(n, 'FMS999') FROM nums ORDER BY id;
+SELECT id, to_char(i4, 'RN'), to_char(i4, 'FMrn'), to_char(n, 'FMRN'), to_char(f8, 'RN') FROM nums ORDER BY id;
+SELECT id, to_char(i4, '999th'), to_char(i4, 'FM999TH'), to_char(n, '99.9th') FROM nums ORDER BY id;
+SELECT id, to_char(n, '99V99'), to_char(i4, '9V999'), to_char(f8, '9V9'), to_char(i4, 'L999'), to_char(n, '"total: "FM990.0" units"') FROM nums ORDER BY id;
+SELECT id, to_char(n, '0000.00'), to_char(n, '9990.0099'), to_char(n, 'FM0000.0099'), to_char(i4, '909'), to_char(n, 'FM999,990.00') FROM nums ORDER BY id;
+SELECT to_char(amount, 'FM$999,990.00'), to_char(qty, 'FM00'), to_char(amount * qty, '999G999D99') FROM orders ORDER BY id LIMIT 12;
+SELECT status, to_char(sum(amount), 'FM999,999,990.00'), to_char(avg(amount), 'FM990.000'), to_char(count(*), '9,999') FROM orders GROUP BY status ORDER BY status;
+SELECT to_char(0, '9.99'), to_char(0, 'FM9.99'), to_char(0.5, '9.9'), to_char(0.5, 'FM0.9'), to_char(-0.5, '999.9PR'), to_char(9.99, '9.9EEEE');
+SELECT to_char(1234567.891::float8, '9,999,999.999'), to_char(0.1::float8, '0.99999999999999999999'), to_char(1e15::float8, '9999999999999999.99');
+SELECT to_char(5, 'C9'), to_char(5, 'B9'), to_char(5, 'x9'), to_char(5, 'RN,'), to_char(5, 'PL9PL'), to_char(5, '9MIMI');
+SELECT to_char(5, '99.9.9');
+SELECT to_char(5, '9V.9');
+SELECT to_char(5, 'S9MI');
+SELECT to_char(5, 'FM9.9EEEE');
