@@ -77,3 +77,13 @@ SELECT sum(n * n), max(n * n), min(n * 10::numeric(4,1)) FROM nums;
 -- A float between numeric bounds compares in double precision.
 SELECT id, f8 FROM nums WHERE f8 BETWEEN -1e10 AND 1e10 ORDER BY id;
 SELECT count(*) FROM nums WHERE f4 NOT BETWEEN 0 AND 1.5;
+SELECT id, cbrt(f8), sin(f8), cos(f4), atan(f8), sinh(f8), asinh(f8), tanh(f8), degrees(f8), radians(f8), log(abs(f8) + 1) FROM nums WHERE id IN (1, 2, 5, 7, 12) ORDER BY id;
+SELECT cbrt(27), cbrt(2), log(1000::float8), log10(2::float8), asinh(12::float8), cot(1::float8), power(qty::float8, 1.5), exp(qty::float8 / 10) FROM orders WHERE id < 4 ORDER BY id;
+SELECT ln(0::float8);
+SELECT ln(-1::float8);
+SELECT asin(2::float8);
+SELECT acosh(0.5::float8);
+SELECT exp(1000::float8);
+SELECT sin('infinity'::float8);
+SELECT atanh(1::float8), atanh(-1::float8), cosh(1000::float8), exp('-infinity'::float8);
+SELECT count(*) FILTER (WHERE amount::float8 > 500.5), sum(qty) FILTER (WHERE qty::float8 > 5.5) FROM orders;

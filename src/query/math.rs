@@ -6,6 +6,10 @@
 //!   among `count` equal buckets from `low` to `high` (0 below, count + 1
 //!   above; either direction), exact for numerics and as PostgreSQL's
 //!   float8 arithmetic for doubles.
+//! - `cbrt(x)` of a double by the C library's `cbrt`, as PostgreSQL
+//!   computes it (Rust's own rounds some values one unit in the last place
+//!   away: `cbrt(2)` prints `1.2599210498948732` there,
+//!   `1.2599210498948734` in PostgreSQL).
 
 use std::sync::Arc;
 
@@ -19,7 +23,7 @@ use datafusion::logical_expr::{
 use super::{PgError, sqlstate};
 
 pub fn functions() -> Vec<Arc<ScalarUDF>> {
-    vec![
+    [
         Arc::new(ScalarUDF::new_from_impl(Div {
             signature: Signature::user_defined(Volatility::Immutable),
         })),
@@ -27,6 +31,302 @@ pub fn functions() -> Vec<Arc<ScalarUDF>> {
             signature: Signature::user_defined(Volatility::Immutable),
         })),
     ]
+    .into_iter()
+    .chain(FLOAT_FUNCTIONS.into_iter().map(|(name, eval)| {
+        Arc::new(ScalarUDF::new_from_impl(FloatFunction {
+            name,
+            eval,
+            signature: Signature::user_defined(Volatility::Immutable),
+        }))
+    }))
+    .collect()
+}
+
+// The C library's functions, which PostgreSQL's float8 functions call.
+// Reached by glibc's `*f64` aliases of them: the plain names resolve to the
+// Rust ports linked into the binary, and Rust computes some (asinh) by
+// formulas of its own; both round some values one unit in the last place
+// away from glibc (`cbrt(27)` is `3.0000000000000004` in PostgreSQL).
+#[cfg(target_env = "gnu")]
+mod c {
+    unsafe extern "C" {
+        pub safe fn sinf64(x: f64) -> f64;
+        pub safe fn cosf64(x: f64) -> f64;
+        pub safe fn tanf64(x: f64) -> f64;
+        pub safe fn asinf64(x: f64) -> f64;
+        pub safe fn acosf64(x: f64) -> f64;
+        pub safe fn atanf64(x: f64) -> f64;
+        pub safe fn sinhf64(x: f64) -> f64;
+        pub safe fn coshf64(x: f64) -> f64;
+        pub safe fn tanhf64(x: f64) -> f64;
+        pub safe fn asinhf64(x: f64) -> f64;
+        pub safe fn acoshf64(x: f64) -> f64;
+        pub safe fn atanhf64(x: f64) -> f64;
+        pub safe fn expf64(x: f64) -> f64;
+        pub safe fn logf64(x: f64) -> f64;
+        pub safe fn log10f64(x: f64) -> f64;
+        pub safe fn cbrtf64(x: f64) -> f64;
+    }
+}
+
+#[cfg(not(target_env = "gnu"))]
+mod c {
+    pub fn sinf64(x: f64) -> f64 {
+        x.sin()
+    }
+    pub fn cosf64(x: f64) -> f64 {
+        x.cos()
+    }
+    pub fn tanf64(x: f64) -> f64 {
+        x.tan()
+    }
+    pub fn asinf64(x: f64) -> f64 {
+        x.asin()
+    }
+    pub fn acosf64(x: f64) -> f64 {
+        x.acos()
+    }
+    pub fn atanf64(x: f64) -> f64 {
+        x.atan()
+    }
+    pub fn sinhf64(x: f64) -> f64 {
+        x.sinh()
+    }
+    pub fn coshf64(x: f64) -> f64 {
+        x.cosh()
+    }
+    pub fn tanhf64(x: f64) -> f64 {
+        x.tanh()
+    }
+    pub fn asinhf64(x: f64) -> f64 {
+        x.asinh()
+    }
+    pub fn acoshf64(x: f64) -> f64 {
+        x.acosh()
+    }
+    pub fn atanhf64(x: f64) -> f64 {
+        x.atanh()
+    }
+    pub fn expf64(x: f64) -> f64 {
+        x.exp()
+    }
+    pub fn logf64(x: f64) -> f64 {
+        x.ln()
+    }
+    pub fn log10f64(x: f64) -> f64 {
+        x.log10()
+    }
+    pub fn cbrtf64(x: f64) -> f64 {
+        x.cbrt()
+    }
+}
+
+type FloatResult = std::result::Result<f64, PgError>;
+
+/// A float function's evaluation of one value.
+type FloatEval = fn(f64) -> FloatResult;
+
+fn out_of_range_input() -> PgError {
+    PgError::new(sqlstate::NUMERIC_OUT_OF_RANGE, "input is out of range")
+}
+
+/// PostgreSQL's `check_float8_val`: an infinity from finite input is an
+/// overflow, a zero from non-zero input an underflow.
+fn checked(value: f64, inf_is_valid: bool, zero_is_valid: bool) -> FloatResult {
+    if value.is_infinite() && !inf_is_valid {
+        return Err(PgError::new(
+            sqlstate::NUMERIC_OUT_OF_RANGE,
+            "value out of range: overflow",
+        ));
+    }
+    if value == 0.0 && !zero_is_valid {
+        return Err(PgError::new(
+            sqlstate::NUMERIC_OUT_OF_RANGE,
+            "value out of range: underflow",
+        ));
+    }
+    Ok(value)
+}
+
+fn logarithm(x: f64, log: impl Fn(f64) -> f64) -> FloatResult {
+    if x == 0.0 {
+        return Err(PgError::new(
+            sqlstate::INVALID_ARGUMENT_FOR_LOGARITHM,
+            "cannot take logarithm of zero",
+        ));
+    }
+    if x < 0.0 {
+        return Err(PgError::new(
+            sqlstate::INVALID_ARGUMENT_FOR_LOGARITHM,
+            "cannot take logarithm of a negative number",
+        ));
+    }
+    checked(log(x), x.is_infinite(), x == 1.0)
+}
+
+/// A trigonometric function: NaN stays NaN, an infinity is out of range.
+fn trigonometric(x: f64, function: impl Fn(f64) -> f64) -> FloatResult {
+    if x.is_nan() {
+        return Ok(x);
+    }
+    if x.is_infinite() {
+        return Err(out_of_range_input());
+    }
+    checked(function(x), false, true)
+}
+
+/// An inverse function defined from -1 to 1.
+fn inverse(x: f64, function: impl Fn(f64) -> f64) -> FloatResult {
+    if x.is_nan() {
+        return Ok(x);
+    }
+    if !(-1.0..=1.0).contains(&x) {
+        return Err(out_of_range_input());
+    }
+    checked(function(x), false, true)
+}
+
+/// PostgreSQL's `RADIANS_PER_DEGREE`.
+const RADIANS_PER_DEGREE: f64 = 0.017_453_292_519_943_295;
+
+/// PostgreSQL's float8 functions of one argument, with its checks.
+const FLOAT_FUNCTIONS: [(&str, FloatEval); 19] = [
+    ("sin", |x| trigonometric(x, |v| c::sinf64(v))),
+    ("cos", |x| trigonometric(x, |v| c::cosf64(v))),
+    ("tan", |x| {
+        if x.is_nan() {
+            return Ok(x);
+        }
+        if x.is_infinite() {
+            return Err(out_of_range_input());
+        }
+        checked(c::tanf64(x), true, true)
+    }),
+    ("cot", |x| {
+        if x.is_nan() {
+            return Ok(x);
+        }
+        if x.is_infinite() {
+            return Err(out_of_range_input());
+        }
+        Ok(1.0 / c::tanf64(x))
+    }),
+    ("asin", |x| inverse(x, |v| c::asinf64(v))),
+    ("acos", |x| inverse(x, |v| c::acosf64(v))),
+    ("atan", |x| {
+        if x.is_nan() {
+            return Ok(x);
+        }
+        checked(c::atanf64(x), false, true)
+    }),
+    ("sinh", |x| Ok(c::sinhf64(x))),
+    ("cosh", |x| checked(c::coshf64(x), true, false)),
+    ("tanh", |x| checked(c::tanhf64(x), false, true)),
+    ("asinh", |x| Ok(c::asinhf64(x))),
+    ("acosh", |x| {
+        if x < 1.0 {
+            return Err(out_of_range_input());
+        }
+        Ok(c::acoshf64(x))
+    }),
+    ("atanh", |x| {
+        if !(-1.0..=1.0).contains(&x) && !x.is_nan() {
+            return Err(out_of_range_input());
+        }
+        Ok(match x {
+            -1.0 => f64::NEG_INFINITY,
+            1.0 => f64::INFINITY,
+            _ => c::atanhf64(x),
+        })
+    }),
+    ("exp", |x| {
+        if x.is_nan() {
+            return Ok(x);
+        }
+        if x.is_infinite() {
+            return Ok(if x > 0.0 { x } else { 0.0 });
+        }
+        checked(c::expf64(x), false, false)
+    }),
+    ("ln", |x| logarithm(x, |v| c::logf64(v))),
+    ("log10", |x| logarithm(x, |v| c::log10f64(v))),
+    ("cbrt", |x| {
+        checked(c::cbrtf64(x), x.is_infinite(), x == 0.0)
+    }),
+    ("degrees", |x| {
+        checked(x / RADIANS_PER_DEGREE, x.is_infinite(), x == 0.0)
+    }),
+    ("radians", |x| {
+        checked(x * RADIANS_PER_DEGREE, x.is_infinite(), x == 0.0)
+    }),
+];
+
+/// One of [`FLOAT_FUNCTIONS`]. A numeric argument keeps its type here so
+/// that [`super::numeric`] can refuse the functions PostgreSQL computes in
+/// numeric; integers become doubles.
+#[derive(Debug)]
+struct FloatFunction {
+    name: &'static str,
+    eval: FloatEval,
+    signature: Signature,
+}
+
+/// Functions are told apart by name (each name has one evaluation).
+impl PartialEq for FloatFunction {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for FloatFunction {}
+
+impl std::hash::Hash for FloatFunction {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+    }
+}
+
+impl ScalarUDFImpl for FloatFunction {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [decimal @ (DataType::Decimal128(..) | DataType::Decimal256(..))] => {
+                Ok(vec![decimal.clone()])
+            }
+            [t] if t.is_numeric() || t.is_null() => Ok(vec![DataType::Float64]),
+            _ => Err(DataFusionError::Plan(format!(
+                "function {}() takes one number",
+                self.name
+            ))),
+        }
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Float64)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let (arrays, scalar) = super::functions::argument_arrays(&args)?;
+        let values = datafusion::arrow::compute::cast(&arrays[0], &DataType::Float64)?;
+        let values = values.as_primitive::<Float64Type>();
+        let mut out = datafusion::arrow::array::Float64Builder::with_capacity(values.len());
+        for value in values {
+            match value {
+                Some(value) => out.append_value(
+                    (self.eval)(value).map_err(|e| DataFusionError::External(Box::new(e)))?,
+                ),
+                None => out.append_null(),
+            }
+        }
+        super::functions::columnar(Arc::new(out.finish()) as ArrayRef, scalar)
+    }
 }
 
 fn pg_error(code: &'static str, message: &str) -> DataFusionError {

@@ -246,6 +246,8 @@ struct Functions {
     float_max: Arc<AggregateUDF>,
     /// The float aggregates of [`super::float_sums`], by kind.
     float_sums: Vec<(super::float_sums::Kind, Arc<AggregateUDF>)>,
+    /// The registered `log10` (PostgreSQL's, from [`super::math`]).
+    log10: Arc<ScalarUDF>,
     /// `corr`, `covar_*` and `regr_*` of [`super::float_regression`].
     regressions: Vec<(super::float_regression::Kind, Arc<AggregateUDF>)>,
     float_min: Arc<AggregateUDF>,
@@ -288,6 +290,7 @@ impl Functions {
                 .into_iter()
                 .map(|kind| Ok((kind, aggregate(kind.name())?)))
                 .collect::<Result<_>>()?,
+            log10: scalar("log10")?,
             regressions: super::float_regression::Kind::ALL
                 .into_iter()
                 .map(|kind| Ok((kind, aggregate(&kind.name())?)))
@@ -732,6 +735,41 @@ impl Functions {
             Expr::ScalarFunction(function) if function.name() == "factorial" => Ok(
                 Transformed::yes(expr.cast_to(&DataType::Decimal128(38, 0), schema)?),
             ),
+            // `log(x)` of a double is `log10(x)` (DataFusion divides
+            // natural logarithms, one unit in the last place away).
+            Expr::ScalarFunction(function)
+                if function.name() == "log"
+                    && function.args.len() == 1
+                    && self.float_argument(&function.args, schema) =>
+            {
+                Ok(Transformed::yes(Expr::ScalarFunction(
+                    ScalarFunction::new_udf(Arc::clone(&self.log10), function.args.clone()),
+                )))
+            }
+            // With a float among the arguments PostgreSQL resolves these to
+            // their double precision form: numerics are cast to it.
+            Expr::ScalarFunction(function)
+                if FLOAT_ONLY.contains(&function.name())
+                    && function.args.iter().any(|arg| {
+                        arg.get_type(schema)
+                            .is_ok_and(|t| matches!(t, DataType::Float32 | DataType::Float64))
+                    })
+                    && function
+                        .args
+                        .iter()
+                        .any(|arg| arg.get_type(schema).is_ok_and(|t| is_decimal(&t))) =>
+            {
+                let mut function = function.clone();
+                function.args = function
+                    .args
+                    .into_iter()
+                    .map(|arg| match arg.get_type(schema) {
+                        Ok(t) if is_decimal(&t) => arg.cast_to(&DataType::Float64, schema),
+                        _ => Ok(arg),
+                    })
+                    .collect::<Result<_>>()?;
+                Ok(Transformed::yes(Expr::ScalarFunction(function)))
+            }
             // PostgreSQL computes these of a numeric in numeric, to a scale
             // of its own; DataFusion in float8.
             Expr::ScalarFunction(function)

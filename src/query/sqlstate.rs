@@ -19,6 +19,7 @@ pub const FEATURE_NOT_SUPPORTED: &str = "0A000";
 pub const NOT_IN_PREREQUISITE_STATE: &str = "55000";
 pub const DIVISION_BY_ZERO: &str = "22012";
 pub const NUMERIC_OUT_OF_RANGE: &str = "22003";
+pub const INVALID_ARGUMENT_FOR_LOGARITHM: &str = "2201E";
 pub const INVALID_TEXT_REPRESENTATION: &str = "22P02";
 pub const DATETIME_FIELD_OVERFLOW: &str = "22008";
 pub const INVALID_DATETIME_FORMAT: &str = "22007";

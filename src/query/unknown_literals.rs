@@ -17,9 +17,8 @@
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::Transformed;
 use datafusion::common::{DFSchema, Result, ScalarValue};
-use datafusion::logical_expr::utils::merge_schema;
 use datafusion::logical_expr::{BinaryExpr, Expr, ExprSchemable, LogicalPlan, lit};
 use datafusion::optimizer::AnalyzerRule;
 
@@ -30,12 +29,10 @@ use super::system::rows::array_items;
 pub struct UnknownLiterals;
 
 impl AnalyzerRule for UnknownLiterals {
+    /// Rewritten expressions keep their names (an aggregate's `FILTER`
+    /// is part of its column's name, which the projection above reads).
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        plan.transform_up_with_subqueries(|node| {
-            let schema = merge_schema(&node.inputs());
-            node.map_expressions(|expr| expr.transform_up(|e| rewrite(e, &schema)))
-        })
-        .map(|transformed| transformed.data)
+        super::numeric::rewrite_expressions(plan, rewrite)
     }
 
     fn name(&self) -> &str {
