@@ -78,3 +78,6 @@ SELECT avg(f8) FROM nums WHERE id IN (1, 3);
 SELECT pg_typeof(c), pg_typeof(coalesce(c, 'x')), pg_typeof(n), pg_typeof(ts), format_type(1042, -1), format_type(1042, NULL) FROM texts, times LIMIT 1;
 SELECT coalesce(t.id, 4) FROM texts t UNION SELECT abs(t.qty) FROM orders t ORDER BY 1;
 SELECT c FROM texts UNION ALL SELECT region FROM customers ORDER BY 1;
+SELECT generate_series(1, 3) + 1, generate_series(1, 3) * 2 AS x, 5;
+SELECT '2024-01-01'::date + generate_series(0, 3);
+SELECT id, generate_series(1, 2) * id FROM customers WHERE id < 3 ORDER BY 1, 2;

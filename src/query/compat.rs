@@ -1696,24 +1696,7 @@ fn select_list_set_functions(select: &mut Select) {
             SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias)),
             _ => continue,
         };
-        if let Expr::Function(function) = expr
-            && function_name(function) == "generate_series"
-            && matches!(function.args, FunctionArguments::List(_))
-        {
-            // A series of `integer` literals is `integer` (DataFusion's is
-            // `bigint`).
-            let int4 = arguments(function).iter().all(|argument| {
-                let literal = match argument {
-                    Expr::UnaryOp { expr, .. } => expr.as_ref(),
-                    other => other,
-                };
-                matches!(literal, Expr::Value(v)
-                    if matches!(&v.value, Value::Number(n, _) if n.parse::<i32>().is_ok()))
-            });
-            let mut unnested = call("unnest", vec![expr.clone()]);
-            if int4 {
-                unnested = cast_to(unnested, DataType::Int(None));
-            }
+        if let Some(unnested) = series_rows(expr) {
             *item = SelectItem::ExprWithAlias {
                 expr: unnested,
                 alias: alias
@@ -1722,6 +1705,14 @@ fn select_list_set_functions(select: &mut Select) {
             };
             continue;
         }
+        // A series inside an expression (`generate_series(1, 3) + 1`,
+        // `d + generate_series(0, 6)`): its rows too.
+        let _ = datafusion::sql::sqlparser::ast::visit_expressions_mut(expr, |e| {
+            if let Some(unnested) = series_rows(e) {
+                *e = Expr::Nested(Box::new(unnested));
+            }
+            ControlFlow::<()>::Continue(())
+        });
         let _ = datafusion::sql::sqlparser::ast::visit_expressions_mut(expr, |e| {
             if let Expr::Exists { subquery, negated } = e
                 && let Some(count) = count_of_rows(subquery)
@@ -1739,6 +1730,33 @@ fn select_list_set_functions(select: &mut Select) {
             ControlFlow::<()>::Continue(())
         });
     }
+}
+
+/// `generate_series(...)` as the rows of its list (`unnest`); a series of
+/// `integer` literals is `integer` (DataFusion's is `bigint`).
+fn series_rows(expr: &Expr) -> Option<Expr> {
+    let Expr::Function(function) = expr else {
+        return None;
+    };
+    if function_name(function) != "generate_series"
+        || !matches!(function.args, FunctionArguments::List(_))
+    {
+        return None;
+    }
+    let int4 = arguments(function).iter().all(|argument| {
+        let literal = match argument {
+            Expr::UnaryOp { expr, .. } => expr.as_ref(),
+            other => other,
+        };
+        matches!(literal, Expr::Value(v)
+            if matches!(&v.value, Value::Number(n, _) if n.parse::<i32>().is_ok()))
+    });
+    let unnested = call("unnest", vec![expr.clone()]);
+    Some(if int4 {
+        cast_to(unnested, DataType::Int(None))
+    } else {
+        unnested
+    })
 }
 
 /// `(SELECT count(*) FROM ... WHERE ...)` for a plain `SELECT ... FROM ...
