@@ -11,13 +11,13 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Float64Type};
-use datafusion::common::{DataFusionError, Result, ScalarValue};
+use datafusion::common::{Result, ScalarValue};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, Signature, Volatility,
 };
 
-use super::{PgError, sqlstate};
+use super::float_sums::overflow;
 
 /// What an aggregate computes from the sums.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -125,13 +125,6 @@ pub fn functions() -> Vec<AggregateUDF> {
             })
         })
         .collect()
-}
-
-fn overflow() -> DataFusionError {
-    DataFusionError::External(Box::new(PgError::new(
-        sqlstate::NUMERIC_OUT_OF_RANGE,
-        "value out of range: overflow",
-    )))
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -341,6 +334,7 @@ impl Accumulator for RegressionAccumulator {
             syy,
             sxy,
         } = self.sums;
+        // In the order of [`STATE`].
         Ok([n, sx, sxx, sy, syy, sxy]
             .into_iter()
             .map(|value| ScalarValue::Float64(Some(value)))

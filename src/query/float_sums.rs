@@ -108,7 +108,8 @@ pub fn functions() -> Vec<AggregateUDF> {
         .collect()
 }
 
-fn overflow() -> DataFusionError {
+/// PostgreSQL's `float_overflow_error`.
+pub(super) fn overflow() -> DataFusionError {
     DataFusionError::External(Box::new(PgError::new(
         sqlstate::NUMERIC_OUT_OF_RANGE,
         "value out of range: overflow",
