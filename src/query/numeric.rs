@@ -951,8 +951,9 @@ impl Functions {
                     },
                 )))
             }
-            // The same aggregates as window functions (a sliding frame,
-            // which would take values back out, is refused while running).
+            // The same aggregates as window functions: over a sliding frame
+            // the sums are taken afresh for each row, as in PostgreSQL
+            // (max()/min() of floats over one are refused while running).
             Expr::WindowFunction(window) if self.window_aggregate(window, schema).is_some() => {
                 let Some((func, args)) = self.window_aggregate(window, schema) else {
                     return Ok(Transformed::no(expr));

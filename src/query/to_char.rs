@@ -162,6 +162,19 @@ impl ScalarUDFImpl for ToChar {
     }
 }
 
+/// A decimal type's scale as a non-negative one and the factor its digits
+/// take to be at that scale (10^n for a negative scale -n, else 1).
+fn decimal_scale(scale: i8) -> (u32, datafusion::arrow::datatypes::i256) {
+    use datafusion::arrow::datatypes::i256;
+    match u32::try_from(scale) {
+        Ok(scale) => (scale, i256::ONE),
+        Err(_) => (
+            0,
+            i256::from_i128(10).wrapping_pow(u32::from(scale.unsigned_abs())),
+        ),
+    }
+}
+
 /// The numbers of `values` by row, when they are numbers.
 fn numbers(values: &ArrayRef) -> Option<Box<dyn Fn(usize) -> number::Number + '_>> {
     use datafusion::arrow::datatypes::{
@@ -185,19 +198,20 @@ fn numbers(values: &ArrayRef) -> Option<Box<dyn Fn(usize) -> number::Number + '_
             let values = values.as_primitive::<Float64Type>();
             Box::new(move |row| Number::Float8(values.value(row)))
         }
+        // A negative scale (digits × 10^n) becomes digits at scale 0.
         DataType::Decimal128(_, scale) => {
-            let scale = (*scale).max(0) as u32;
+            let (scale, factor) = decimal_scale(*scale);
             let values = values.as_primitive::<Decimal128Type>();
             Box::new(move |row| Number::Numeric {
-                digits: i256::from_i128(values.value(row)),
+                digits: i256::from_i128(values.value(row)).wrapping_mul(factor),
                 scale,
             })
         }
         DataType::Decimal256(_, scale) => {
-            let scale = (*scale).max(0) as u32;
+            let (scale, factor) = decimal_scale(*scale);
             let values = values.as_primitive::<Decimal256Type>();
             Box::new(move |row| Number::Numeric {
-                digits: values.value(row),
+                digits: values.value(row).wrapping_mul(factor),
                 scale,
             })
         }
