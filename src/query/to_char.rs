@@ -136,14 +136,21 @@ impl ScalarUDFImpl for ToChar {
         let templates = templates.as_string::<i32>();
         let mut out = StringBuilder::new();
         if let Some(number) = numbers(values) {
+            let pg_error = |error| DataFusionError::External(Box::new(error));
+            // The template is parsed again only when it changes.
+            let mut parsed: Option<(&str, number::Template)> = None;
             for row in 0..values.len() {
                 if values.is_null(row) || templates.is_null(row) {
                     out.append_null();
                     continue;
                 }
-                let text = number::render(templates.value(row), number(row))
-                    .map_err(|error| DataFusionError::External(Box::new(error)))?;
-                out.append_value(text);
+                let text = templates.value(row);
+                if parsed.as_ref().is_none_or(|(last, _)| *last != text) {
+                    parsed = Some((text, number::parse(text).map_err(pg_error)?));
+                }
+                if let Some((_, template)) = &parsed {
+                    out.append_value(number::render(template, number(row)).map_err(pg_error)?);
+                }
             }
             return super::functions::columnar(Arc::new(out.finish()) as ArrayRef, scalar);
         }

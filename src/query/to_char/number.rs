@@ -70,8 +70,9 @@ enum AnchoredSign {
 
 /// A parsed template: its nodes and PostgreSQL's description of the number.
 #[derive(Debug, Clone, Default)]
-struct Template {
-    nodes: Vec<Node>,
+pub struct Template {
+    /// Shared, so that a copy made for each value is cheap.
+    nodes: std::sync::Arc<Vec<Node>>,
     /// Digit positions before and after the decimal point.
     pre: usize,
     post: usize,
@@ -105,7 +106,8 @@ fn syntax(message: impl Into<String>) -> PgError {
     PgError::new(sqlstate::SYNTAX_ERROR, message)
 }
 
-fn parse(text: &str) -> Result<Template, PgError> {
+/// A template's text, parsed once for all the values printed by it.
+pub fn parse(text: &str) -> Result<Template, PgError> {
     let mut template = Template::default();
     let chars: Vec<char> = text.chars().collect();
     let mut at = 0;
@@ -118,7 +120,7 @@ fn parse(text: &str) -> Result<Template, PgError> {
                 if chars[at] == '\\' && at + 1 < chars.len() {
                     at += 1;
                 }
-                template.nodes.push(Node::Text(chars[at]));
+                std::sync::Arc::make_mut(&mut template.nodes).push(Node::Text(chars[at]));
                 at += 1;
             }
             at += 1;
@@ -134,7 +136,7 @@ fn parse(text: &str) -> Result<Template, PgError> {
                         .all(|(c, u)| *c == u.to_ascii_lowercase()))
         });
         let Some(keyword) = keyword else {
-            template.nodes.push(Node::Text(chars[at]));
+            std::sync::Arc::make_mut(&mut template.nodes).push(Node::Text(chars[at]));
             at += 1;
             continue;
         };
@@ -272,14 +274,14 @@ impl Template {
             // B, C and SP are accepted and print nothing.
             _ => Node::Silent,
         };
-        self.nodes.push(node);
+        std::sync::Arc::make_mut(&mut self.nodes).push(node);
         Ok(())
     }
 }
 
 /// `value` printed by `template`, as PostgreSQL's `to_char` prints it.
-pub fn render(template: &str, value: Number) -> Result<String, PgError> {
-    let mut template = parse(template)?;
+pub fn render(template: &Template, value: Number) -> Result<String, PgError> {
+    let mut template = template.clone();
     if template.roman {
         let roman = roman_numeral(value)?;
         return Printer::new(&template, roman.into_bytes(), 0, None).print();
@@ -745,7 +747,7 @@ impl<'a> Printer<'a> {
     fn print(mut self) -> Result<String, PgError> {
         let fill = self.template.fill;
         let sign = self.sign.unwrap_or('\0');
-        for node in self.template.nodes.clone() {
+        for node in self.template.nodes.clone().iter().cloned() {
             match node {
                 Node::Digit { zero } => self.numeric_position(zero),
                 Node::Point => self.numeric_position(false),
@@ -885,7 +887,7 @@ mod tests {
         ];
         for (value, template, expected) in cases {
             assert_eq!(
-                render(template, value).unwrap(),
+                render(&parse(template).unwrap(), value).unwrap(),
                 expected,
                 "to_char({value:?}, {template:?})"
             );
@@ -901,7 +903,9 @@ mod tests {
             ("S9MI", "cannot use \"S\" and \"MI\" together"),
             ("9EEEE9", "\"EEEE\" must be the last pattern used"),
         ] {
-            let error = render(template, Number::Int4(5)).unwrap_err();
+            let error = parse(template)
+                .and_then(|template| render(&template, Number::Int4(5)))
+                .unwrap_err();
             assert_eq!(error.code, sqlstate::SYNTAX_ERROR);
             assert_eq!(error.message, message);
         }
