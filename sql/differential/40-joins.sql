@@ -64,3 +64,9 @@ SELECT id, t.d FROM times t FULL JOIN nums USING (id) WHERE id > 2 ORDER BY id D
 SELECT id % 3 AS k, count(*) FROM customers c FULL OUTER JOIN orders o USING (id) GROUP BY id % 3 ORDER BY 1;
 SELECT id FROM times RIGHT OUTER JOIN nums USING (id) WHERE id IN (SELECT id FROM texts) ORDER BY 1;
 SELECT n.i2 AS id, t.d FROM times t RIGHT JOIN nums n USING (id) ORDER BY id NULLS FIRST, d;
+SELECT c.name, x.amount, x.id FROM customers c CROSS JOIN LATERAL (SELECT id, amount FROM orders o WHERE o.customer_id = c.id ORDER BY placed DESC LIMIT 2) x WHERE c.id < 5 ORDER BY c.id, x.id;
+SELECT c.id, x.amount FROM customers c LEFT JOIN LATERAL (SELECT amount FROM orders o WHERE o.customer_id = c.id ORDER BY amount DESC LIMIT 1) x ON true WHERE c.id IN (1, 2, 51, 55) ORDER BY c.id;
+SELECT c.id, x.amount, x.n FROM customers c LEFT JOIN LATERAL (SELECT amount, qty AS n FROM orders o WHERE o.customer_id = c.id AND o.status = 'paid' ORDER BY 2 DESC, amount LIMIT 2 OFFSET 1) x ON x.n > 2 WHERE c.id < 12 ORDER BY 1, 2, 3;
+SELECT c.id, x.* FROM customers c, LATERAL (SELECT o.amount AS a, o.id FROM orders o WHERE o.customer_id = c.id AND c.region = 'north' ORDER BY a DESC LIMIT 1) x ORDER BY 1;
+SELECT c.id, x.total, x.status FROM customers c LEFT JOIN LATERAL (SELECT status, sum(amount) AS total FROM orders o WHERE o.customer_id = c.id GROUP BY status ORDER BY 2 DESC LIMIT 1) x ON true WHERE c.id < 6 ORDER BY 1;
+SELECT c.id, x.k FROM customers c LEFT JOIN LATERAL (SELECT o.id AS k FROM orders o WHERE o.customer_id = c.id AND o.qty > c.id % 9 ORDER BY o.id LIMIT 1) x ON true WHERE c.id < 4 ORDER BY 1;

@@ -71,3 +71,8 @@ SELECT date_trunc('fortnight', ts) FROM times;
 SELECT iv * 1.5, iv / 3, 0.5 * iv, iv * -1 FROM times ORDER BY id;
 SELECT interval '1 month' * 1.5, interval '1 day' / 0;
 SELECT id, extract(century FROM d), extract(decade FROM d), extract(millennium FROM ts), extract(century FROM tstz) FROM times ORDER BY id;
+SELECT avg(iv), avg(iv) FILTER (WHERE id < 5), avg(DISTINCT iv) FROM times;
+SELECT id, avg(iv) OVER (ORDER BY id), avg(iv) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM times ORDER BY id;
+SELECT status, avg(placed - timestamptz '2024-01-01 00:00:00+00'), avg(age(timestamptz '2025-01-01 00:00:00+00', placed)) FROM orders GROUP BY 1 ORDER BY 1;
+SELECT avg(x) FROM (VALUES (interval '2147483647 days'), (interval '1 day')) t(x);
+SELECT avg(x) FROM (VALUES (interval '1 mon'), (interval '1 mon'), (interval '1 day')) t(x) WHERE x IS NOT NULL;

@@ -27,6 +27,9 @@
 //!   item's columns, as `f(t.x)` wherever `v` is read;
 //! - `FROM t CROSS JOIN unnest(t.a) [WITH ORDINALITY] u(x, n)`, a lateral
 //!   unnest of a table's array, as `unnest()` in a select list over `t`;
+//! - `JOIN LATERAL (... ORDER BY ... LIMIT n)`, the first rows of a
+//!   subquery per outer row, as a join on numbered rows
+//!   ([`super::lateral_limit`]);
 //! - the recursive walk from a type down its domains' base types
 //!   (asyncpg's type introspection), correlated with the outer row, as
 //!   a lookup of the same walk in the catalog's types.
@@ -157,6 +160,7 @@ impl VisitorMut for Compatibility {
     }
 
     fn pre_visit_select(&mut self, select: &mut Select) -> ControlFlow<()> {
+        super::lateral_limit::top_rows_per_outer_row(select);
         expand_pg_expandarray(select);
         unnest_into_relation(select);
         select_list_set_functions(select);
@@ -2530,7 +2534,7 @@ fn empty_value(query: &Query) -> Option<Expr> {
 
 /// The relations a select's FROM names (aliases, or table names), lower
 /// case.
-fn relation_names(select: &Select) -> Vec<String> {
+pub(super) fn relation_names(select: &Select) -> Vec<String> {
     let mut names = Vec::new();
     for table in &select.from {
         for factor in
@@ -2565,14 +2569,14 @@ fn factor_name(factor: &TableFactor) -> Option<String> {
 
 /// Which side of a subquery the column references of `expr` are on.
 #[derive(Default)]
-struct References {
-    inner: bool,
-    outer: bool,
+pub(super) struct References {
+    pub(super) inner: bool,
+    pub(super) outer: bool,
     /// A nested subquery, or anything else not classified.
-    unknown: bool,
+    pub(super) unknown: bool,
 }
 
-fn references(expr: &Expr, inner: &[String]) -> References {
+pub(super) fn references(expr: &Expr, inner: &[String]) -> References {
     let mut found = References::default();
     let _ = datafusion::sql::sqlparser::ast::visit_expressions(expr, |e| {
         match e {
@@ -2596,7 +2600,7 @@ fn references(expr: &Expr, inner: &[String]) -> References {
     found
 }
 
-fn conjuncts(expr: Expr, into: &mut Vec<Expr>) {
+pub(super) fn conjuncts(expr: Expr, into: &mut Vec<Expr>) {
     match expr {
         Expr::BinaryOp {
             left,
@@ -2621,7 +2625,7 @@ fn conjuncts(expr: Expr, into: &mut Vec<Expr>) {
     }
 }
 
-fn conjunction(exprs: Vec<Expr>) -> Option<Expr> {
+pub(super) fn conjunction(exprs: Vec<Expr>) -> Option<Expr> {
     let nested = |expr: Expr| match expr {
         Expr::BinaryOp {
             op: BinaryOperator::Or,
@@ -2723,7 +2727,7 @@ fn move_outer_conditions(query: &mut Query) -> (Option<Expr>, bool) {
 
 /// Whether `condition` is an equality of an inner and an outer expression,
 /// which DataFusion decorrelates as it is.
-fn is_correlation(condition: &Expr, inner: &[String]) -> bool {
+pub(super) fn is_correlation(condition: &Expr, inner: &[String]) -> bool {
     let Expr::BinaryOp {
         left,
         op: BinaryOperator::Eq,
@@ -2843,7 +2847,7 @@ const AGGREGATES: &[&str] = &[
 
 /// Whether `expr` computes an aggregate (or a window function), so its
 /// subquery already gives one row per group.
-fn aggregates(expr: &Expr) -> bool {
+pub(super) fn aggregates(expr: &Expr) -> bool {
     let found = datafusion::sql::sqlparser::ast::visit_expressions(expr, |e| match e {
         Expr::Function(function)
             if function.over.is_some()

@@ -3,20 +3,30 @@
 //! is a double; the fraction of a month flows into days (a month of 30
 //! days) and the fraction of a day into the time, each rounded to the
 //! microsecond. DataFusion has no such operators.
+//!
+//! `avg(interval)` too, which DataFusion lacks: as `interval_accum` and
+//! `interval_avg`, the months, days and microseconds are summed apart and
+//! the sum divided by the count with `interval_div`.
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, AsArray, IntervalMonthDayNanoBuilder};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, IntervalMonthDayNanoBuilder};
 use datafusion::arrow::datatypes::{
-    DataType, Float64Type, IntervalMonthDayNano, IntervalMonthDayNanoType, IntervalUnit,
+    DataType, Field, FieldRef, Float64Type, Int32Type, Int64Type, IntervalMonthDayNano,
+    IntervalMonthDayNanoType, IntervalUnit,
 };
-use datafusion::common::{DFSchema, DataFusionError, Result};
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::Transformed;
+use datafusion::common::{DFSchema, DataFusionError, Result, ScalarValue};
 use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::planner::{ExprPlanner, PlannerResult, RawBinaryExpr};
 use datafusion::logical_expr::{
-    ColumnarValue, Expr, ExprSchemable, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
-    Volatility,
+    Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, Expr, ExprSchemable, LogicalPlan,
+    ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature, Volatility,
+    WindowFunctionDefinition,
 };
+use datafusion::optimizer::AnalyzerRule;
 use datafusion::sql::sqlparser::ast::BinaryOperator;
 
 use super::{PgError, sqlstate};
@@ -39,6 +49,23 @@ fn out_of_range() -> DataFusionError {
 /// `interval_mul` (and `interval_div`, which divides where this multiplies:
 /// `divide` is true).
 fn scale(span: IntervalMonthDayNano, factor: f64, divide: bool) -> Result<IntervalMonthDayNano> {
+    scale_parts(
+        span.months,
+        span.days,
+        span.nanoseconds as f64 / 1_000.0,
+        factor,
+        divide,
+    )
+}
+
+/// [`scale`] of an interval given as months, days and microseconds.
+fn scale_parts(
+    span_months: i32,
+    span_days: i32,
+    span_micros: f64,
+    factor: f64,
+    divide: bool,
+) -> Result<IntervalMonthDayNano> {
     let apply = |value: f64| {
         if divide {
             value / factor
@@ -46,8 +73,8 @@ fn scale(span: IntervalMonthDayNano, factor: f64, divide: bool) -> Result<Interv
             value * factor
         }
     };
-    let months_exact = apply(f64::from(span.months));
-    let days_exact = apply(f64::from(span.days));
+    let months_exact = apply(f64::from(span_months));
+    let days_exact = apply(f64::from(span_days));
     if !months_exact.is_finite()
         || !days_exact.is_finite()
         || months_exact.abs() > f64::from(i32::MAX)
@@ -70,8 +97,7 @@ fn scale(span: IntervalMonthDayNano, factor: f64, divide: bool) -> Result<Interv
     days = days
         .checked_add(month_remainder_days as i32)
         .ok_or_else(out_of_range)?;
-    let micros = (apply(span.nanoseconds as f64 / 1_000.0) + seconds_remainder * 1_000_000.0)
-        .round_ties_even();
+    let micros = (apply(span_micros) + seconds_remainder * 1_000_000.0).round_ties_even();
     if !micros.is_finite() || micros.abs() >= i64::MAX as f64 / 1_000.0 {
         return Err(out_of_range());
     }
@@ -185,6 +211,253 @@ impl ExprPlanner for IntervalOperators {
         Ok(PlannerResult::Planned(Expr::ScalarFunction(
             ScalarFunction::new_udf(udf, vec![span, factor]),
         )))
+    }
+}
+
+const AVERAGE: &str = "pgaccel_interval_avg";
+
+fn interval_type() -> DataType {
+    DataType::Interval(IntervalUnit::MonthDayNano)
+}
+
+/// The aggregate behind `avg(interval)`.
+fn average() -> AggregateUDF {
+    AggregateUDF::new_from_impl(IntervalAverage {
+        signature: Signature::exact(vec![interval_type()], Volatility::Immutable),
+    })
+}
+
+/// The `avg` a query is planned with: DataFusion's, which also takes an
+/// interval. DataFusion types an aggregate while it reads the SQL, where
+/// its own `avg` would refuse an interval before any rewrite could see it;
+/// [`IntervalAverages`] then puts DataFusion's `avg` back, or the
+/// interval one, before anything runs.
+pub fn planning_average() -> AggregateUDF {
+    let inner = datafusion::functions_aggregate::average::avg_udaf();
+    let mut types = match &inner.signature().type_signature {
+        TypeSignature::OneOf(types) => types.clone(),
+        other => vec![other.clone()],
+    };
+    types.push(TypeSignature::Exact(vec![interval_type()]));
+    AggregateUDF::new_from_impl(PlanningAverage {
+        signature: Signature::one_of(types, inner.signature().volatility),
+        inner,
+    })
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct PlanningAverage {
+    inner: Arc<AggregateUDF>,
+    signature: Signature,
+}
+
+impl AggregateUDFImpl for PlanningAverage {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn aliases(&self) -> &[String] {
+        self.inner.aliases()
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        match arg_types {
+            [DataType::Interval(_)] => Ok(interval_type()),
+            _ => self.inner.return_type(arg_types),
+        }
+    }
+
+    fn accumulator(&self, _args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
+        Err(DataFusionError::Internal(
+            "avg() is replaced before it runs".to_owned(),
+        ))
+    }
+}
+
+/// Replaces [`planning_average`] by DataFusion's `avg`, or by the interval
+/// average for an interval, as the first analyzer rule.
+#[derive(Debug)]
+pub struct IntervalAverages;
+
+impl AnalyzerRule for IntervalAverages {
+    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+        let average = Arc::new(average());
+        let planned = |func: &AggregateUDF| func.inner().is::<PlanningAverage>();
+        let replacement = |args: &[Expr], schema: &DFSchema| match args {
+            [arg] if matches!(arg.get_type(schema), Ok(DataType::Interval(_))) => {
+                Arc::clone(&average)
+            }
+            _ => datafusion::functions_aggregate::average::avg_udaf(),
+        };
+        super::numeric::rewrite_expressions(plan, |expr, schema| {
+            let function = match &expr {
+                Expr::AggregateFunction(function) => Some((&function.func, &function.params.args)),
+                Expr::WindowFunction(window) => match &window.fun {
+                    WindowFunctionDefinition::AggregateUDF(func) => {
+                        Some((func, &window.params.args))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            };
+            let Some((func, args)) = function else {
+                return Ok(Transformed::no(expr));
+            };
+            if !planned(func) {
+                return Ok(Transformed::no(expr));
+            }
+            let func = replacement(args, schema);
+            Ok(Transformed::yes(match expr {
+                Expr::AggregateFunction(mut function) => {
+                    function.func = func;
+                    Expr::AggregateFunction(function)
+                }
+                Expr::WindowFunction(mut window) => {
+                    window.fun = WindowFunctionDefinition::AggregateUDF(func);
+                    Expr::WindowFunction(window)
+                }
+                other => other,
+            }))
+        })
+    }
+
+    fn name(&self) -> &str {
+        "pgaccel_interval_averages"
+    }
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct IntervalAverage {
+    signature: Signature,
+}
+
+impl AggregateUDFImpl for IntervalAverage {
+    fn name(&self) -> &str {
+        AVERAGE
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(interval_type())
+    }
+
+    fn state_fields(&self, _args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
+        Ok(vec![
+            Arc::new(Field::new("months", DataType::Int32, true)),
+            Arc::new(Field::new("days", DataType::Int32, true)),
+            Arc::new(Field::new("micros", DataType::Int64, true)),
+            Arc::new(Field::new("count", DataType::Int64, true)),
+        ])
+    }
+
+    fn accumulator(&self, _args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
+        Ok(Box::<IntervalSum>::default())
+    }
+}
+
+/// `interval_accum`'s state: the sum, kept as `interval_pl` adds (each
+/// field overflowing is 22008), and the count.
+#[derive(Debug, Default)]
+struct IntervalSum {
+    months: i32,
+    days: i32,
+    micros: i64,
+    count: i64,
+}
+
+impl IntervalSum {
+    /// Adds a sum of `count` intervals, `months`, `days` and `micros`.
+    fn add(&mut self, months: i32, days: i32, micros: i64, count: i64) -> Result<()> {
+        self.months = self.months.checked_add(months).ok_or_else(out_of_range)?;
+        self.days = self.days.checked_add(days).ok_or_else(out_of_range)?;
+        self.micros = self.micros.checked_add(micros).ok_or_else(out_of_range)?;
+        self.count += count;
+        Ok(())
+    }
+
+    fn each(values: &ArrayRef, mut f: impl FnMut(i32, i32, i64) -> Result<()>) -> Result<()> {
+        let spans = values.as_primitive::<IntervalMonthDayNanoType>();
+        for span in spans.iter().flatten() {
+            f(span.months, span.days, span.nanoseconds / 1_000)?;
+        }
+        Ok(())
+    }
+}
+
+impl Accumulator for IntervalSum {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        Self::each(&values[0], |months, days, micros| {
+            self.add(months, days, micros, 1)
+        })
+    }
+
+    /// A row leaving a sliding window frame (`interval_accum_inv`).
+    fn retract_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        Self::each(&values[0], |months, days, micros| {
+            let negated = |v: i32| v.checked_neg().ok_or_else(out_of_range);
+            self.add(
+                negated(months)?,
+                negated(days)?,
+                micros.checked_neg().ok_or_else(out_of_range)?,
+                -1,
+            )
+        })
+    }
+
+    fn supports_retract_batch(&self) -> bool {
+        true
+    }
+
+    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
+        let months = states[0].as_primitive::<Int32Type>();
+        let days = states[1].as_primitive::<Int32Type>();
+        let micros = states[2].as_primitive::<Int64Type>();
+        let counts = states[3].as_primitive::<Int64Type>();
+        for row in 0..counts.len() {
+            if counts.is_valid(row) && counts.value(row) > 0 {
+                self.add(
+                    months.value(row),
+                    days.value(row),
+                    micros.value(row),
+                    counts.value(row),
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        Ok(vec![
+            ScalarValue::Int32(Some(self.months)),
+            ScalarValue::Int32(Some(self.days)),
+            ScalarValue::Int64(Some(self.micros)),
+            ScalarValue::Int64(Some(self.count)),
+        ])
+    }
+
+    fn evaluate(&mut self) -> Result<ScalarValue> {
+        if self.count == 0 {
+            return Ok(ScalarValue::IntervalMonthDayNano(None));
+        }
+        let average = scale_parts(
+            self.months,
+            self.days,
+            self.micros as f64,
+            self.count as f64,
+            true,
+        )?;
+        Ok(ScalarValue::IntervalMonthDayNano(Some(average)))
+    }
+
+    fn size(&self) -> usize {
+        std::mem::size_of_val(self)
     }
 }
 

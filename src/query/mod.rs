@@ -31,6 +31,7 @@ mod functions;
 pub mod interval;
 mod interval_arithmetic;
 pub mod json;
+mod lateral_limit;
 mod literals;
 mod lookup;
 mod make;
@@ -131,8 +132,10 @@ pub fn engine(
     system::install(&mut state, &catalog, registry, &activity)?;
     // Untyped literals take the other operand's type before DataFusion's
     // type coercion runs.
-    let mut rules: Vec<Arc<dyn datafusion::optimizer::AnalyzerRule + Send + Sync>> =
-        vec![Arc::new(unknown_literals::UnknownLiterals)];
+    let mut rules: Vec<Arc<dyn datafusion::optimizer::AnalyzerRule + Send + Sync>> = vec![
+        Arc::new(unknown_literals::UnknownLiterals),
+        Arc::new(interval_arithmetic::IntervalAverages),
+    ];
     rules.extend(state.analyzer().rules.iter().cloned());
     // After type coercion, which adds the implicit casts to text.
     rules.push(Arc::new(text_casts::TextCasts));
@@ -156,6 +159,7 @@ pub fn engine(
         .chain(float_extremes::functions())
         .chain(float_sums::functions())
         .chain(float_regression::functions())
+        .chain([interval_arithmetic::planning_average()])
     {
         datafusion::execution::FunctionRegistry::register_udaf(&mut state, Arc::new(aggregate))?;
     }
