@@ -87,3 +87,6 @@ SELECT exp(1000::float8);
 SELECT sin('infinity'::float8);
 SELECT atanh(1::float8), atanh(-1::float8), cosh(1000::float8), exp('-infinity'::float8);
 SELECT count(*) FILTER (WHERE amount::float8 > 500.5), sum(qty) FILTER (WHERE qty::float8 > 5.5) FROM orders;
+SELECT status, avg(amount)::float8, avg(amount)::float4, sum(amount)::float8 FROM orders GROUP BY 1 ORDER BY 1;
+SELECT n::float8, n::float4, n::real * 2 FROM nums ORDER BY id;
+SELECT avg(amount) * 1.5::float8, avg(qty) + 0.1::float8, CAST(sum(amount) / count(*) AS double precision) FROM orders;

@@ -44,6 +44,7 @@ use super::sqlstate;
 use crate::accelerator::PG_TYPE_METADATA;
 
 mod functions;
+mod to_float;
 
 pub use functions::register;
 use functions::*;
@@ -857,6 +858,18 @@ impl Functions {
                         Box::new(Expr::ScalarFunction(rounded)),
                         Arc::clone(&cast.field),
                     ),
+                )))
+            }
+            // To a float: the nearest to the exact value.
+            Expr::Cast(cast)
+                if matches!(
+                    cast.field.data_type(),
+                    DataType::Float64 | DataType::Float32
+                ) && cast.expr.get_type(schema).is_ok_and(|t| is_decimal(&t)) =>
+            {
+                let udf = to_float::function(cast.field.data_type().clone());
+                Ok(Transformed::yes(Expr::ScalarFunction(
+                    ScalarFunction::new_udf(Arc::new(udf), vec![(*cast.expr).clone()]),
                 )))
             }
             // A numeric whose scale varies, as text: printed at its scale.
