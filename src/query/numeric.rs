@@ -1745,6 +1745,50 @@ impl Threads<'_> {
                 };
                 Ok(Some((plan, scale)))
             }
+            // Each branch of a union keeps its values' own scales: each
+            // gives its companion column (or its type's fixed scale), under
+            // one name.
+            LogicalPlan::Union(union) => {
+                let name = self.fresh();
+                let mut inputs = Vec::with_capacity(union.inputs.len());
+                for input in union.inputs {
+                    let input = Arc::unwrap_or_clone(input);
+                    let fields = Arc::clone(input.schema());
+                    let (qualifier, field) = fields.qualified_field(index);
+                    let branch_column = Column::from((qualifier, field));
+                    let (threaded, scale) = match self.thread(input.clone(), &branch_column)? {
+                        Some(threaded) => threaded,
+                        None => match field.data_type() {
+                            DataType::Decimal128(_, scale) => (input, lit(i32::from(*scale))),
+                            DataType::Null => (input, lit(0i32)),
+                            t if t.is_integer() => (input, lit(0i32)),
+                            _ => return Ok(None),
+                        },
+                    };
+                    let exprs = fields
+                        .iter()
+                        .map(|(qualifier, field)| Expr::Column(Column::from((qualifier, field))))
+                        .chain(std::iter::once(
+                            datafusion::logical_expr::cast(scale, DataType::Int32).alias(&name),
+                        ))
+                        .collect();
+                    inputs.push(Arc::new(LogicalPlan::Projection(Projection::try_new(
+                        exprs,
+                        Arc::new(threaded),
+                    )?)));
+                }
+                let plan = LogicalPlan::Union(
+                    datafusion::logical_expr::Union::try_new_with_loose_types(inputs)?,
+                );
+                Ok(Some((plan, Expr::Column(Column::from_name(name)))))
+            }
+            // `UNION` without `ALL` keeps one of equal values whatever
+            // their scales, which a companion column would keep apart.
+            LogicalPlan::Distinct(datafusion::logical_expr::Distinct::All(input))
+                if matches!(input.as_ref(), LogicalPlan::Union(_)) =>
+            {
+                Ok(None)
+            }
             LogicalPlan::Filter(_)
             | LogicalPlan::Sort(_)
             | LogicalPlan::Limit(_)

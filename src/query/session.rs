@@ -562,9 +562,12 @@ impl Session {
         } else {
             physical.schema()
         };
-        let stream = execute_stream(physical, self.state.task_ctx())
-            .map_err(sqlstate::from_datafusion)?
-            .map(|batch| batch.map_err(sqlstate::from_datafusion));
+        let stream = match union_branches(&physical) {
+            Some(partitions) => in_branch_order(physical, partitions, self.state.task_ctx()),
+            None => execute_stream(physical, self.state.task_ctx()),
+        }
+        .map_err(sqlstate::from_datafusion)?
+        .map(|batch| batch.map_err(sqlstate::from_datafusion));
         Ok(RowSource::new(schema, Box::pin(stream)))
     }
 
@@ -1150,4 +1153,52 @@ fn check_force_quote(options: &CopyOptions, schema: &SchemaRef) -> Result<(), Pg
         }
     }
     Ok(())
+}
+
+/// The output partitions of `plan` when it is a `UNION ALL` (under
+/// projections) whose rows come from more than one partition.
+fn union_branches(plan: &Arc<dyn datafusion::physical_plan::ExecutionPlan>) -> Option<usize> {
+    use datafusion::physical_plan::ExecutionPlanProperties;
+    use datafusion::physical_plan::projection::ProjectionExec;
+    use datafusion::physical_plan::union::UnionExec;
+    let mut node = plan;
+    while let Some(projection) = node.downcast_ref::<ProjectionExec>() {
+        node = projection.input();
+    }
+    let partitions = plan.output_partitioning().partition_count();
+    (node.downcast_ref::<UnionExec>().is_some() && partitions > 1).then_some(partitions)
+}
+
+/// A `UNION ALL` without `ORDER BY` read branch after branch, as
+/// PostgreSQL's Append gives it (a report's total row, its last branch,
+/// comes last); DataFusion would interleave the branches' partitions as
+/// they finish. Every partition runs at once into a buffer of a few
+/// batches, and the buffers are read in the partitions' order (a union's
+/// are its branches' in turn). A partition stops when its rows are no
+/// longer wanted.
+fn in_branch_order(
+    plan: Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+    partitions: usize,
+    context: Arc<datafusion::execution::TaskContext>,
+) -> datafusion::common::Result<datafusion::execution::SendableRecordBatchStream> {
+    use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+    const BUFFERED_BATCHES: usize = 2;
+    let schema = plan.schema();
+    let mut receivers = Vec::with_capacity(partitions);
+    for partition in 0..partitions {
+        let mut stream = plan.execute(partition, Arc::clone(&context))?;
+        let (sender, receiver) = tokio::sync::mpsc::channel(BUFFERED_BATCHES);
+        tokio::spawn(async move {
+            while let Some(batch) = stream.next().await {
+                let failed = batch.is_err();
+                if sender.send(batch).await.is_err() || failed {
+                    break;
+                }
+            }
+        });
+        receivers.push(receiver);
+    }
+    let batches = futures::stream::iter(receivers)
+        .flat_map(|mut receiver| futures::stream::poll_fn(move |cx| receiver.poll_recv(cx)));
+    Ok(Box::pin(RecordBatchStreamAdapter::new(schema, batches)))
 }
