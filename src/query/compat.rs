@@ -723,14 +723,28 @@ fn unnest_parts(factor: &TableFactor) -> Option<(Expr, Option<TableAlias>, bool)
     }
 }
 
-/// `FROM t ... CROSS JOIN unnest(t.a) WITH ORDINALITY AS u(x, n)`: each row
-/// of `t` once per element of its array, which DataFusion cannot join
-/// laterally. `t` becomes `(SELECT *, unnest(t.a) AS x, unnest(range(1,
+/// `FROM t ... CROSS JOIN unnest(t.a) WITH ORDINALITY AS u(x, n)` (or
+/// `FROM t, unnest(a) u`): each row of `t` once per element of its array,
+/// which DataFusion cannot join laterally. `t` becomes `(SELECT *, unnest(t.a) AS x, unnest(range(1,
 /// cardinality(t.a) + 1)) AS n FROM t) AS t`, the same rows (select-list
 /// unnests of equal length go in step), and `u.x` becomes `t.x`. Only for a
 /// plain table `t` named by the array's qualifier and an inner join.
 fn unnest_into_relation(select: &mut Select) {
-    use datafusion::sql::sqlparser::ast::{JoinConstraint, JoinOperator};
+    use datafusion::sql::sqlparser::ast::{Join, JoinConstraint, JoinOperator};
+    // `FROM t, unnest(t.a) u` is `FROM t CROSS JOIN unnest(t.a) u`.
+    let mut at = 1;
+    while at < select.from.len() {
+        if select.from[at].joins.is_empty() && unnest_parts(&select.from[at].relation).is_some() {
+            let item = select.from.remove(at);
+            select.from[at - 1].joins.push(Join {
+                relation: item.relation,
+                global: false,
+                join_operator: JoinOperator::CrossJoin(JoinConstraint::None),
+            });
+        } else {
+            at += 1;
+        }
+    }
     let mut renamed: Vec<(String, Ident)> = Vec::new();
     for table in &mut select.from {
         let mut index = 0;
@@ -749,11 +763,26 @@ fn unnest_into_relation(select: &mut Select) {
                 index += 1;
                 continue;
             };
-            let Expr::CompoundIdentifier(parts) = &array else {
-                index += 1;
-                continue;
+            // The table the array is a column of: the one its qualifier
+            // names, or for an unqualified column the only one before it.
+            let qualifier = match &array {
+                Expr::CompoundIdentifier(parts) if parts.len() == 2 => parts[0].clone(),
+                Expr::Identifier(_) if index == 0 => match factor_name(&table.relation) {
+                    Some(name)
+                        if matches!(table.relation, TableFactor::Table { args: None, .. }) =>
+                    {
+                        Ident::new(name)
+                    }
+                    _ => {
+                        index += 1;
+                        continue;
+                    }
+                },
+                _ => {
+                    index += 1;
+                    continue;
+                }
             };
-            let qualifier = parts[0].clone();
             let target = std::iter::once(&mut table.relation)
                 .chain(table.joins[..index].iter_mut().map(|j| &mut j.relation))
                 .find(|factor| {

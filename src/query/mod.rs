@@ -54,6 +54,7 @@ mod set_operations;
 pub mod settings;
 pub mod sqlstate;
 pub mod statement;
+mod subscripts;
 pub mod system;
 mod table;
 mod table_qualifiers;
@@ -144,6 +145,7 @@ pub fn engine(
         Arc::new(json::JsonOperators),
         Arc::new(interval_arithmetic::IntervalOperators),
         Arc::new(unknown_literals::ArrayLiterals),
+        Arc::new(subscripts::ArraySubscripts),
         Arc::new(table_qualifiers::TableQualifiers),
     ];
     planners.extend(state.expr_planners().iter().cloned());
