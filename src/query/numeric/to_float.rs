@@ -70,8 +70,8 @@ impl ScalarUDFImpl for NumericToFloat {
         let (arrays, scalar) = super::super::functions::argument_arrays(&args)?;
         let values = &arrays[0];
         let double = self.target == DataType::Float64;
-        let out: ArrayRef = match (values.data_type(), double) {
-            (DataType::Decimal128(_, scale), true) => {
+        let out: ArrayRef = match values.data_type() {
+            DataType::Decimal128(_, scale) if double => {
                 let scale = *scale;
                 Arc::new(
                     values
@@ -81,37 +81,36 @@ impl ScalarUDFImpl for NumericToFloat {
                         .collect::<Float64Array>(),
                 )
             }
-            (DataType::Decimal128(_, scale), false) => {
+            DataType::Decimal128(_, scale) | DataType::Decimal256(_, scale) => {
                 let scale = *scale;
-                Arc::new(
-                    values
+                let digits: Vec<Option<String>> = match values.data_type() {
+                    DataType::Decimal128(..) => values
                         .as_primitive::<Decimal128Type>()
                         .iter()
-                        .map(|v| v.map(|digits| parsed::<f32>(&digits.to_string(), scale)))
-                        .collect::<Float32Array>(),
-                )
-            }
-            (DataType::Decimal256(_, scale), true) => {
-                let scale = *scale;
-                Arc::new(
-                    values
+                        .map(|v| v.map(|digits| digits.to_string()))
+                        .collect(),
+                    _ => values
                         .as_primitive::<Decimal256Type>()
                         .iter()
-                        .map(|v| v.map(|digits| parsed::<f64>(&digits.to_string(), scale)))
-                        .collect::<Float64Array>(),
-                )
+                        .map(|v| v.map(|digits| digits.to_string()))
+                        .collect(),
+                };
+                let digits = digits.iter().map(Option::as_deref);
+                if double {
+                    Arc::new(
+                        digits
+                            .map(|v| v.map(|d| parsed::<f64>(d, scale)))
+                            .collect::<Float64Array>(),
+                    )
+                } else {
+                    Arc::new(
+                        digits
+                            .map(|v| v.map(|d| parsed::<f32>(d, scale)))
+                            .collect::<Float32Array>(),
+                    )
+                }
             }
-            (DataType::Decimal256(_, scale), false) => {
-                let scale = *scale;
-                Arc::new(
-                    values
-                        .as_primitive::<Decimal256Type>()
-                        .iter()
-                        .map(|v| v.map(|digits| parsed::<f32>(&digits.to_string(), scale)))
-                        .collect::<Float32Array>(),
-                )
-            }
-            (other, _) => {
+            other => {
                 return Err(DataFusionError::Internal(format!(
                     "{} of {other}",
                     self.name
