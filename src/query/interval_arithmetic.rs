@@ -16,7 +16,7 @@ use datafusion::arrow::datatypes::{
     IntervalMonthDayNanoType, IntervalUnit,
 };
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::Transformed;
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{DFSchema, DataFusionError, Result, ScalarValue};
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
@@ -285,8 +285,33 @@ pub struct IntervalAverages;
 
 impl AnalyzerRule for IntervalAverages {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        let average = Arc::new(average());
         let planned = |func: &AggregateUDF| func.inner().is::<PlanningAverage>();
+        // Most plans (every point lookup) have no `avg`: they are left
+        // without rebuilding each node's schema.
+        let mut found = false;
+        plan.apply_with_subqueries(|node| {
+            node.apply_expressions(|expr| {
+                expr.apply(|e| {
+                    found |= match e {
+                        Expr::AggregateFunction(function) => planned(&function.func),
+                        Expr::WindowFunction(window) => matches!(
+                            &window.fun,
+                            WindowFunctionDefinition::AggregateUDF(func) if planned(func)
+                        ),
+                        _ => false,
+                    };
+                    Ok(if found {
+                        TreeNodeRecursion::Stop
+                    } else {
+                        TreeNodeRecursion::Continue
+                    })
+                })
+            })
+        })?;
+        if !found {
+            return Ok(plan);
+        }
+        let average = Arc::new(average());
         let replacement = |args: &[Expr], schema: &DFSchema| match args {
             [arg] if matches!(arg.get_type(schema), Ok(DataType::Interval(_))) => {
                 Arc::clone(&average)
