@@ -87,3 +87,14 @@ SELECT x FROM (SELECT avg(qty) AS x FROM orders UNION ALL SELECT avg(amount) FRO
 SELECT sum(x), count(*) FROM (SELECT avg(qty) AS x FROM orders UNION ALL SELECT avg(amount) FROM orders) t;
 SELECT avg(qty) FROM orders UNION SELECT avg(qty) FROM orders;
 SELECT 'some' AS k, count(*) FROM orders WHERE qty > 3 UNION ALL SELECT 'total', count(*) FROM orders;
+SELECT (1, 2) = (1, 2), (1, NULL) = (1, 2), (1, NULL) = (2, 2), (1, 2) < (1, 3), (1, NULL) < (2, 0), (1, NULL) < (1, 0), (2, 1) >= (1, 9), (1, 2) <> (1, NULL);
+SELECT id, customer_id, placed FROM orders WHERE (customer_id, placed) IN (SELECT customer_id, max(placed) FROM orders GROUP BY customer_id) ORDER BY id LIMIT 10;
+SELECT count(*) FROM orders WHERE (customer_id, qty) NOT IN (SELECT customer_id, qty FROM orders WHERE status = 'new');
+SELECT count(*) FROM orders WHERE (status, qty) IN (('new', 1), ('paid', 2), (NULL, 3));
+SELECT count(*) FROM orders WHERE (status, qty) NOT IN (('new', 1), ('paid', 2));
+SELECT count(*) FROM orders WHERE (status, qty) NOT IN (('new', 1), (NULL, 2));
+SELECT id, (i2, i4) < (1, 5), (i2, i4) IS DISTINCT FROM (1, 1) FROM nums ORDER BY id;
+SELECT (status, qty) IN (('new', 1), ('paid', 2)) AS hit, count(*) FROM orders GROUP BY 1 ORDER BY 1;
+SELECT (customer_id, qty) IN (SELECT customer_id, qty FROM orders WHERE status = 'new') AS hit, count(*) FROM orders GROUP BY 1 ORDER BY 1;
+SELECT count(*) FROM customers c WHERE (c.id, c.region) IN (SELECT customer_id, 'north' FROM orders o WHERE o.amount > 500);
+SELECT ROW(1, 2) = ROW(1, 2), ROW(1, NULL) = ROW(1, 2);

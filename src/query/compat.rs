@@ -30,6 +30,8 @@
 //! - `JOIN LATERAL (... ORDER BY ... LIMIT n)`, the first rows of a
 //!   subquery per outer row, as a join on numbered rows
 //!   ([`super::lateral_limit`]);
+//! - row constructors compared, or tested with `IN`, field by field
+//!   ([`super::row_values`]);
 //! - the recursive walk from a type down its domains' base types
 //!   (asyncpg's type introspection), correlated with the outer row, as
 //!   a lookup of the same walk in the catalog's types.
@@ -161,6 +163,7 @@ impl VisitorMut for Compatibility {
 
     fn pre_visit_select(&mut self, select: &mut Select) -> ControlFlow<()> {
         super::lateral_limit::top_rows_per_outer_row(select);
+        super::row_values::row_in_subqueries(select);
         expand_pg_expandarray(select);
         unnest_into_relation(select);
         select_list_set_functions(select);
@@ -255,7 +258,29 @@ impl VisitorMut for Compatibility {
 
 impl Compatibility {
     fn rewrite(&self, expr: &Expr) -> Option<Expr> {
+        if let Some(fields) = super::row_values::rewrite(expr) {
+            return Some(fields);
+        }
         match expr {
+            // PostgreSQL's prefix operators `|/` (square root), `||/` (cube
+            // root), `@` (absolute value) and `~` (bitwise not), which
+            // DataFusion does not plan.
+            Expr::UnaryOp { op, expr: operand } => {
+                use datafusion::sql::sqlparser::ast::UnaryOperator;
+                let operand = (**operand).clone();
+                match op {
+                    // Both are defined for double precision only.
+                    UnaryOperator::PGSquareRoot => Some(call("sqrt", vec![double(operand)])),
+                    UnaryOperator::PGCubeRoot => Some(call("cbrt", vec![double(operand)])),
+                    UnaryOperator::PGAbs => Some(call("abs", vec![operand])),
+                    UnaryOperator::BitwiseNot => Some(Expr::Nested(Box::new(Expr::BinaryOp {
+                        left: Box::new(Expr::Nested(Box::new(operand))),
+                        op: BinaryOperator::PGBitwiseXor,
+                        right: Box::new(Expr::value(Value::Number("-1".to_owned(), false))),
+                    }))),
+                    _ => None,
+                }
+            }
             Expr::Identifier(ident) => self.system_column(None, ident),
             Expr::CompoundIdentifier(parts) => match parts.as_slice() {
                 [qualifier, column] => self.system_column(Some(qualifier), column),
@@ -1193,6 +1218,17 @@ fn cast_to(expr: Expr, data_type: DataType) -> Expr {
         kind: CastKind::Cast,
         expr: Box::new(expr),
         data_type,
+        array: false,
+        format: None,
+    }
+}
+
+/// `expr::double precision`.
+fn double(expr: Expr) -> Expr {
+    Expr::Cast {
+        kind: CastKind::DoubleColon,
+        expr: Box::new(Expr::Nested(Box::new(expr))),
+        data_type: DataType::DoublePrecision,
         array: false,
         format: None,
     }

@@ -6,6 +6,10 @@
 //!   among `count` equal buckets from `low` to `high` (0 below, count + 1
 //!   above; either direction), exact for numerics and as PostgreSQL's
 //!   float8 arithmetic for doubles.
+//! - `power(x, y)` of doubles with PostgreSQL's errors (2201F for a zero
+//!   to a negative power and a negative number to a fractional one, where
+//!   DataFusion returns infinity and NaN; 22003 for an overflow) and its
+//!   infinities; numerics stay numerics for [`super::numeric`].
 //! - `cbrt(x)` of a double by the C library's `cbrt`, as PostgreSQL
 //!   computes it (Rust's own rounds some values one unit in the last place
 //!   away: `cbrt(2)` prints `1.2599210498948732` there,
@@ -29,6 +33,10 @@ pub fn functions() -> Vec<Arc<ScalarUDF>> {
         })),
         Arc::new(ScalarUDF::new_from_impl(WidthBucket {
             signature: Signature::user_defined(Volatility::Immutable),
+        })),
+        Arc::new(ScalarUDF::new_from_impl(Power {
+            signature: Signature::user_defined(Volatility::Immutable),
+            aliases: vec!["pow".to_owned()],
         })),
     ]
     .into_iter()
@@ -260,6 +268,139 @@ const FLOAT_FUNCTIONS: [(&str, FloatEval); 19] = [
         checked(x * RADIANS_PER_DEGREE, x.is_infinite(), x == 0.0)
     }),
 ];
+
+/// PostgreSQL's `dpow`.
+fn power(x: f64, y: f64) -> FloatResult {
+    const POWER: &str = "2201F";
+    if x.is_nan() {
+        return Ok(if y.is_nan() || y != 0.0 {
+            f64::NAN
+        } else {
+            1.0
+        });
+    }
+    if y.is_nan() {
+        return Ok(if x != 1.0 { f64::NAN } else { 1.0 });
+    }
+    if x == 0.0 && y < 0.0 {
+        return Err(PgError::new(
+            POWER,
+            "zero raised to a negative power is undefined",
+        ));
+    }
+    if x < 0.0 && y.floor() != y {
+        return Err(PgError::new(
+            POWER,
+            "a negative number raised to a non-integer power yields a complex result",
+        ));
+    }
+    if y.is_infinite() {
+        let magnitude = x.abs();
+        return Ok(match (magnitude == 1.0, y > 0.0, magnitude > 1.0) {
+            (true, ..) => 1.0,
+            (false, true, true) | (false, false, false) => f64::INFINITY,
+            _ => 0.0,
+        });
+    }
+    if x.is_infinite() {
+        let odd = (y / 2.0).floor() != y / 2.0;
+        return Ok(match (y == 0.0, x > 0.0, y > 0.0) {
+            (true, ..) => 1.0,
+            (false, true, true) => x,
+            (false, true, false) => 0.0,
+            (false, false, true) => {
+                if odd {
+                    x
+                } else {
+                    -x
+                }
+            }
+            (false, false, false) => {
+                if odd {
+                    -0.0
+                } else {
+                    0.0
+                }
+            }
+        });
+    }
+    checked(x.powf(y), false, x == 0.0)
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Power {
+    signature: Signature,
+    aliases: Vec<String>,
+}
+
+impl ScalarUDFImpl for Power {
+    fn name(&self) -> &str {
+        "power"
+    }
+
+    fn aliases(&self) -> &[String] {
+        &self.aliases
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        let [x, y] = arg_types else {
+            return Err(DataFusionError::Plan(
+                "function power() takes two numbers".to_owned(),
+            ));
+        };
+        let exact = |t: &DataType| t.is_integer() || t.is_null() || is_decimal(t);
+        // power(numeric, numeric) is computed in numeric (see the module doc).
+        if (is_decimal(x) || is_decimal(y)) && exact(x) && exact(y) {
+            return Ok(vec![x.clone(), y.clone()]);
+        }
+        // An untyped literal (`'NaN'`) is read as a double.
+        let number = |t: &DataType| {
+            t.is_numeric()
+                || t.is_null()
+                || matches!(t, DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8)
+        };
+        if number(x) && number(y) {
+            return Ok(vec![DataType::Float64, DataType::Float64]);
+        }
+        Err(DataFusionError::Plan(
+            "function power() takes two numbers".to_owned(),
+        ))
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Float64)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let (arrays, scalar) = super::functions::argument_arrays(&args)?;
+        let x = datafusion::arrow::compute::cast(&arrays[0], &DataType::Float64)?;
+        let y = datafusion::arrow::compute::cast(&arrays[1], &DataType::Float64)?;
+        let (x, y) = (
+            x.as_primitive::<Float64Type>(),
+            y.as_primitive::<Float64Type>(),
+        );
+        let mut out = datafusion::arrow::array::Float64Builder::with_capacity(x.len());
+        for (x, y) in x.iter().zip(y.iter()) {
+            match x.zip(y) {
+                Some((x, y)) => out
+                    .append_value(power(x, y).map_err(|e| DataFusionError::External(Box::new(e)))?),
+                None => out.append_null(),
+            }
+        }
+        super::functions::columnar(Arc::new(out.finish()) as ArrayRef, scalar)
+    }
+}
+
+fn is_decimal(data_type: &DataType) -> bool {
+    matches!(
+        data_type,
+        DataType::Decimal128(..) | DataType::Decimal256(..)
+    )
+}
 
 /// One of [`FLOAT_FUNCTIONS`]. A numeric argument keeps its type here so
 /// that [`super::numeric`] can refuse the functions PostgreSQL computes in

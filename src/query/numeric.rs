@@ -45,6 +45,7 @@ use crate::accelerator::PG_TYPE_METADATA;
 
 mod functions;
 mod to_float;
+mod transcendental;
 
 pub use functions::register;
 use functions::*;
@@ -60,7 +61,8 @@ const MIN_SIG_DIGITS: i32 = 16;
 const MAX_DISPLAY_SCALE: i32 = 1000;
 
 /// Functions PostgreSQL computes in numeric for a numeric argument, at a
-/// scale of their own, which pgaccel refuses for one (0A000).
+/// scale of their own ([`transcendental`]); with a float among the
+/// arguments they are the float functions.
 const FLOAT_ONLY: [&str; 7] = ["exp", "ln", "log", "log10", "power", "pow", "sqrt"];
 const DIVIDE: &str = "pgaccel_numeric_div";
 const DIVIDE_SCALE: &str = "pgaccel_numeric_div_scale";
@@ -186,15 +188,20 @@ fn divide(dividend: Number, divisor: Number, scale: u32) -> Option<i256> {
     })
 }
 
+/// A numeric result at `scale` decimals, more than pgaccel keeps.
+fn too_many_decimals(scale: u32) -> DataFusionError {
+    DataFusionError::External(Box::new(PgError::new(
+        sqlstate::FEATURE_NOT_SUPPORTED,
+        format!(
+            "a numeric result with {scale} decimal digits is not supported (pgaccel keeps at most {DYNAMIC_SCALE})"
+        ),
+    )))
+}
+
 /// Digits at `scale` as digits at [`DYNAMIC_SCALE`].
 fn to_dynamic(digits: i256, scale: u32) -> Result<i256> {
     if scale > DYNAMIC_SCALE {
-        return Err(DataFusionError::External(Box::new(PgError::new(
-            sqlstate::FEATURE_NOT_SUPPORTED,
-            format!(
-                "a numeric result with {scale} decimal digits is not supported (pgaccel keeps at most {DYNAMIC_SCALE})"
-            ),
-        ))));
+        return Err(too_many_decimals(scale));
     }
     let value = ten_to(DYNAMIC_SCALE - scale)
         .and_then(|factor| digits.checked_mul(factor))
@@ -771,6 +778,35 @@ impl Functions {
                     .collect::<Result<_>>()?;
                 Ok(Transformed::yes(Expr::ScalarFunction(function)))
             }
+            // `sqrt`, `exp`, `ln`, `log` and `power` of exact numbers (one a
+            // numeric) are computed in numeric, as PostgreSQL does, at its
+            // result scale; DataFusion computes them in float8.
+            Expr::ScalarFunction(function)
+                if transcendental::Kind::of(function.name(), function.args.len()).is_some()
+                    && function
+                        .args
+                        .iter()
+                        .all(|arg| arg.get_type(schema).is_ok_and(|t| is_exact_number(&t)))
+                    && function
+                        .args
+                        .iter()
+                        .any(|arg| arg.get_type(schema).is_ok_and(|t| is_decimal(&t))) =>
+            {
+                let kind = transcendental::Kind::of(function.name(), function.args.len())
+                    .ok_or_else(|| DataFusionError::Internal("numeric function".into()))?;
+                let mut args = function.args.clone();
+                for argument in &function.args {
+                    let scale = self
+                        .scale_of(argument, schema, &mut |c| Some(self.pending(c)))
+                        .ok_or_else(|| {
+                            refused(&format!("this {}() of numerics", function.name()))
+                        })?;
+                    args.push(scale);
+                }
+                Ok(Transformed::yes(Expr::ScalarFunction(
+                    ScalarFunction::new_udf(transcendental::udf(kind, false), args),
+                )))
+            }
             // PostgreSQL computes these of a numeric in numeric, to a scale
             // of its own; DataFusion in float8.
             Expr::ScalarFunction(function)
@@ -1180,6 +1216,15 @@ impl Functions {
                 Some(function.args.get(2)?.clone() + function.args.get(3)?.clone())
             }
             Expr::ScalarFunction(function) if function.name() == PENDING => Some(expr.clone()),
+            Expr::ScalarFunction(function)
+                if transcendental::Kind::named(function.name()).is_some() =>
+            {
+                let kind = transcendental::Kind::named(function.name())?;
+                Some(Expr::ScalarFunction(ScalarFunction::new_udf(
+                    transcendental::udf(kind, true),
+                    function.args.clone(),
+                )))
+            }
             Expr::ScalarFunction(function) if function.name() == TO_NUMERIC => {
                 let argument = function.args.first()?;
                 if is_exact_number(&argument.get_type(schema).ok()?) {

@@ -575,11 +575,20 @@ fn rewrite(
         && matches!(function.name(), "to_timestamp" | "to_date")
     {
         // `to_timestamp(text, template)` and `to_date(text, template)` take
-        // PostgreSQL's template patterns, DataFusion's chrono's.
-        if function.args.len() > 1 {
-            return Err(datafusion::error::DataFusionError::NotImplemented(format!(
-                "{}() with a template is not supported",
-                function.name()
+        // PostgreSQL's template patterns ([`super::from_char`]), DataFusion's
+        // chrono's.
+        if function.args.len() == 2 {
+            let udf = super::from_char::function(function.name() == "to_date");
+            return Ok(Transformed::yes(Expr::ScalarFunction(
+                ScalarFunction::new_udf(Arc::new(udf), function.args.clone()),
+            )));
+        }
+        if function.args.len() > 2 {
+            // PostgreSQL has no such function (42883).
+            return Err(datafusion::error::DataFusionError::Plan(format!(
+                "No function matches {}() with {} arguments",
+                function.name(),
+                function.args.len()
             )));
         }
         // `to_timestamp(seconds)` is a timestamptz.

@@ -6,7 +6,7 @@ use super::*;
 
 /// The result of a function computing [`DYNAMIC`] values or, as its
 /// `_scale` twin, their display scales.
-fn values_or_scales(
+pub(super) fn values_or_scales(
     mut values: Decimal256Builder,
     mut scales: Int32Builder,
     scale_only: bool,
@@ -199,7 +199,7 @@ pub(super) struct Multiply {
 
 /// `number`'s digits at its display scale `display` (the digits past it
 /// are zeros).
-fn at_display_scale(number: Number, display: u32) -> Option<i256> {
+pub(super) fn at_display_scale(number: Number, display: u32) -> Option<i256> {
     if number.scale >= display {
         Some(number.digits / ten_to(number.scale - display)?)
     } else {
@@ -1577,6 +1577,11 @@ pub fn register(state: &mut datafusion::execution::context::SessionState) -> Res
     state.register_udf(Arc::new(ScalarUDF::new_from_impl(FloatRound {
         signature: Signature::any(1, Volatility::Immutable),
     })))?;
+    for kind in super::transcendental::Kind::ALL {
+        for scale_only in [false, true] {
+            state.register_udf(super::transcendental::udf(kind, scale_only))?;
+        }
+    }
     // PostgreSQL spells `ceil` also `ceiling`.
     if let Some(ceil) = state.scalar_functions().get("ceil").cloned() {
         state.register_udf(Arc::new(ceil.as_ref().clone().with_aliases(["ceiling"])))?;
