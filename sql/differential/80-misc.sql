@@ -98,3 +98,9 @@ SELECT (status, qty) IN (('new', 1), ('paid', 2)) AS hit, count(*) FROM orders G
 SELECT (customer_id, qty) IN (SELECT customer_id, qty FROM orders WHERE status = 'new') AS hit, count(*) FROM orders GROUP BY 1 ORDER BY 1;
 SELECT count(*) FROM customers c WHERE (c.id, c.region) IN (SELECT customer_id, 'north' FROM orders o WHERE o.amount > 500);
 SELECT ROW(1, 2) = ROW(1, 2), ROW(1, NULL) = ROW(1, 2);
+SELECT greatest(1, 2.5, 3), least(2.50, 3), greatest(1, 2.5, NULL), least(3, 3.0), greatest(3.0, 3);
+SELECT id, greatest(n, 0), least(n, i4), greatest(amount, 100) FROM nums, (SELECT 50.5::numeric(6,1) AS amount) a WHERE id IN (1, 2, 5, 6, 11) ORDER BY id;
+SELECT scale(1.2300), scale(5), scale(NULL::numeric), scale(n), scale(n / 3) FROM nums WHERE id IN (1, 6) ORDER BY id;
+SELECT num_nulls(1, NULL, 2), num_nonnulls(1, NULL, 2), pg_typeof(num_nulls(1));
+SELECT id, num_nulls(i2, n, f8), num_nonnulls(i2, grp) FROM nums WHERE id IN (1, 6) ORDER BY id;
+SELECT greatest(amount, qty), least(amount, 10.5) FROM orders WHERE id < 4 ORDER BY id;

@@ -41,3 +41,14 @@ SELECT id, tags[-1], tags[0], tags[2], scores[1], (ARRAY[1,2,3])[-1], (ARRAY[1,2
 SELECT tag, count(*) FROM docs, unnest(tags) tag GROUP BY tag ORDER BY 2 DESC, 1;
 SELECT d.id, t FROM docs d, unnest(d.tags) t ORDER BY 1, 2;
 SELECT id, s FROM docs, unnest(scores) AS s WHERE s > 2 ORDER BY 1, 2;
+SELECT json_agg(id ORDER BY id), jsonb_agg(status ORDER BY id) FROM orders WHERE id < 4;
+SELECT status, json_agg(amount ORDER BY id) FILTER (WHERE qty > 7) FROM orders WHERE id < 40 GROUP BY status ORDER BY status;
+SELECT jsonb_agg(DISTINCT qty) FROM orders;
+SELECT json_agg(t ORDER BY id), jsonb_agg(c ORDER BY id), json_agg(v ORDER BY id) FROM texts;
+SELECT json_agg(d ORDER BY id), jsonb_agg(ts ORDER BY id), json_agg(tstz ORDER BY id) FROM times WHERE id < 4;
+SELECT jsonb_agg(j ORDER BY id), json_agg(tags ORDER BY id), jsonb_agg(scores ORDER BY id) FROM docs;
+SELECT json_agg(x) FROM (SELECT 1 AS x WHERE false) s;
+SELECT pg_typeof(json_agg(1)), pg_typeof(jsonb_agg(1));
+SELECT id, json_agg(qty) OVER (ORDER BY id ROWS 2 PRECEDING) FROM orders WHERE id < 5 ORDER BY id;
+SELECT c.region, json_agg(c.name ORDER BY c.id) FROM customers c WHERE c.id < 8 GROUP BY c.region ORDER BY 1;
+SELECT json_agg(n ORDER BY id), jsonb_agg(f8 ORDER BY id) FROM nums;

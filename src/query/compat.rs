@@ -1223,6 +1223,16 @@ fn cast_to(expr: Expr, data_type: DataType) -> Expr {
     }
 }
 
+/// The expression `sql` spells, as PostgreSQL's dialect parses it.
+pub(super) fn parse_expr(sql: &str) -> Option<Expr> {
+    datafusion::sql::sqlparser::parser::Parser::new(
+        &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
+    )
+    .try_with_sql(sql)
+    .and_then(|mut parser| parser.parse_expr())
+    .ok()
+}
+
 /// `expr::double precision`.
 fn double(expr: Expr) -> Expr {
     Expr::Cast {
@@ -1688,7 +1698,59 @@ fn function_call(function: &Function) -> Option<Expr> {
             Err(_) => None,
         },
         "sign" => Some(call("signum", arguments(function))),
-        "array_agg" | "string_agg" | "json_agg" | "jsonb_agg" => distinct_in_order(function),
+        // `num_nulls(a, b, ...)` and `num_nonnulls(...)`: integer counts.
+        "num_nulls" | "num_nonnulls" => {
+            let nulls = function_name(function) == "num_nulls";
+            let counted = arguments(function)
+                .into_iter()
+                .map(|arg| {
+                    let test = if nulls {
+                        Expr::IsNull(Box::new(arg))
+                    } else {
+                        Expr::IsNotNull(Box::new(arg))
+                    };
+                    format!("(CASE WHEN {test} THEN 1 ELSE 0 END)")
+                })
+                .collect::<Vec<_>>();
+            if counted.is_empty() {
+                return None;
+            }
+            parse_expr(&format!("CAST({} AS integer)", counted.join(" + ")))
+        }
+        "array_agg" | "string_agg" => distinct_in_order(function),
+        // `json_agg(x ...)` as the JSON array of `array_agg(to_json(x) ...)`,
+        // with the same ORDER BY, FILTER and window. (With DISTINCT it is
+        // left to be refused: the values would be told apart as JSON text.)
+        name @ ("json_agg" | "jsonb_agg") => {
+            use datafusion::sql::sqlparser::ast::DuplicateTreatment;
+            let jsonb = name == "jsonb_agg";
+            let mut values = function.clone();
+            values.name = ObjectName::from(vec![Ident::new("array_agg")]);
+            let FunctionArguments::List(list) = &mut values.args else {
+                return None;
+            };
+            if list.duplicate_treatment == Some(DuplicateTreatment::Distinct) {
+                return None;
+            }
+            let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(value))) = list.args.first_mut()
+            else {
+                return None;
+            };
+            *value = if jsonb {
+                call("to_jsonb", vec![value.clone()])
+            } else {
+                call(
+                    super::json::AGGREGATED_ELEMENT,
+                    vec![call("to_json", vec![value.clone()]), value.clone()],
+                )
+            };
+            let array = if jsonb {
+                super::json::AGGREGATED_JSONB
+            } else {
+                super::json::AGGREGATED_JSON
+            };
+            Some(call(array, vec![Expr::Function(values)]))
+        }
         // PostgreSQL removes and replaces every matching element;
         // DataFusion's functions of these names only the first.
         "array_remove" => Some(call(

@@ -2208,7 +2208,132 @@ pub fn register(state: &mut SessionState) -> Result<()> {
     for function in functions() {
         state.register_udf(Arc::new(ScalarUDF::new_from_impl(function)))?;
     }
+    state.register_udf(Arc::new(ScalarUDF::new_from_impl(AggregatedElement {
+        signature: datafusion::logical_expr::Signature::any(2, Volatility::Immutable),
+    })))?;
+    for jsonb in [false, true] {
+        state.register_udf(Arc::new(ScalarUDF::new_from_impl(AggregatedArray {
+            jsonb,
+            signature: datafusion::logical_expr::Signature::any(1, Volatility::Immutable),
+        })))?;
+    }
     Ok(())
+}
+
+/// `json_agg(x)` and `jsonb_agg(x)` are planned (see `compat`) as
+/// `array_agg(to_json(x))` read by this function: the documents as one JSON
+/// array, `[1, "a", null]` (`", "` between elements, as both of
+/// PostgreSQL's aggregates write it); NULL over no rows.
+pub const AGGREGATED_JSON: &str = "pgaccel_json_agg_array";
+pub const AGGREGATED_JSONB: &str = "pgaccel_jsonb_agg_array";
+
+/// `pgaccel_json_agg_element(to_json(x), x)`: an element of `json_agg(x)`.
+/// PostgreSQL's `json_agg` writes a line break before every element but
+/// the first when `x` is an array or a row (`[[1,2], \n [3]]`), NULL ones
+/// excepted, so such an element carries it, for [`AggregatedArray`] to
+/// drop from the first.
+pub const AGGREGATED_ELEMENT: &str = "pgaccel_json_agg_element";
+const STRUCTURED_BREAK: &str = "\n ";
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct AggregatedElement {
+    signature: datafusion::logical_expr::Signature,
+}
+
+impl ScalarUDFImpl for AggregatedElement {
+    fn name(&self) -> &str {
+        AGGREGATED_ELEMENT
+    }
+
+    fn signature(&self) -> &datafusion::logical_expr::Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let (arrays, scalar) = super::functions::argument_arrays(&args)?;
+        let documents = cast(&arrays[0], &DataType::Utf8)?;
+        let documents = documents.as_string::<i32>();
+        let structured = matches!(
+            arrays[1].data_type(),
+            DataType::List(_)
+                | DataType::LargeList(_)
+                | DataType::FixedSizeList(..)
+                | DataType::Struct(_)
+        );
+        let mut out = StringBuilder::with_capacity(documents.len(), 0);
+        for document in documents.iter() {
+            match document {
+                Some(document) if structured => {
+                    out.append_value(format!("{STRUCTURED_BREAK}{document}"))
+                }
+                document => out.append_option(document),
+            }
+        }
+        super::functions::columnar(Arc::new(out.finish()) as ArrayRef, scalar)
+    }
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct AggregatedArray {
+    jsonb: bool,
+    signature: datafusion::logical_expr::Signature,
+}
+
+impl ScalarUDFImpl for AggregatedArray {
+    fn name(&self) -> &str {
+        if self.jsonb {
+            AGGREGATED_JSONB
+        } else {
+            AGGREGATED_JSON
+        }
+    }
+
+    fn signature(&self) -> &datafusion::logical_expr::Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn return_field_from_args(&self, _args: ReturnFieldArgs) -> Result<FieldRef> {
+        let pg_type = if self.jsonb { "jsonb" } else { "json" };
+        Ok(Arc::new(
+            Field::new(self.name(), DataType::Utf8, true)
+                .with_metadata([(PG_TYPE_METADATA.to_owned(), pg_type.to_owned())].into()),
+        ))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let (arrays, scalar) = super::functions::argument_arrays(&args)?;
+        let lists = cast(&arrays[0], &DataType::new_list(DataType::Utf8, true))?;
+        let lists = lists.as_list::<i32>();
+        let mut out = StringBuilder::with_capacity(lists.len(), 0);
+        for list in lists.iter() {
+            let Some(list) = list else {
+                out.append_null();
+                continue;
+            };
+            let documents = list.as_string::<i32>();
+            let mut text = String::from("[");
+            for (index, document) in documents.iter().enumerate() {
+                let document = document.unwrap_or("null");
+                if index > 0 {
+                    text.push_str(", ");
+                    text.push_str(document);
+                } else {
+                    text.push_str(document.strip_prefix(STRUCTURED_BREAK).unwrap_or(document));
+                }
+            }
+            text.push(']');
+            out.append_value(text);
+        }
+        super::functions::columnar(Arc::new(out.finish()) as ArrayRef, scalar)
+    }
 }
 
 /// The type a text argument is read as: strings as they are (so their

@@ -663,6 +663,52 @@ impl Functions {
                     else_expr: Some(Box::new(as_dynamic(last, schema)?)),
                 })))
             }
+            // greatest()/least() of numerics of different scales (or
+            // numerics and integers): PostgreSQL returns the first
+            // argument equal to the extreme, printed at its own scale
+            // (`greatest(1, 2.5, 3)` is `3`), so the arguments are
+            // [`DYNAMIC`] and a CASE picks that argument.
+            Expr::ScalarFunction(function)
+                if matches!(function.name(), "greatest" | "least")
+                    && function.args.len() > 1
+                    && mixed_scales(function.args.iter(), schema) =>
+            {
+                let args = function
+                    .args
+                    .iter()
+                    .map(|arg| as_dynamic(arg.clone(), schema))
+                    .collect::<Result<Vec<_>>>()?;
+                let mut extreme = function.clone();
+                extreme.args = args.clone();
+                let extreme = Expr::ScalarFunction(extreme);
+                let when_then_expr = args
+                    .into_iter()
+                    .map(|arg| (Box::new(arg.clone().eq(extreme.clone())), Box::new(arg)))
+                    .collect();
+                Ok(Transformed::yes(Expr::Case(Case {
+                    expr: None,
+                    when_then_expr,
+                    else_expr: None,
+                })))
+            }
+            // `scale(numeric)`: the value's display scale.
+            Expr::ScalarFunction(function)
+                if function.name() == "scale"
+                    && function.args.len() == 1
+                    && function.args[0]
+                        .get_type(schema)
+                        .is_ok_and(|t| is_exact_number(&t) || t.is_null()) =>
+            {
+                let value = function.args[0].clone();
+                let scale = self
+                    .scale_of(&value, schema, &mut |c| Some(self.pending(c)))
+                    .ok_or_else(|| refused("this scale() of a numeric"))?;
+                Ok(Transformed::yes(Expr::Case(Case {
+                    expr: None,
+                    when_then_expr: vec![(Box::new(value.is_not_null()), Box::new(scale))],
+                    else_expr: None,
+                })))
+            }
             // lead()/lag() with a default: the default keeps its own scale
             // in PostgreSQL (`lead(amount, 1, 0)` prints `0`).
             Expr::WindowFunction(window)

@@ -167,12 +167,7 @@ fn as_exists(condition: &Expr) -> Option<Expr> {
         "{not}EXISTS (SELECT 1 FROM ({subquery}) AS pgaccel_rows ({}) WHERE {condition})",
         names.join(", ")
     );
-    datafusion::sql::sqlparser::parser::Parser::new(
-        &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
-    )
-    .try_with_sql(&sql)
-    .and_then(|mut parser| parser.parse_expr())
-    .ok()
+    super::compat::parse_expr(&sql)
 }
 
 fn unnested(expr: &Expr) -> &Expr {

@@ -1515,6 +1515,31 @@ impl ScalarUDFImpl for Pending {
     }
 }
 
+/// `scale(numeric)`, which the rewrite replaces with the value's display
+/// scale before the plan runs; this one only gives its type to the planner.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(super) struct Scale {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for Scale {
+    fn name(&self) -> &str {
+        "scale"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Int32)
+    }
+
+    fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        Err(refused("this scale() of a numeric"))
+    }
+}
+
 pub(super) fn one_or_two() -> Signature {
     Signature::one_of(
         vec![TypeSignature::Any(1), TypeSignature::Any(2)],
@@ -1575,6 +1600,9 @@ pub fn register(state: &mut datafusion::execution::context::SessionState) -> Res
         signature: Signature::any(1, Volatility::Immutable),
     })))?;
     state.register_udf(Arc::new(ScalarUDF::new_from_impl(FloatRound {
+        signature: Signature::any(1, Volatility::Immutable),
+    })))?;
+    state.register_udf(Arc::new(ScalarUDF::new_from_impl(Scale {
         signature: Signature::any(1, Volatility::Immutable),
     })))?;
     for kind in super::transcendental::Kind::ALL {

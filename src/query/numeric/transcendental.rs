@@ -504,6 +504,10 @@ fn sqrt(value: &Decimal, scale_only: bool) -> Result<(BigInt, u32)> {
 
 /// PostgreSQL's `numeric_exp`.
 fn exp(value: &Decimal, scale_only: bool) -> Result<(BigInt, u32)> {
+    // Beyond PostgreSQL's own range (`exp_var`).
+    if value.to_f64() >= MAX_RESULT_SCALE * 3.0 {
+        return Err(out_of_range());
+    }
     let weight = (value.to_f64() * LOG10_E).clamp(-MAX_RESULT_SCALE, MAX_RESULT_SCALE);
     let scale = held(result_scale(weight as i32, &[value.scale]))?;
     fits(weight)?;
@@ -638,10 +642,21 @@ fn integer_power(base: &Decimal, n: i32, scale_only: bool) -> Result<(BigInt, u3
         let one = ten(scale);
         return Ok((if negative { -one } else { one }, scale));
     }
+    // PostgreSQL's own range ends at 131072 digits before the point: beyond
+    // it an overflow.
+    let digits = (base.to_f64().abs().log10() * f64::from(n)).round();
+    if digits > 131_072.0 {
+        return Err(out_of_range());
+    }
     if base.digits.bits().saturating_mul(u64::from(magnitude)) > POWER_BITS {
-        return Err(unsupported(
-            "power() of a numeric with an exponent this large",
-        ));
+        // A result far below the last decimal is zero.
+        return if digits < -(f64::from(scale) + 1.0) {
+            Ok((BigInt::ZERO, scale))
+        } else {
+            Err(unsupported(
+                "power() of a numeric with an exponent this large",
+            ))
+        };
     }
     let power = base.digits.pow(magnitude);
     let decimals = base.scale * magnitude;
@@ -729,6 +744,13 @@ mod tests {
         assert_eq!(code(Kind::Log, &["1", "8"]), "22012");
         // PostgreSQL answers these; pgaccel holds 36 digits before the point.
         assert_eq!(code(Kind::Exp, &["100.0"]), "0A000");
+        // Beyond PostgreSQL's own range.
+        assert_eq!(code(Kind::Exp, &["6000"]), "22003");
+        assert_eq!(code(Kind::Power, &["10", "200000"]), "22003");
+        assert_eq!(
+            printed(Kind::Power, &["0.1", "200000"]),
+            "0.0000000000000000"
+        );
         assert_eq!(code(Kind::Power, &["10.0", "50"]), "0A000");
     }
 }
