@@ -69,3 +69,11 @@ SELECT status, corr(qty, id), covar_samp(id, qty), regr_r2(id, id), regr_interce
 SELECT corr(f8, i4), covar_pop(f4, i2), regr_sxx(n, i8), stddev(f8), var_pop(f4) FROM nums WHERE id IN (1, 2, 5, 7, 11, 12);
 SELECT id, sum(amount::float8 / 7) OVER (ORDER BY id ROWS BETWEEN 2 PRECEDING AND CURRENT ROW), avg(amount::float8 / 3) OVER (ORDER BY id ROWS BETWEEN 3 PRECEDING AND 1 FOLLOWING), stddev(qty::float8 / 3) OVER (ORDER BY id ROWS 4 PRECEDING) FROM orders ORDER BY id LIMIT 12;
 SELECT id, covar_samp(qty, amount) OVER (ORDER BY id ROWS BETWEEN 3 PRECEDING AND CURRENT ROW), regr_slope(amount, qty) OVER (ORDER BY id), var_pop(qty::float8 / 7) OVER (PARTITION BY status ORDER BY id) FROM orders ORDER BY id LIMIT 12;
+SELECT status, percentile_cont(0.9) WITHIN GROUP (ORDER BY amount) AS p90, percentile_disc(0.9) WITHIN GROUP (ORDER BY amount) FROM orders GROUP BY status ORDER BY 1;
+SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY qty), percentile_cont(0.25) WITHIN GROUP (ORDER BY amount DESC), percentile_cont(0) WITHIN GROUP (ORDER BY amount), percentile_cont(1) WITHIN GROUP (ORDER BY amount) FROM orders;
+SELECT percentile_cont(0.37) WITHIN GROUP (ORDER BY f8), percentile_cont(0.5) WITHIN GROUP (ORDER BY n), percentile_cont(0.5) WITHIN GROUP (ORDER BY i8) FROM nums WHERE id NOT IN (8, 9, 10);
+SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY amount) FROM orders WHERE false;
+SELECT pg_typeof(percentile_cont(0.5) WITHIN GROUP (ORDER BY qty)) FROM orders;
+SELECT percentile_cont(1.5) WITHIN GROUP (ORDER BY qty) FROM orders;
+SELECT percentile_disc(ARRAY[0.5]) WITHIN GROUP (ORDER BY qty) FROM orders;
+SELECT status, percentile_cont(0.5) WITHIN GROUP (ORDER BY amount) FILTER (WHERE qty > 4) FROM orders GROUP BY status ORDER BY 1;

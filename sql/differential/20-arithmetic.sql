@@ -130,3 +130,5 @@ SELECT power(2, 0.5::float8), sqrt(2::numeric + 0.0::float8), power(2.0, 3::floa
 SELECT CASE WHEN qty > 5 THEN sqrt(amount) ELSE power(amount, 2) END FROM orders WHERE id IN (1, 5, 9) ORDER BY id;
 SELECT coalesce(sqrt(n), 0) FROM nums WHERE id IN (5, 6, 7) ORDER BY id;
 SELECT sqrt(x) FROM (SELECT avg(amount) AS x FROM orders GROUP BY status) s ORDER BY 1;
+SELECT (-2.25 - t.id) * 0, 0 * (2.25 + t.id), 2.25 * 0, t.id * 0.00, amount * 0, 0::numeric(5,1) * amount FROM times t, (SELECT 1.5::numeric(4,1) AS amount) a WHERE id < 3 ORDER BY id;
+SELECT t.d, (t.tstz - interval '459 minutes'), ((-2.25 - t.id) * 0), t.id FROM times t WHERE t.id <= (SELECT count(*) FROM texts s) ORDER BY 1, 2, 3, 4;

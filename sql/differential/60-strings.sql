@@ -44,3 +44,7 @@ SELECT format('%2$s %1$s %s', 'a', 'b'), format('|%*s|%-*s|', 4, 'x', 3, 'y'), f
 SELECT id, c LIKE 'ab', c LIKE 'ab%', c ~ 'b $', concat_ws('|', c, c), format('[%s]', c) FROM texts ORDER BY id;
 SELECT quote_ident('select'), quote_ident('name'), quote_ident('Abc'), quote_ident('a b'), quote_ident('_x1'), quote_ident('1x'), quote_ident('é'), quote_ident('a"b');
 SELECT id, quote_ident(v) FROM texts ORDER BY id;
+SELECT name FROM customers WHERE name ILIKE ANY (ARRAY['%1', '%2%']) ORDER BY id LIMIT 5;
+SELECT count(*) FROM customers WHERE name LIKE ANY (ARRAY['customer 1%', 'Customer 2%']);
+SELECT count(*) FROM customers WHERE name NOT LIKE ANY (ARRAY['customer 1%', 'customer 2%']);
+SELECT region, region LIKE ANY (ARRAY['n%', NULL]), region ILIKE ANY (ARRAY['%TH']) FROM customers WHERE id < 6 ORDER BY id;

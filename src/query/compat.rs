@@ -293,6 +293,20 @@ impl Compatibility {
                 ..
             } => cast(inner, data_type, kind),
             Expr::Like {
+                any: true,
+                negated,
+                expr: value,
+                pattern,
+                escape_char,
+            } => like_any(*negated, value, pattern, escape_char.as_ref(), false),
+            Expr::ILike {
+                any: true,
+                negated,
+                expr: value,
+                pattern,
+                escape_char,
+            } => like_any(*negated, value, pattern, escape_char.as_ref(), true),
+            Expr::Like {
                 negated,
                 any,
                 expr: value,
@@ -1221,6 +1235,56 @@ fn cast_to(expr: Expr, data_type: DataType) -> Expr {
         array: false,
         format: None,
     }
+}
+
+/// `x [NOT] LIKE ANY (ARRAY[p1, p2])` (or `ILIKE`): `x LIKE p1 OR x LIKE
+/// p2`, the same three-valued answer, for DataFusion, which plans no
+/// `LIKE ANY`.
+fn like_any(
+    negated: bool,
+    value: &Expr,
+    patterns: &Expr,
+    escape_char: Option<&ValueWithSpan>,
+    insensitive: bool,
+) -> Option<Expr> {
+    let mut patterns = patterns;
+    while let Expr::Nested(inner) = patterns {
+        patterns = inner;
+    }
+    let Expr::Array(array) = patterns else {
+        return None;
+    };
+    array
+        .elem
+        .iter()
+        .map(|pattern| {
+            let (expr, pattern) = (Box::new(value.clone()), Box::new(pattern.clone()));
+            let escape_char = escape_char.cloned();
+            let test = if insensitive {
+                Expr::ILike {
+                    negated,
+                    any: false,
+                    expr,
+                    pattern,
+                    escape_char,
+                }
+            } else {
+                Expr::Like {
+                    negated,
+                    any: false,
+                    expr,
+                    pattern,
+                    escape_char,
+                }
+            };
+            Expr::Nested(Box::new(test))
+        })
+        .reduce(|all, next| Expr::BinaryOp {
+            left: Box::new(all),
+            op: BinaryOperator::Or,
+            right: Box::new(next),
+        })
+        .map(|any| Expr::Nested(Box::new(any)))
 }
 
 /// The expression `sql` spells, as PostgreSQL's dialect parses it.

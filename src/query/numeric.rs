@@ -552,6 +552,21 @@ impl Functions {
                 if !is_exact_number(&left_type) || !is_exact_number(&right_type) {
                     return Ok(Transformed::no(expr));
                 }
+                // A product with a literal 0 and a decimal: DataFusion's
+                // simplifier would replace `x * 0` by the 0, dropping the
+                // product's scale (`(2.25 - id) * 0` is `0.00`).
+                if !dynamic
+                    && (is_decimal(&left_type) || is_decimal(&right_type))
+                    && (zero_literal(left) || zero_literal(right))
+                {
+                    return self.with_scales(
+                        &self.multiply,
+                        left,
+                        right,
+                        schema,
+                        "this product of numerics",
+                    );
+                }
                 if !dynamic {
                     if !wide_product(left, right, schema) {
                         return Ok(Transformed::no(expr));
@@ -1465,6 +1480,21 @@ fn as_dynamic(value: Expr, schema: &DFSchema) -> Result<Expr> {
         DataType::Null => Ok(value),
         t if t == DYNAMIC => Ok(value),
         _ => value.cast_to(&DYNAMIC, schema),
+    }
+}
+
+/// Whether `expr` is the number 0, written as a literal (under casts).
+fn zero_literal(expr: &Expr) -> bool {
+    match expr {
+        Expr::Literal(value, _) => matches!(
+            value.cast_to(&DataType::Float64),
+            Ok(ScalarValue::Float64(Some(zero))) if zero == 0.0
+        ),
+        Expr::Cast(cast) => zero_literal(&cast.expr),
+        Expr::TryCast(cast) => zero_literal(&cast.expr),
+        Expr::Negative(inner) => zero_literal(inner),
+        Expr::Alias(alias) => zero_literal(&alias.expr),
+        _ => false,
     }
 }
 

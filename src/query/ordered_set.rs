@@ -1,6 +1,9 @@
-//! PostgreSQL's ordered-set aggregates that DataFusion lacks:
-//! `percentile_disc(f) WITHIN GROUP (ORDER BY x)`, the first value of the
-//! ordered group whose position reaches the fraction f of it, and
+//! PostgreSQL's ordered-set aggregates that DataFusion lacks or computes
+//! otherwise: `percentile_disc(f) WITHIN GROUP (ORDER BY x)`, the first
+//! value of the ordered group whose position reaches the fraction f of it,
+//! `percentile_cont(f)`, the double between the two values around position
+//! `f × (n - 1)` as PostgreSQL interpolates it (`lo + (hi - lo) × p`, where
+//! DataFusion's last digit differs), and
 //! `mode() WITHIN GROUP (ORDER BY x)`, the most frequent value (the first
 //! in the ordering among equally frequent ones). NULL values are ignored;
 //! an empty group gives NULL.
@@ -16,7 +19,11 @@ use datafusion::logical_expr::{
 };
 
 pub fn functions() -> Vec<AggregateUDF> {
-    [OrderedSet::PercentileDisc, OrderedSet::Mode]
+    [
+        OrderedSet::PercentileDisc,
+        OrderedSet::PercentileCont,
+        OrderedSet::Mode,
+    ]
         .into_iter()
         .map(|kind| {
             AggregateUDF::new_from_impl(OrderedSetAggregate {
@@ -30,16 +37,18 @@ pub fn functions() -> Vec<AggregateUDF> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum OrderedSet {
     PercentileDisc,
+    PercentileCont,
     Mode,
 }
 
 impl OrderedSet {
     /// With the ordered value first (DataFusion prepends it).
     fn arguments(self) -> usize {
-        match self {
-            OrderedSet::PercentileDisc => 2,
-            OrderedSet::Mode => 1,
-        }
+        if self.has_fraction() { 2 } else { 1 }
+    }
+
+    fn has_fraction(self) -> bool {
+        matches!(self, OrderedSet::PercentileDisc | OrderedSet::PercentileCont)
     }
 }
 
@@ -53,6 +62,7 @@ impl AggregateUDFImpl for OrderedSetAggregate {
     fn name(&self) -> &str {
         match self.kind {
             OrderedSet::PercentileDisc => "percentile_disc",
+            OrderedSet::PercentileCont => "percentile_cont",
             OrderedSet::Mode => "mode",
         }
     }
@@ -62,9 +72,20 @@ impl AggregateUDFImpl for OrderedSetAggregate {
     }
 
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
-        arg_types.first().cloned().ok_or_else(|| {
+        let value = arg_types.first().cloned().ok_or_else(|| {
             DataFusionError::Plan(format!("{} needs WITHIN GROUP (ORDER BY ...)", self.name()))
-        })
+        })?;
+        if self.kind != OrderedSet::PercentileCont {
+            return Ok(value);
+        }
+        // percentile_cont of a number is a double precision.
+        if value.is_numeric() || value.is_null() {
+            return Ok(DataType::Float64);
+        }
+        Err(DataFusionError::NotImplemented(format!(
+            "percentile_cont() of {} is not supported",
+            super::json::pg_type_name(&value)
+        )))
     }
 
     fn supports_within_group_clause(&self) -> bool {
@@ -78,7 +99,7 @@ impl AggregateUDFImpl for OrderedSetAggregate {
             DataType::new_list(value, true),
             true,
         ))];
-        if self.kind == OrderedSet::PercentileDisc {
+        if self.kind.has_fraction() {
             fields.push(Arc::new(Field::new("fraction", DataType::Float64, true)));
         }
         Ok(fields)
@@ -91,7 +112,7 @@ impl AggregateUDFImpl for OrderedSetAggregate {
             .is_some_and(|sort| sort.options.descending);
         Ok(Box::new(OrderedSetAccumulator {
             kind: self.kind,
-            data_type: args.return_type().clone(),
+            data_type: args.exprs[0].data_type(args.schema)?,
             values: Vec::new(),
             fraction: None,
             descending,
@@ -112,6 +133,11 @@ impl OrderedSetAccumulator {
     fn set_fraction(&mut self, value: ScalarValue) -> Result<()> {
         if value.is_null() {
             return Ok(());
+        }
+        if matches!(value, ScalarValue::List(_) | ScalarValue::LargeList(_)) {
+            return Err(DataFusionError::NotImplemented(
+                "percentiles of an array of fractions are not supported".to_owned(),
+            ));
         }
         let ScalarValue::Float64(Some(fraction)) = value.cast_to(&DataType::Float64)? else {
             return Ok(());
@@ -144,8 +170,8 @@ impl Accumulator for OrderedSetAccumulator {
                 self.values.push(ScalarValue::try_from_array(column, row)?);
             }
             // DataFusion may append the ordering's own columns after the
-            // arguments: only percentile_disc has a second argument.
-            if self.kind == OrderedSet::PercentileDisc
+            // arguments: only the percentiles have a second argument.
+            if self.kind.has_fraction()
                 && let Some(fractions) = values.get(1)
             {
                 self.set_fraction(ScalarValue::try_from_array(fractions, row)?)?;
@@ -179,14 +205,18 @@ impl Accumulator for OrderedSetAccumulator {
             &self.data_type,
         ));
         let mut state = vec![list];
-        if self.kind == OrderedSet::PercentileDisc {
+        if self.kind.has_fraction() {
             state.push(ScalarValue::Float64(self.fraction));
         }
         Ok(state)
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        let null = ScalarValue::try_from(&self.data_type)?;
+        let null = if self.kind == OrderedSet::PercentileCont {
+            ScalarValue::Float64(None)
+        } else {
+            ScalarValue::try_from(&self.data_type)?
+        };
         if self.values.is_empty() {
             return Ok(null);
         }
@@ -199,6 +229,27 @@ impl Accumulator for OrderedSetAccumulator {
                 // The first value whose position (from 1) reaches f * n.
                 let position = (fraction * sorted.len() as f64).ceil() as usize;
                 sorted[position.saturating_sub(1).min(sorted.len() - 1)].clone()
+            }
+            OrderedSet::PercentileCont => {
+                let Some(fraction) = self.fraction else {
+                    return Ok(null);
+                };
+                let double = |value: &ScalarValue| match value.cast_to(&DataType::Float64) {
+                    Ok(ScalarValue::Float64(Some(value))) => Ok(value),
+                    _ => Err(DataFusionError::Internal(format!(
+                        "percentile_cont of {value}"
+                    ))),
+                };
+                // PostgreSQL's percentile_cont_final_common and float8_lerp.
+                let position = fraction * (sorted.len() - 1) as f64;
+                let (first, second) = (position.floor(), position.ceil());
+                let low = double(&sorted[first as usize])?;
+                if first == second {
+                    ScalarValue::Float64(Some(low))
+                } else {
+                    let high = double(&sorted[second as usize])?;
+                    ScalarValue::Float64(Some(low + (high - low) * (position - first)))
+                }
             }
             OrderedSet::Mode => {
                 let mut best = (0, 0);
