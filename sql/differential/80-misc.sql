@@ -138,3 +138,5 @@ SELECT status, array_agg(id ORDER BY id)::text FROM orders WHERE id < 9 GROUP BY
 SELECT id, amount, sum(amount) OVER (ORDER BY id ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) / 3 FROM orders WHERE id < 6 ORDER BY id;
 SELECT mode() WITHIN GROUP (ORDER BY status) FROM orders;
 SELECT to_char(date_trunc('month', placed), 'Mon YYYY'), count(*) FROM orders GROUP BY date_trunc('month', placed) ORDER BY date_trunc('month', placed);
+SELECT NULL::numeric AS a, CAST(NULL AS numeric) AS b, NULL::numeric(10,2) AS c;
+SELECT amount FROM orders WHERE id = 1 UNION ALL SELECT NULL::numeric;

@@ -326,3 +326,49 @@ pub async fn key_columns_in(state: &SessionState, name: &str) -> Option<Vec<Stri
     let key = acceleration.file_version()?.checkpoint.primary_key.clone();
     (!key.is_empty()).then_some(key)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A function pgaccel replaced must not stay reachable under another
+    /// of its names: DataFusion builds each session's state from the
+    /// registry's functions in hash order, so one left under an alias would
+    /// come back in place of pgaccel's in some sessions.
+    #[test]
+    fn replaced_functions_leave_no_alias_behind() {
+        let registry = Arc::new(Registry::new(Vec::new()));
+        let engine = engine(
+            &registry,
+            settings::ServerValues::default(),
+            crate::config::Unsupported::Error,
+            1 << 30,
+        )
+        .unwrap();
+        let state = &engine.base;
+        let mut stale = Vec::new();
+        for (key, function) in state.scalar_functions() {
+            if let Some(current) = state.scalar_functions().get(function.name())
+                && !Arc::ptr_eq(current, function)
+            {
+                stale.push(format!("scalar {key} ({})", function.name()));
+            }
+        }
+        for (key, function) in state.aggregate_functions() {
+            if let Some(current) = state.aggregate_functions().get(function.name())
+                && !Arc::ptr_eq(current, function)
+            {
+                stale.push(format!("aggregate {key} ({})", function.name()));
+            }
+        }
+        for (key, function) in state.window_functions() {
+            if let Some(current) = state.window_functions().get(function.name())
+                && !Arc::ptr_eq(current, function)
+            {
+                stale.push(format!("window {key} ({})", function.name()));
+            }
+        }
+        stale.sort();
+        assert!(stale.is_empty(), "{stale:?}");
+    }
+}

@@ -24,14 +24,14 @@ pub fn functions() -> Vec<AggregateUDF> {
         OrderedSet::PercentileCont,
         OrderedSet::Mode,
     ]
-        .into_iter()
-        .map(|kind| {
-            AggregateUDF::new_from_impl(OrderedSetAggregate {
-                kind,
-                signature: Signature::any(kind.arguments(), Volatility::Immutable),
-            })
+    .into_iter()
+    .map(|kind| {
+        AggregateUDF::new_from_impl(OrderedSetAggregate {
+            kind,
+            signature: Signature::any(kind.arguments(), Volatility::Immutable),
         })
-        .collect()
+    })
+    .collect()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -48,7 +48,10 @@ impl OrderedSet {
     }
 
     fn has_fraction(self) -> bool {
-        matches!(self, OrderedSet::PercentileDisc | OrderedSet::PercentileCont)
+        matches!(
+            self,
+            OrderedSet::PercentileDisc | OrderedSet::PercentileCont
+        )
     }
 }
 
@@ -69,6 +72,18 @@ impl AggregateUDFImpl for OrderedSetAggregate {
 
     fn signature(&self) -> &Signature {
         &self.signature
+    }
+
+    /// DataFusion's own `percentile_cont` answers to `quantile_cont` too:
+    /// this one takes both names, so that no registration of that one
+    /// (under either) can come back in place of this.
+    fn aliases(&self) -> &[String] {
+        static QUANTILE: std::sync::LazyLock<Vec<String>> =
+            std::sync::LazyLock::new(|| vec!["quantile_cont".to_owned()]);
+        match self.kind {
+            OrderedSet::PercentileCont => &QUANTILE,
+            _ => &[],
+        }
     }
 
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {

@@ -47,9 +47,11 @@ fn special_type(field: &Field) -> Option<Type> {
     if let DataType::List(_) = field.data_type() {
         return list_type(field);
     }
+    // A NULL of a type DataFusion keeps untyped (`NULL::numeric`) is
+    // described as that type.
     if !matches!(
         field.data_type(),
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null
     ) {
         return None;
     }

@@ -1410,6 +1410,26 @@ impl ScalarUDFImpl for ToNumeric {
         }
     }
 
+    /// `NULL::numeric` stays untyped, so that it joins numerics of any
+    /// scale in a CASE or UNION, but is described to clients as a numeric.
+    fn return_field_from_args(
+        &self,
+        args: datafusion::logical_expr::ReturnFieldArgs,
+    ) -> Result<FieldRef> {
+        let arg_types: Vec<DataType> = args
+            .arg_fields
+            .iter()
+            .map(|field| field.data_type().clone())
+            .collect();
+        let data_type = self.return_type(&arg_types)?;
+        let field = Field::new(self.name(), data_type.clone(), true);
+        Ok(Arc::new(if data_type == DataType::Null {
+            field.with_metadata([(PG_TYPE_METADATA.to_owned(), "numeric".to_owned())].into())
+        } else {
+            field
+        }))
+    }
+
     fn signature(&self) -> &Signature {
         &self.signature
     }
