@@ -803,9 +803,17 @@ fn unnest_into_relation(select: &mut Select) {
                 continue;
             };
             // The table the array is a column of: the one its qualifier
-            // names, or for an unqualified column the only one before it.
+            // names (also within an expression, `ARRAY[t.a, t.b]`), or for
+            // an unqualified column the only one before it.
             let qualifier = match &array {
                 Expr::CompoundIdentifier(parts) if parts.len() == 2 => parts[0].clone(),
+                other if !matches!(other, Expr::Identifier(_)) => match single_qualifier(other) {
+                    Some(qualifier) => qualifier,
+                    None => {
+                        index += 1;
+                        continue;
+                    }
+                },
                 Expr::Identifier(_) if index == 0 => match factor_name(&table.relation) {
                     Some(name)
                         if matches!(table.relation, TableFactor::Table { args: None, .. }) =>
@@ -892,6 +900,57 @@ fn unnest_into_relation(select: &mut Select) {
         }
         ControlFlow::<()>::Continue(())
     });
+}
+
+/// Whether `name` is one of the functions that return a JSON array's
+/// elements, one row each.
+fn json_elements_function(name: &str) -> bool {
+    matches!(
+        name,
+        "json_array_elements"
+            | "jsonb_array_elements"
+            | "json_array_elements_text"
+            | "jsonb_array_elements_text"
+    )
+}
+
+/// Whether `expr` reads any column.
+fn references_columns(expr: &Expr) -> bool {
+    datafusion::sql::sqlparser::ast::visit_expressions(expr, |e| {
+        if matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    })
+    .is_break()
+}
+
+/// The one table qualifier every column `expr` reads names, if there is
+/// one and every column is qualified.
+fn single_qualifier(expr: &Expr) -> Option<Ident> {
+    let mut qualifiers: Vec<Ident> = Vec::new();
+    let mut unqualified = false;
+    let _ = datafusion::sql::sqlparser::ast::visit_expressions(expr, |e| {
+        match e {
+            Expr::CompoundIdentifier(parts)
+                if parts.len() == 2
+                    && !qualifiers
+                        .iter()
+                        .any(|q| q.value.eq_ignore_ascii_case(&parts[0].value)) =>
+            {
+                qualifiers.push(parts[0].clone());
+            }
+            Expr::CompoundIdentifier(parts) if parts.len() == 2 => {}
+            Expr::Identifier(_) | Expr::CompoundIdentifier(_) => unqualified = true,
+            _ => {}
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    match (qualifiers.as_slice(), unqualified) {
+        ([qualifier], false) => Some(qualifier.clone()),
+        _ => None,
+    }
 }
 
 /// `FROM t CROSS JOIN pg_indexam_has_property(t.am, 'can_order') AS v`: a
@@ -1111,6 +1170,8 @@ fn lateral_values(factor: &TableFactor, calls: &mut Vec<(String, Expr)>) -> bool
             ]
         }
         ("pg_partition_ancestors", [relation]) => vec![relation.clone()],
+        // Set-returning: one row per element, not one value.
+        _ if json_elements_function(&function) => return false,
         _ if TABLE_FUNCTIONS.contains(&function.as_str()) || *with_ordinality => return false,
         _ => vec![call(&function, arguments)],
     };
@@ -1184,11 +1245,25 @@ fn scalar_function_as_table(factor: &mut TableFactor) {
         columns: Vec::new(),
         at: None,
     });
-    let column = alias
-        .columns
-        .first()
-        .map_or_else(|| alias.name.clone(), |c| c.name.clone());
+    // The JSON element functions name their column `value`; a function of
+    // one value takes the relation's name.
+    let named_value = json_elements_function(&function);
+    let column = alias.columns.first().map_or_else(
+        || {
+            if named_value {
+                Ident::new("value")
+            } else {
+                alias.name.clone()
+            }
+        },
+        |c| c.name.clone(),
+    );
     let arguments = table_arguments(args);
+    // Over another FROM item's columns (a lateral call) the JSON element
+    // functions are not answered: the unnest would lose the column's name.
+    if named_value && arguments.iter().any(references_columns) {
+        return;
+    }
     let sql = format!("SELECT {} AS {column}", call(&function, arguments));
     let Ok(mut statements) = datafusion::sql::sqlparser::parser::Parser::parse_sql(
         &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
@@ -1762,6 +1837,28 @@ fn function_call(function: &Function) -> Option<Expr> {
             Err(_) => None,
         },
         "sign" => Some(call("signum", arguments(function))),
+        // The elements of a JSON array, one row each.
+        name if json_elements_function(name) => {
+            let [document] = <[Expr; 1]>::try_from(arguments(function)).ok()?;
+            let kind = if name.starts_with("jsonb") {
+                "jsonb"
+            } else {
+                "json"
+            };
+            let as_text = name.ends_with("_text");
+            let elements = call(
+                "unnest",
+                vec![call(
+                    super::json::ELEMENTS,
+                    vec![document, string(kind), Expr::value(Value::Boolean(as_text))],
+                )],
+            );
+            Some(if as_text {
+                elements
+            } else {
+                call(&format!("pgaccel_{kind}"), vec![elements])
+            })
+        }
         // `num_nulls(a, b, ...)` and `num_nonnulls(...)`: integer counts.
         "num_nulls" | "num_nonnulls" => {
             let nulls = function_name(function) == "num_nulls";

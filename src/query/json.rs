@@ -2208,6 +2208,9 @@ pub fn register(state: &mut SessionState) -> Result<()> {
     for function in functions() {
         state.register_udf(Arc::new(ScalarUDF::new_from_impl(function)))?;
     }
+    state.register_udf(Arc::new(ScalarUDF::new_from_impl(Elements {
+        signature: datafusion::logical_expr::Signature::any(3, Volatility::Immutable),
+    })))?;
     state.register_udf(Arc::new(ScalarUDF::new_from_impl(AggregatedElement {
         signature: datafusion::logical_expr::Signature::any(2, Volatility::Immutable),
     })))?;
@@ -2226,6 +2229,86 @@ pub fn register(state: &mut SessionState) -> Result<()> {
 /// PostgreSQL's aggregates write it); NULL over no rows.
 pub const AGGREGATED_JSON: &str = "pgaccel_json_agg_array";
 pub const AGGREGATED_JSONB: &str = "pgaccel_jsonb_agg_array";
+
+/// `pgaccel_json_elements(doc, 'json' | 'jsonb', as_text)`: the elements of
+/// a JSON array as a list, each as `->` (or, `as_text`, `->>`) returns it;
+/// `json_array_elements(doc)` and its `jsonb_` and `_text` kin are planned
+/// (see `compat`) as the `unnest()` of this list, read as `json` or `jsonb`
+/// (an unnested element keeps no type of its own). A document that is not
+/// an array is PostgreSQL's error (22023).
+pub const ELEMENTS: &str = "pgaccel_json_elements";
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Elements {
+    signature: datafusion::logical_expr::Signature,
+}
+
+impl ScalarUDFImpl for Elements {
+    fn name(&self) -> &str {
+        ELEMENTS
+    }
+
+    fn signature(&self) -> &datafusion::logical_expr::Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::new_list(DataType::Utf8, true))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let constant = |index: usize| match args.args.get(index) {
+            Some(ColumnarValue::Scalar(value)) => value.clone(),
+            _ => ScalarValue::Null,
+        };
+        let kind = match constant(1).try_as_str().flatten() {
+            Some("jsonb") => Kind::Jsonb,
+            _ => Kind::Json,
+        };
+        let as_text = matches!(constant(2), ScalarValue::Boolean(Some(true)));
+        let (arrays, scalar) = super::functions::argument_arrays(&args)?;
+        let documents = cast(&arrays[0], &DataType::Utf8)?;
+        let documents = documents.as_string::<i32>();
+        let mut out = datafusion::arrow::array::ListBuilder::new(StringBuilder::new());
+        let function = match (kind, as_text) {
+            (Kind::Json, false) => "json_array_elements",
+            (Kind::Json, true) => "json_array_elements_text",
+            (Kind::Jsonb, false) => "jsonb_array_elements",
+            (Kind::Jsonb, true) => "jsonb_array_elements_text",
+        };
+        for document in documents.iter() {
+            let Some(document) = document else {
+                out.append(false);
+                continue;
+            };
+            let root = parse_as(document, kind).map_err(external)?;
+            let Value::Array(items) = &root.value else {
+                let what = if root.value.is_scalar() {
+                    "a scalar"
+                } else {
+                    "an object"
+                };
+                return Err(external(invalid_parameter(match kind {
+                    Kind::Jsonb => format!("cannot extract elements from {what}"),
+                    Kind::Json if root.value.is_scalar() => {
+                        format!("cannot call {function} on a scalar")
+                    }
+                    Kind::Json => format!("cannot call {function} on a non-array"),
+                })));
+            };
+            for item in items {
+                let mut text = String::new();
+                if write_found(&mut text, document, item, kind, as_text, false) {
+                    out.values().append_value(text);
+                } else {
+                    out.values().append_null();
+                }
+            }
+            out.append(true);
+        }
+        super::functions::columnar(Arc::new(out.finish()) as ArrayRef, scalar)
+    }
+}
 
 /// `pgaccel_json_agg_element(to_json(x), x)`: an element of `json_agg(x)`.
 /// PostgreSQL's `json_agg` writes a line break before every element but

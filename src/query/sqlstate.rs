@@ -108,6 +108,17 @@ pub fn from_datafusion(error: DataFusionError) -> PgError {
             format!("function {name}() is not supported"),
         );
     }
+    // A PostgreSQL function in FROM that pgaccel answers elsewhere (in the
+    // select list) but not as this FROM item (over another item's columns).
+    if code == UNDEFINED_FUNCTION
+        && let Some(name) = missing_table_function(&root.message())
+    {
+        return self::error(
+            FEATURE_NOT_SUPPORTED,
+            format!("{name}() is not supported as this FROM item"),
+        )
+        .with_hint(format!("call {name}() in the select list"));
+    }
     self::error(code, postgres_message(root, code))
 }
 
@@ -123,6 +134,18 @@ const POSTGRES_FUNCTIONS: &str = include_str!("pg_functions.txt");
 /// PostgreSQL's 42883 would say the function does not exist.
 fn missing_builtin(message: &str) -> Option<&str> {
     let rest = message.split_once("Invalid function '")?.1;
+    let name = rest.split('\'').next()?;
+    POSTGRES_FUNCTIONS
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .any(|known| known == name)
+        .then_some(name)
+}
+
+/// The function of DataFusion's "table function 'jsonb_array_elements' not
+/// found", when PostgreSQL has one of that name.
+fn missing_table_function(message: &str) -> Option<&str> {
+    let rest = message.split_once("table function '")?.1;
     let name = rest.split('\'').next()?;
     POSTGRES_FUNCTIONS
         .lines()
@@ -385,6 +408,7 @@ fn plan_code(message: &str) -> &'static str {
         // A function's own refusal, wrapped by DataFusion's type coercion.
         FEATURE_NOT_SUPPORTED
     } else if lower.contains("invalid function")
+        || (lower.starts_with("table function '") && lower.ends_with("not found"))
         || lower.contains("no function matches")
         // An operator with no form for its operands' types (PostgreSQL's
         // "operator does not exist").
