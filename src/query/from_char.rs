@@ -29,30 +29,7 @@ use super::PgError;
 use super::engine::SessionInfo;
 use super::settings::zone::SessionZone;
 use super::sqlstate;
-
-const MONTHS: [&str; 12] = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
-const DAYS: [&str; 7] = [
-    "sunday",
-    "monday",
-    "tuesday",
-    "wednesday",
-    "thursday",
-    "friday",
-    "saturday",
-];
+use super::to_char::{DAYS, MONTHS};
 
 /// What a template pattern reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -133,7 +133,13 @@ const POSTGRES_FUNCTIONS: &str = include_str!("pg_functions.txt");
 /// when PostgreSQL has one of that name: pgaccel lacks a feature, where
 /// PostgreSQL's 42883 would say the function does not exist.
 fn missing_builtin(message: &str) -> Option<&str> {
-    let rest = message.split_once("Invalid function '")?.1;
+    postgres_function_after(message, "Invalid function '")
+}
+
+/// The name quoted after `prefix` in `message`, when PostgreSQL has a
+/// function of that name.
+fn postgres_function_after<'m>(message: &'m str, prefix: &str) -> Option<&'m str> {
+    let rest = message.split_once(prefix)?.1;
     let name = rest.split('\'').next()?;
     POSTGRES_FUNCTIONS
         .lines()
@@ -145,13 +151,7 @@ fn missing_builtin(message: &str) -> Option<&str> {
 /// The function of DataFusion's "table function 'jsonb_array_elements' not
 /// found", when PostgreSQL has one of that name.
 fn missing_table_function(message: &str) -> Option<&str> {
-    let rest = message.split_once("table function '")?.1;
-    let name = rest.split('\'').next()?;
-    POSTGRES_FUNCTIONS
-        .lines()
-        .filter(|line| !line.starts_with('#'))
-        .any(|known| known == name)
-        .then_some(name)
+    postgres_function_after(message, "table function '")
 }
 
 /// A syntax error in `sql` in PostgreSQL's words (`syntax error at or near

@@ -22,6 +22,12 @@ pub(super) fn values_or_scales(
     })
 }
 
+/// The type of a [`DYNAMIC`] function's values or, as its `_scale` twin,
+/// of their display scales.
+pub(super) fn value_or_scale_type(scale_only: bool) -> DataType {
+    if scale_only { DataType::Int32 } else { DYNAMIC }
+}
+
 /// One field of an aggregate's state.
 fn state_field(name: &str, part: &str, data_type: DataType) -> FieldRef {
     Arc::new(Field::new(format!("{name}[{part}]"), data_type, true))
@@ -139,11 +145,7 @@ impl ScalarUDFImpl for Divide {
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(if self.scale_only {
-            DataType::Int32
-        } else {
-            DYNAMIC
-        })
+        Ok(value_or_scale_type(self.scale_only))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
@@ -988,11 +990,7 @@ impl AggregateUDFImpl for Variance {
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(if self.scale_only {
-            DataType::Int32
-        } else {
-            DYNAMIC
-        })
+        Ok(value_or_scale_type(self.scale_only))
     }
 
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {

@@ -127,11 +127,7 @@ impl ScalarUDFImpl for Transcendental {
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(if self.scale_only {
-            DataType::Int32
-        } else {
-            DYNAMIC
-        })
+        Ok(value_or_scale_type(self.scale_only))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
