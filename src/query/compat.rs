@@ -3298,6 +3298,20 @@ fn character_length(data_type: &DataType) -> Option<(&'static str, u64)> {
     }
 }
 
+/// `sql` as the rewrites here leave it (for the tests of this module and
+/// of the rewrites it calls).
+#[cfg(test)]
+pub(super) fn rewritten(sql: &str) -> String {
+    let mut statement = datafusion::sql::sqlparser::parser::Parser::parse_sql(
+        &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
+        sql,
+    )
+    .unwrap()
+    .remove(0);
+    apply_postgres_compatibility(&mut statement);
+    statement.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -3305,11 +3319,7 @@ mod tests {
     use datafusion::sql::sqlparser::parser::Parser;
 
     fn rewrite(sql: &str) -> String {
-        let mut statement = Parser::parse_sql(&PostgreSqlDialect {}, sql)
-            .unwrap()
-            .remove(0);
-        apply_postgres_compatibility(&mut statement);
-        statement.to_string()
+        rewritten(sql)
     }
 
     #[test]

@@ -488,16 +488,7 @@ fn windowed(expr: &Expr) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
-    use datafusion::sql::sqlparser::parser::Parser;
-
-    fn rewrite(sql: &str) -> String {
-        let mut statement = Parser::parse_sql(&PostgreSqlDialect {}, sql)
-            .unwrap()
-            .remove(0);
-        super::super::compat::apply_postgres_compatibility(&mut statement);
-        statement.to_string()
-    }
+    use super::super::compat::rewritten as rewrite;
 
     #[test]
     fn top_rows_join_on_the_key_and_the_row_number() {
