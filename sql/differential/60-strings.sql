@@ -48,3 +48,5 @@ SELECT name FROM customers WHERE name ILIKE ANY (ARRAY['%1', '%2%']) ORDER BY id
 SELECT count(*) FROM customers WHERE name LIKE ANY (ARRAY['customer 1%', 'Customer 2%']);
 SELECT count(*) FROM customers WHERE name NOT LIKE ANY (ARRAY['customer 1%', 'customer 2%']);
 SELECT region, region LIKE ANY (ARRAY['n%', NULL]), region ILIKE ANY (ARRAY['%TH']) FROM customers WHERE id < 6 ORDER BY id;
+SELECT octet_length(c), bit_length(c), length(c), c = 'ab  ', c < 'ab ', c IN ('ab  ', 'x'), c BETWEEN 'ab ' AND 'ab  ', c = v, 'ab  ' = c, c = 'ab '::text FROM texts ORDER BY id;
+SELECT id FROM texts WHERE c <> 'ab   ' ORDER BY id;

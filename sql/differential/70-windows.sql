@@ -24,3 +24,4 @@ SELECT id, sum(amount) OVER (ORDER BY id) AS running FROM orders WHERE id <= 6 O
 SELECT id, count(*) OVER (), max(qty) OVER (PARTITION BY status) FROM orders WHERE id <= 6 ORDER BY id;
 SELECT id, i4, sum(i4) OVER (ORDER BY id RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) FROM nums ORDER BY id;
 SELECT id, f8, max(f8) OVER (ORDER BY id ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) FROM nums ORDER BY id;
+SELECT i8, sum(i8) OVER (ORDER BY id), sum(count(*)) OVER () FROM nums GROUP BY id, i8 ORDER BY id;

@@ -90,3 +90,109 @@ INSERT INTO {schema}.docs VALUES
     (6, '{"a": -1, "nested": {"deep": {"deeper": "bottom"}}, "flag": false}', '{red}', '{5,5,5}'),
     (7, '"just a string"', '{green,red}', '{2147483647}'),
     (8, '{"a": 100000000000000000000, "unicode": "ünï", "empty": {}}', '{ünï}', '{0}');
+
+-- A small star schema in the style of retail decision-support benchmarks:
+-- surrogate keys, fixed-width character codes, prices as numeric(7,2), a
+-- date dimension, and facts with NULL foreign keys and measures.
+CREATE TABLE {schema}.date_dim (
+    d_date_sk int4 PRIMARY KEY,
+    d_date date NOT NULL,
+    d_year int4,
+    d_moy int4,
+    d_dom int4,
+    d_qoy int4,
+    d_day_name char(9),
+    d_weekend char(1)
+);
+INSERT INTO {schema}.date_dim
+    SELECT 2451545 + g, date '2000-01-01' + g, extract(year FROM date '2000-01-01' + g)::int4,
+           extract(month FROM date '2000-01-01' + g)::int4, extract(day FROM date '2000-01-01' + g)::int4,
+           extract(quarter FROM date '2000-01-01' + g)::int4, to_char(date '2000-01-01' + g, 'FMDay'),
+           CASE WHEN extract(isodow FROM date '2000-01-01' + g) >= 6 THEN 'Y' ELSE 'N' END
+    FROM generate_series(0, 730) g;
+
+CREATE TABLE {schema}.item (
+    i_item_sk int4 PRIMARY KEY,
+    i_item_id char(16) NOT NULL,
+    i_item_desc varchar(200),
+    i_brand char(50),
+    i_class char(50),
+    i_category char(50),
+    i_current_price numeric(7,2),
+    i_manager_id int4
+);
+INSERT INTO {schema}.item
+    SELECT g, 'AAAAAAAA' || lpad(to_hex(g * 7919 % 65536), 8, '0'),
+           CASE WHEN g % 11 = 0 THEN NULL ELSE 'item number ' || g || ' of its kind' END,
+           (ARRAY['amalgimporto #1', 'edu packscholar #2', 'exportiunivamalg #3', 'importoamalg #4'])[1 + g % 4],
+           (ARRAY['pants', 'shirts', 'dresses', 'fiction', 'romance', 'pop'])[1 + g % 6],
+           (ARRAY['Men', 'Women', 'Books', 'Music', NULL])[1 + g % 5],
+           CASE WHEN g % 13 = 0 THEN NULL ELSE round(0.99 + (g * 37 % 9000) / 100.0, 2) END,
+           1 + g % 9
+    FROM generate_series(1, 60) g;
+
+CREATE TABLE {schema}.store (
+    s_store_sk int4 PRIMARY KEY,
+    s_store_id char(16),
+    s_store_name varchar(50),
+    s_state char(2),
+    s_zip char(10),
+    s_gmt_offset numeric(5,2)
+);
+INSERT INTO {schema}.store
+    SELECT g, 'STORE' || g, (ARRAY['ought', 'able', 'pri', 'ese', 'anti', 'cally'])[g],
+           (ARRAY['TN', 'GA', 'TN', 'AL', 'SD', NULL])[g], lpad((31000 + g * 1733)::text, 5, '0'),
+           (ARRAY[-5.00, -6.00, -5.00, -6.00, -7.00, -5.00])[g]
+    FROM generate_series(1, 6) g;
+
+CREATE TABLE {schema}.store_sales (
+    ss_sold_date_sk int4,
+    ss_item_sk int4 NOT NULL,
+    ss_store_sk int4,
+    ss_customer_sk int4,
+    ss_ticket_number int8 NOT NULL,
+    ss_quantity int4,
+    ss_list_price numeric(7,2),
+    ss_sales_price numeric(7,2),
+    ss_ext_sales_price numeric(7,2),
+    ss_coupon_amt numeric(7,2),
+    ss_net_profit numeric(7,2),
+    PRIMARY KEY (ss_item_sk, ss_ticket_number)
+);
+INSERT INTO {schema}.store_sales
+    SELECT CASE WHEN g % 97 = 0 THEN NULL ELSE 2451545 + (g * 53) % 731 END,
+           1 + g % 60,
+           CASE WHEN g % 89 = 0 THEN NULL ELSE 1 + g % 6 END,
+           CASE WHEN g % 23 = 0 THEN NULL ELSE 1 + (g * 31) % 50 END,
+           g / 3,
+           CASE WHEN g % 41 = 0 THEN NULL ELSE 1 + (g * 17) % 100 END,
+           round(1 + (g * 7919 % 20000) / 100.0, 2),
+           round((1 + (g * 7919 % 20000) / 100.0) * (0.5 + (g % 50) / 100.0), 2),
+           round((1 + (g * 7919 % 20000) / 100.0) * (0.5 + (g % 50) / 100.0) * (1 + (g * 17) % 100) / 100, 2),
+           CASE WHEN g % 7 = 0 THEN round((g % 500) / 10.0, 2) ELSE 0.00 END,
+           round(((g * 4099) % 60000 - 20000) / 100.0, 2)
+    FROM generate_series(1, 4000) g;
+
+CREATE TABLE {schema}.web_sales (
+    ws_sold_date_sk int4,
+    ws_item_sk int4 NOT NULL,
+    ws_bill_customer_sk int4,
+    ws_order_number int8 NOT NULL,
+    ws_quantity int4,
+    ws_sales_price numeric(7,2),
+    ws_ext_sales_price numeric(7,2),
+    ws_net_paid numeric(7,2),
+    ws_ext_ship_cost numeric(7,2),
+    PRIMARY KEY (ws_item_sk, ws_order_number)
+);
+INSERT INTO {schema}.web_sales
+    SELECT CASE WHEN g % 83 = 0 THEN NULL ELSE 2451545 + (g * 29) % 731 END,
+           1 + (g * 7) % 60,
+           CASE WHEN g % 19 = 0 THEN NULL ELSE 1 + (g * 13) % 50 END,
+           g / 2,
+           1 + (g * 11) % 50,
+           round(2 + (g * 6007 % 15000) / 100.0, 2),
+           round((2 + (g * 6007 % 15000) / 100.0) * (1 + (g * 11) % 50) / 10, 2),
+           round((2 + (g * 6007 % 15000) / 100.0) * (1 + (g * 11) % 50) / 12, 2),
+           CASE WHEN g % 5 = 0 THEN NULL ELSE round((g % 900) / 10.0, 2) END
+    FROM generate_series(1, 2500) g;

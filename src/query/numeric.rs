@@ -263,6 +263,9 @@ struct Functions {
     float_round: Arc<ScalarUDF>,
     to_numeric_scale: Arc<ScalarUDF>,
     pending: Arc<ScalarUDF>,
+    /// Scalar subqueries given a scale twin so far (each threads its
+    /// companions under names of its own).
+    subqueries: std::cell::Cell<usize>,
     spreads: Vec<(&'static str, Arc<AggregateUDF>)>,
 }
 
@@ -311,6 +314,7 @@ impl Functions {
             float_round: scalar(FLOAT_ROUND)?,
             to_numeric_scale: scalar(TO_NUMERIC_SCALE)?,
             pending: scalar(PENDING)?,
+            subqueries: std::cell::Cell::new(0),
             spreads: SPREADS
                 .into_iter()
                 .flat_map(|spread| [spread.name(false), spread.name(true)])
@@ -367,6 +371,7 @@ pub fn postgres_numerics(
     let plan = rewrite_expressions(plan, |e, schema| functions.rewrite(e, schema))?;
     let mut threads = Threads {
         functions: &functions,
+        scope: 0,
         next: 0,
     };
     let plan = threads.resolve_pending(plan)?;
@@ -634,6 +639,23 @@ impl Functions {
                     .args
                     .push(argument.cast_to(&DataType::Decimal128(38, 0), schema)?);
                 Ok(Transformed::yes(Expr::AggregateFunction(aggregate)))
+            }
+            // ... in a window too.
+            Expr::WindowFunction(window)
+                if matches!(&window.fun, WindowFunctionDefinition::AggregateUDF(f) if f.name() == "sum")
+                    && window.params.args.len() == 1
+                    && matches!(
+                        window.params.args[0].get_type(schema),
+                        Ok(DataType::Int64 | DataType::UInt64)
+                    ) =>
+            {
+                let mut window = window.clone();
+                let argument = window.params.args.remove(0);
+                window
+                    .params
+                    .args
+                    .push(argument.cast_to(&DataType::Decimal128(38, 0), schema)?);
+                Ok(Transformed::yes(Expr::WindowFunction(window)))
             }
             // A CASE or coalesce() whose values are numerics of different
             // scales (or numerics and integers): PostgreSQL prints each
@@ -1221,6 +1243,29 @@ impl Functions {
         }
     }
 
+    /// The display scale of a scalar subquery's value: a twin of the
+    /// subquery that returns its value's scale instead (both are planned,
+    /// as joins where the subquery is correlated).
+    fn subquery_scale(&self, subquery: &datafusion::logical_expr::Subquery) -> Option<Expr> {
+        let plan = subquery.subquery.as_ref().clone();
+        let (qualifier, field) = plan.schema().qualified_field(0);
+        let column = Column::from((qualifier, field));
+        let scope = self.subqueries.get() + 1;
+        self.subqueries.set(scope);
+        let mut threads = Threads {
+            functions: self,
+            scope,
+            next: 0,
+        };
+        let (threaded, scale) = threads.thread(plan, &column).ok()??;
+        let twin = Projection::try_new(vec![scale.alias("scale")], Arc::new(threaded)).ok()?;
+        Some(Expr::ScalarSubquery(datafusion::logical_expr::Subquery {
+            subquery: Arc::new(LogicalPlan::Projection(twin)),
+            outer_ref_columns: subquery.outer_ref_columns.clone(),
+            spans: subquery.spans.clone(),
+        }))
+    }
+
     /// The display scale of `expr`'s value, as an expression over the same
     /// input; a column of [`DYNAMIC`] type asks `column` for its companion.
     fn scale_of(
@@ -1277,6 +1322,7 @@ impl Functions {
                 Some(function.args.get(2)?.clone() + function.args.get(3)?.clone())
             }
             Expr::ScalarFunction(function) if function.name() == PENDING => Some(expr.clone()),
+            Expr::ScalarSubquery(subquery) => self.subquery_scale(subquery),
             Expr::ScalarFunction(function)
                 if transcendental::Kind::named(function.name()).is_some() =>
             {
@@ -1459,6 +1505,14 @@ fn mixed_scales<'a>(values: impl Iterator<Item = &'a Expr>, schema: &DFSchema) -
     decimal && (scales.contains(&None) || scales.windows(2).any(|pair| pair[0] != pair[1]))
 }
 
+/// The name under which `exprs` already compute `expr`, if they do.
+fn alias_of(exprs: &[Expr], expr: &Expr) -> Option<String> {
+    exprs.iter().find_map(|e| match e {
+        Expr::Alias(alias) if *alias.expr == *expr => Some(alias.name.clone()),
+        _ => None,
+    })
+}
+
 /// Whether one of `left` and `right` is a [`DYNAMIC`] numeric and the
 /// other a decimal whose integer digits and [`DYNAMIC`]'s scale together
 /// exceed 76 digits, the most a decimal type holds.
@@ -1511,6 +1565,10 @@ fn greater(left: Expr, right: Expr) -> Expr {
 /// they are computed.
 struct Threads<'a> {
     functions: &'a Functions,
+    /// 0 for the query; a scalar subquery's scale twin has its own, so that
+    /// its companion columns keep their names apart from the query's once
+    /// the subquery becomes a join.
+    scope: usize,
     next: usize,
 }
 
@@ -1539,12 +1597,19 @@ fn average_pair(expr: &Expr) -> Option<Expr> {
 }
 
 impl Threads<'_> {
-    /// Replaces every [`PENDING`] scale in a projection or aggregate by the
-    /// scale threaded up from its input; refuses the plan if one cannot be.
+    /// Replaces every [`PENDING`] scale in a projection, aggregate, filter,
+    /// sort or window by the scale threaded up from its input; refuses the
+    /// plan if one cannot be.
     fn resolve_pending(&mut self, plan: LogicalPlan) -> Result<LogicalPlan> {
         let plan = plan
             .transform_up_with_subqueries(|node| {
-                if !matches!(node, LogicalPlan::Projection(_) | LogicalPlan::Aggregate(_)) {
+                let passes_input_through = matches!(
+                    node,
+                    LogicalPlan::Filter(_) | LogicalPlan::Sort(_) | LogicalPlan::Window(_)
+                );
+                if !passes_input_through
+                    && !matches!(node, LogicalPlan::Projection(_) | LogicalPlan::Aggregate(_))
+                {
                     return Ok(Transformed::no(node));
                 }
                 let mut pending: Vec<Expr> = Vec::new();
@@ -1591,7 +1656,19 @@ impl Threads<'_> {
                         Ok(saved.restore(replaced.data))
                     })
                     .collect::<Result<Vec<_>>>()?;
-                Ok(Transformed::yes(node.with_new_exprs(exprs, vec![input])?))
+                let output = Arc::clone(node.schema());
+                let rewritten = node.with_new_exprs(exprs, vec![input])?;
+                if !passes_input_through
+                    || rewritten.schema().fields().len() == output.fields().len()
+                {
+                    return Ok(Transformed::yes(rewritten));
+                }
+                // The companions threaded through stay below: the node
+                // keeps its own columns.
+                let columns = output.columns().into_iter().map(Expr::Column).collect();
+                Ok(Transformed::yes(LogicalPlan::Projection(
+                    Projection::try_new(columns, Arc::new(rewritten))?,
+                )))
             })?
             .data;
         let mut left = false;
@@ -1611,7 +1688,10 @@ impl Threads<'_> {
 
     fn fresh(&mut self) -> String {
         self.next += 1;
-        format!("{COMPANION}{}", self.next)
+        match self.scope {
+            0 => format!("{COMPANION}{}", self.next),
+            scope => format!("{COMPANION}{scope}_{}", self.next),
+        }
     }
 
     /// Prints every [`DYNAMIC`] column of the result at its display scale.
@@ -1746,6 +1826,24 @@ impl Threads<'_> {
                 }
                 let input = Arc::unwrap_or_clone(aggregate.input);
                 let (input, companion) = match function.func.name() {
+                    // A scalar subquery's one value, and its scale.
+                    super::compat::SINGLE_VALUE => {
+                        let Some(argument) = function.params.args.first() else {
+                            return Ok(None);
+                        };
+                        let Some((input, scale)) = self.scale_in(input, argument)? else {
+                            return Ok(None);
+                        };
+                        let mut params = function.params.clone();
+                        params.args = vec![scale];
+                        (
+                            input,
+                            Expr::AggregateFunction(AggregateFunction {
+                                func: Arc::clone(&function.func),
+                                params,
+                            }),
+                        )
+                    }
                     "sum" => {
                         let Some(argument) = function.params.args.first() else {
                             return Ok(None);
@@ -1804,6 +1902,16 @@ impl Threads<'_> {
                     }
                     _ => return Ok(None),
                 };
+                // A value read twice has one companion (see the window
+                // case below).
+                if let Some(name) = alias_of(&aggregate.aggr_expr, &companion) {
+                    let plan = LogicalPlan::Aggregate(Aggregate::try_new(
+                        Arc::new(input),
+                        aggregate.group_expr,
+                        aggregate.aggr_expr,
+                    )?);
+                    return Ok(Some((plan, Expr::Column(Column::from_name(name)))));
+                }
                 let name = self.fresh();
                 let mut aggr_expr = aggregate.aggr_expr;
                 aggr_expr.push(companion.alias(&name));
@@ -1843,6 +1951,13 @@ impl Threads<'_> {
                     )),
                     params: function.params.clone(),
                 }));
+                // A window value read twice (`avg(x) OVER w, x - avg(x) OVER
+                // w`) has one companion: the physical planner cannot
+                // compute a window function twice under two names.
+                if let Some(name) = alias_of(&window.window_expr, &companion) {
+                    let plan = LogicalPlan::Window(window);
+                    return Ok(Some((plan, Expr::Column(Column::from_name(name)))));
+                }
                 let name = self.fresh();
                 let mut window_expr = window.window_expr;
                 window_expr.push(companion.alias(&name));

@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Decimal128Builder, StringBuilder};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, IntervalUnit};
-use datafusion::common::{DataFusionError, Result};
+use datafusion::common::{DataFusionError, Result, ScalarValue};
 use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
     Volatility,
@@ -623,6 +623,60 @@ fn padded_character(
     })
 }
 
+/// Whether `expr` is a `character` value (of a width or none).
+fn is_character(
+    expr: &datafusion::logical_expr::Expr,
+    schema: &datafusion::common::DFSchema,
+) -> bool {
+    use datafusion::logical_expr::ExprSchemable;
+    expr.to_field(schema).is_ok_and(|(_, field)| {
+        field.metadata().get(PG_TYPE_METADATA).map(String::as_str) == Some("bpchar")
+    })
+}
+
+/// Whether `expr`, compared with a `character` value, is read as one too:
+/// an untyped string literal or a varchar (PostgreSQL casts it to
+/// `character`; text is compared as text instead).
+fn character_comparand(
+    expr: &datafusion::logical_expr::Expr,
+    schema: &datafusion::common::DFSchema,
+) -> bool {
+    use datafusion::logical_expr::{Expr, ExprSchemable};
+    match expr {
+        Expr::Literal(ScalarValue::Utf8(Some(_)) | ScalarValue::Utf8View(Some(_)), None) => true,
+        _ => expr.to_field(schema).is_ok_and(|(_, field)| {
+            field.metadata().get(PG_TYPE_METADATA).map(String::as_str) == Some("varchar")
+        }),
+    }
+}
+
+/// A [`character_comparand`] as a `character` value holds it: without
+/// trailing spaces (a literal is trimmed now). Any other value is kept.
+fn without_trailing_spaces(
+    expr: datafusion::logical_expr::Expr,
+    schema: &datafusion::common::DFSchema,
+) -> datafusion::logical_expr::Expr {
+    use datafusion::logical_expr::Expr;
+    use datafusion::logical_expr::expr::ScalarFunction;
+    match expr {
+        Expr::Literal(ScalarValue::Utf8(Some(text)), None) => Expr::Literal(
+            ScalarValue::Utf8(Some(text.trim_end_matches(' ').to_owned())),
+            None,
+        ),
+        Expr::Literal(ScalarValue::Utf8View(Some(text)), None) => Expr::Literal(
+            ScalarValue::Utf8View(Some(text.trim_end_matches(' ').to_owned())),
+            None,
+        ),
+        other if character_comparand(&other, schema) || padded_character(&other, schema) => {
+            Expr::ScalarFunction(ScalarFunction::new_udf(
+                datafusion::functions::string::rtrim(),
+                vec![other],
+            ))
+        }
+        other => other,
+    }
+}
+
 /// The width of a `character(n)` value, from its field.
 fn character_width(
     expr: &datafusion::logical_expr::Expr,
@@ -750,6 +804,62 @@ pub fn pad_characters(
                     },
                 ));
                 Transformed::yes(Expr::AggregateFunction(aggregate))
+            }
+            // `character` compared with an untyped literal or a varchar
+            // compares as `character`: the other side's trailing spaces do
+            // not count either (`c = 'ab  '` holds for 'ab').
+            Expr::BinaryExpr(BinaryExpr {
+                left,
+                op:
+                    op @ (Operator::Eq
+                    | Operator::NotEq
+                    | Operator::Lt
+                    | Operator::LtEq
+                    | Operator::Gt
+                    | Operator::GtEq
+                    | Operator::IsDistinctFrom
+                    | Operator::IsNotDistinctFrom),
+                right,
+            }) if (is_character(&left, schema) && character_comparand(&right, schema))
+                || (is_character(&right, schema) && character_comparand(&left, schema)) =>
+            {
+                let trim = |e: Box<Expr>| Box::new(without_trailing_spaces(*e, schema));
+                Transformed::yes(Expr::BinaryExpr(BinaryExpr {
+                    left: trim(left),
+                    op,
+                    right: trim(right),
+                }))
+            }
+            Expr::InList(mut list)
+                if is_character(&list.expr, schema)
+                    && list
+                        .list
+                        .iter()
+                        .any(|item| character_comparand(item, schema)) =>
+            {
+                let items = std::mem::take(&mut list.list);
+                list.list = items
+                    .into_iter()
+                    .map(|item| without_trailing_spaces(item, schema))
+                    .collect();
+                Transformed::yes(Expr::InList(list))
+            }
+            Expr::Between(mut between) if is_character(&between.expr, schema) => {
+                between.low = Box::new(without_trailing_spaces(*between.low, schema));
+                between.high = Box::new(without_trailing_spaces(*between.high, schema));
+                Transformed::yes(Expr::Between(between))
+            }
+            // `octet_length()` of `character(n)` counts its padding.
+            Expr::ScalarFunction(mut function)
+                if function.name() == "octet_length"
+                    && function
+                        .args
+                        .first()
+                        .is_some_and(|arg| character_width(arg, schema).is_some()) =>
+            {
+                let args = std::mem::take(&mut function.args);
+                function.args = args.into_iter().map(|arg| pad(arg, schema)).collect();
+                Transformed::yes(Expr::ScalarFunction(function))
             }
             Expr::Like(like) if character_width(&like.expr, schema).is_some() => {
                 Transformed::yes(Expr::Like(Like {

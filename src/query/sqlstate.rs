@@ -94,6 +94,9 @@ pub fn from_datafusion(error: DataFusionError) -> PgError {
     }
     let root = error.find_root();
     let code = code_of(root);
+    // The engine's own words, for whoever reads the log at debug level
+    // (the client gets PostgreSQL's).
+    tracing::debug!(sqlstate = code, error = %root, "query failed in the engine");
     if let DataFusionError::ResourcesExhausted(why) = root {
         // PostgreSQL's words, with what DataFusion knows of who held what.
         return self::error(OUT_OF_MEMORY, "out of memory").with_detail(format!(

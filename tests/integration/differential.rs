@@ -16,7 +16,19 @@ use tokio_postgres::{Client, SimpleQueryMessage};
 
 use crate::support::{Raw, SOURCE_DSN, Server, SourceSchema, connect, sqlstate};
 
-pub const TABLES: &[&str] = &["nums", "texts", "times", "customers", "orders", "docs"];
+pub const TABLES: &[&str] = &[
+    "nums",
+    "texts",
+    "times",
+    "customers",
+    "orders",
+    "docs",
+    "date_dim",
+    "item",
+    "store",
+    "store_sales",
+    "web_sales",
+];
 
 pub fn corpus_dir() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/sql/differential"))
