@@ -50,3 +50,25 @@ SELECT count(*) FROM customers WHERE name NOT LIKE ANY (ARRAY['customer 1%', 'cu
 SELECT region, region LIKE ANY (ARRAY['n%', NULL]), region ILIKE ANY (ARRAY['%TH']) FROM customers WHERE id < 6 ORDER BY id;
 SELECT octet_length(c), bit_length(c), length(c), c = 'ab  ', c < 'ab ', c IN ('ab  ', 'x'), c BETWEEN 'ab ' AND 'ab  ', c = v, 'ab  ' = c, c = 'ab '::text FROM texts ORDER BY id;
 SELECT id FROM texts WHERE c <> 'ab   ' ORDER BY id;
+
+-- character values in INTERSECT/EXCEPT, JSON and arrays; smallint shifts.
+SELECT c FROM texts INTERSECT SELECT t FROM texts ORDER BY 1;
+SELECT t FROM texts INTERSECT SELECT c FROM texts ORDER BY 1;
+SELECT c FROM texts EXCEPT SELECT v FROM texts ORDER BY 1;
+SELECT c FROM texts INTERSECT SELECT c::char(3) FROM texts ORDER BY 1;
+SELECT coalesce(c, 'z') FROM texts INTERSECT SELECT t FROM texts ORDER BY 1;
+SELECT pg_typeof(x), x FROM (SELECT c AS x FROM texts INTERSECT SELECT t FROM texts) s ORDER BY 2;
+SELECT pg_typeof(x), x FROM (SELECT t AS x FROM texts INTERSECT SELECT c FROM texts) s ORDER BY 2;
+SELECT to_json(c), array_agg(c ORDER BY id) FROM texts WHERE id < 3 GROUP BY c, id ORDER BY id;
+SELECT i2 << 2, pg_typeof(i2 << 2), i2 >> 1, pg_typeof(i2 & 1), pg_typeof(~i2) FROM nums WHERE id = 1;
+SELECT c FROM texts INTERSECT SELECT t || '  ' FROM texts ORDER BY 1;
+SELECT t || ' ' FROM texts INTERSECT SELECT c FROM texts ORDER BY 1;
+SELECT t FROM texts EXCEPT SELECT coalesce(c, 'z') FROM texts ORDER BY 1;
+SELECT c, id FROM texts INTERSECT ALL SELECT v, id FROM texts ORDER BY 2;
+SELECT to_json(c), to_jsonb(c), array_agg(c ORDER BY id) FROM texts WHERE id < 3 GROUP BY c, id ORDER BY id;
+SELECT json_agg(c ORDER BY id), jsonb_agg(c ORDER BY id), array_agg(c ORDER BY c) FROM texts;
+SELECT json_build_object('c', c, 'v', v), jsonb_build_array(c, id) FROM texts ORDER BY id;
+SELECT array_agg(DISTINCT c ORDER BY c) FROM texts;
+SELECT i_category, array_agg(i_item_id ORDER BY i_item_id) FROM item WHERE i_item_sk < 8 GROUP BY 1 ORDER BY 1;
+SELECT 32767::int2 << 1, -8::int2 >> 1, 1::int2 << 16, ~1::int2, pg_typeof(~i2), i2 << 3, ~i8 FROM nums ORDER BY id;
+SELECT coalesce(c, 'z') FROM texts EXCEPT SELECT t FROM texts ORDER BY 1;

@@ -67,6 +67,11 @@ fn annotate(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
         };
         if let Some(kind) = field.1.metadata().get(OID_ALIAS_KEY) {
             arrays.insert(groups + index, format!("_{kind}"));
+        } else if let Some(kind @ ("bpchar" | "varchar")) =
+            field.1.metadata().get(PG_TYPE_METADATA).map(String::as_str)
+        {
+            // `character(n)[]` and `varchar[]`, not `text[]`.
+            arrays.insert(groups + index, format!("_{kind}"));
         }
     }
     if arrays.is_empty() {

@@ -276,7 +276,8 @@ impl Compatibility {
                     UnaryOperator::BitwiseNot => Some(Expr::Nested(Box::new(Expr::BinaryOp {
                         left: Box::new(Expr::Nested(Box::new(operand))),
                         op: BinaryOperator::PGBitwiseXor,
-                        right: Box::new(Expr::value(Value::Number("-1".to_owned(), false))),
+                        // A smallint stays one (`~x` is of x's type).
+                        right: Box::new(cast_to(number("-1"), DataType::SmallInt(None))),
                     }))),
                     _ => None,
                 }

@@ -128,6 +128,46 @@ impl CheckedIntegerArithmetic {
     }
 }
 
+/// `smallint << n` and `smallint >> n` in `plan`, which PostgreSQL
+/// computes as a C int shifted and cut back to 16 bits (`32767::int2 << 1`
+/// is -2, typed smallint); DataFusion widens the smallint to the count's
+/// integer type and keeps it there. Run before type coercion (which fixes
+/// the types the plan's schema announces): the shift is done on 32 bits and
+/// the low 16 sign-extended, `((v & 65535) # 32768) - 32768`, which cannot
+/// overflow.
+pub fn smallint_shifts(plan: LogicalPlan) -> Result<LogicalPlan> {
+    super::numeric::rewrite_expressions(plan, |expr, schema| {
+        let Expr::BinaryExpr(BinaryExpr { left, op, right }) = &expr else {
+            return Ok(Transformed::no(expr));
+        };
+        if !matches!(op, Operator::BitwiseShiftLeft | Operator::BitwiseShiftRight)
+            || left.get_type(schema).ok() != Some(DataType::Int16)
+        {
+            return Ok(Transformed::no(expr));
+        }
+        let int = |e: &Expr| {
+            Expr::Cast(datafusion::logical_expr::Cast::new(
+                Box::new(e.clone()),
+                DataType::Int32,
+            ))
+        };
+        let literal = |value: i32| Expr::Literal(ScalarValue::Int32(Some(value)), None);
+        let binary = |l: Expr, op: Operator, r: Expr| {
+            Expr::BinaryExpr(BinaryExpr::new(Box::new(l), op, Box::new(r)))
+        };
+        let shifted = binary(int(left), *op, int(right));
+        let low_bits = binary(shifted, Operator::BitwiseAnd, literal(0xFFFF));
+        let signed = binary(
+            binary(low_bits, Operator::BitwiseXor, literal(0x8000)),
+            Operator::Minus,
+            literal(0x8000),
+        );
+        Ok(Transformed::yes(Expr::Cast(
+            datafusion::logical_expr::Cast::new(Box::new(signed), DataType::Int16),
+        )))
+    })
+}
+
 /// PostgreSQL's name of an integer type, as used in its overflow message.
 fn integer_name(data_type: &DataType) -> Option<&'static str> {
     match data_type {

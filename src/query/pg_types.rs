@@ -849,7 +849,51 @@ pub fn pad_characters(
                 between.high = Box::new(without_trailing_spaces(*between.high, schema));
                 Transformed::yes(Expr::Between(between))
             }
-            // `octet_length()` of `character(n)` counts its padding.
+            // `octet_length()` of `character(n)` counts its padding, and
+            // JSON and arrays hold the value as written.
+            Expr::ScalarFunction(mut function)
+                if matches!(
+                    function.name(),
+                    "octet_length"
+                        | "to_json"
+                        | "to_jsonb"
+                        | "json_build_array"
+                        | "jsonb_build_array"
+                        | "json_build_object"
+                        | "jsonb_build_object"
+                ) && function
+                    .args
+                    .iter()
+                    .any(|arg| character_width(arg, schema).is_some()) =>
+            {
+                let args = std::mem::take(&mut function.args);
+                function.args = args.into_iter().map(|arg| pad(arg, schema)).collect();
+                Transformed::yes(Expr::ScalarFunction(function))
+            }
+            Expr::AggregateFunction(mut aggregate)
+                if aggregate.func.name() == "array_agg"
+                    && aggregate
+                        .params
+                        .args
+                        .first()
+                        .is_some_and(|arg| character_width(arg, schema).is_some()) =>
+            {
+                let args = std::mem::take(&mut aggregate.params.args);
+                let original = args.first().cloned();
+                aggregate.params.args = args.into_iter().map(|arg| pad(arg, schema)).collect();
+                // With DISTINCT, the order must be by the argument as given.
+                if aggregate.params.distinct {
+                    let padded = aggregate.params.args.first().cloned();
+                    for sort in &mut aggregate.params.order_by {
+                        if Some(&sort.expr) == original.as_ref()
+                            && let Some(padded) = &padded
+                        {
+                            sort.expr = padded.clone();
+                        }
+                    }
+                }
+                Transformed::yes(Expr::AggregateFunction(aggregate))
+            }
             Expr::ScalarFunction(mut function)
                 if function.name() == "octet_length"
                     && function

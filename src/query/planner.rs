@@ -748,9 +748,12 @@ async fn plan_once(state: &SessionState, statement: Statement) -> Result<Logical
             refuse_correlated_unnest(&plan)?;
             super::array_types::annotate_arrays(plan)
                 .and_then(super::using_joins::postgres_using_columns)
-                .and_then(super::set_operations::postgres_set_operations)
                 .and_then(super::pg_types::pad_characters)
+                // After the padding: a padded `character` is matched
+                // without its trailing spaces.
+                .and_then(super::set_operations::postgres_set_operations)
                 .and_then(super::temporal::postgres_temporal)
+                .and_then(super::overflow::smallint_shifts)
                 .and_then(|plan| super::numeric::postgres_numerics(plan, state))
                 .and_then(super::set_operations::postgres_union_types)
                 .and_then(signed_outputs)

@@ -114,6 +114,8 @@ pub fn postgres_set_operations(plan: LogicalPlan) -> Result<LogicalPlan> {
             .into_iter()
             .map(Expr::Column)
             .collect();
+        let (left_input, left_keys, right_input, right_keys) =
+            character_keys(left_input, left_keys, right_input, right_keys)?;
         let left = numbered(left_input, &left_keys, LEFT_COPY)?;
         let right = numbered(right_input, &right_keys, RIGHT_COPY)?;
         let mut left_on = left_keys;
@@ -133,6 +135,89 @@ pub fn postgres_set_operations(plan: LogicalPlan) -> Result<LogicalPlan> {
         Ok(Transformed::yes(rewritten))
     })
     .map(|transformed| transformed.data)
+}
+
+/// The sides of an `INTERSECT` or `EXCEPT` with the keys their rows are
+/// matched on: a column of type `character` on the left makes the column
+/// `character`, compared without trailing spaces on either side; a
+/// `character` value kept padded on the right, read as the left's text,
+/// drops its trailing spaces (PostgreSQL's cast). Other keys are the
+/// columns themselves.
+type Sides = (Arc<LogicalPlan>, Vec<Column>, Arc<LogicalPlan>, Vec<Column>);
+
+fn character_keys(
+    left: Arc<LogicalPlan>,
+    left_keys: Vec<Column>,
+    right: Arc<LogicalPlan>,
+    right_keys: Vec<Column>,
+) -> Result<Sides> {
+    use crate::accelerator::{PG_TYPE_METADATA, TYPMOD_METADATA};
+    let kind = |plan: &LogicalPlan, column: &Column| {
+        let (_, field) = plan.schema().qualified_field_from_column(column).ok()?;
+        let text = matches!(
+            field.data_type(),
+            DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8
+        );
+        let character =
+            field.metadata().get(PG_TYPE_METADATA).map(String::as_str) == Some("bpchar");
+        Some((
+            text,
+            character,
+            character && !field.metadata().contains_key(TYPMOD_METADATA),
+        ))
+    };
+    let mut trims = Vec::with_capacity(left_keys.len());
+    for (l, r) in left_keys.iter().zip(&right_keys) {
+        let (
+            Some((_, left_character, left_padded)),
+            Some((right_text, right_character, right_padded)),
+        ) = (kind(&left, l), kind(&right, r))
+        else {
+            trims.push((false, false));
+            continue;
+        };
+        trims.push(if left_character {
+            (
+                left_padded,
+                right_text && (right_padded || !right_character),
+            )
+        } else {
+            (false, right_padded)
+        });
+    }
+    if trims.iter().all(|(l, r)| !l && !r) {
+        return Ok((left, left_keys, right, right_keys));
+    }
+    let keyed = |input: Arc<LogicalPlan>, keys: Vec<Column>, trim: Vec<bool>, side: &str| {
+        let mut exprs: Vec<Expr> = input
+            .schema()
+            .columns()
+            .into_iter()
+            .map(Expr::Column)
+            .collect();
+        let mut columns = Vec::with_capacity(keys.len());
+        for (index, (key, trim)) in keys.into_iter().zip(trim).enumerate() {
+            if !trim {
+                columns.push(key);
+                continue;
+            }
+            let name = format!("__pgaccel_{side}_key_{index}");
+            exprs.push(
+                Expr::ScalarFunction(datafusion::logical_expr::expr::ScalarFunction::new_udf(
+                    datafusion::functions::string::rtrim(),
+                    vec![Expr::Column(key)],
+                ))
+                .alias(&name),
+            );
+            columns.push(Column::from_name(name));
+        }
+        let plan = LogicalPlanBuilder::from(input).project(exprs)?.build()?;
+        Ok::<_, datafusion::error::DataFusionError>((Arc::new(plan), columns))
+    };
+    let (left_trim, right_trim): (Vec<bool>, Vec<bool>) = trims.into_iter().unzip();
+    let (left, left_keys) = keyed(left, left_keys, left_trim, "left")?;
+    let (right, right_keys) = keyed(right, right_keys, right_trim, "right")?;
+    Ok((left, left_keys, right, right_keys))
 }
 
 /// `input` with its columns cast to `targets` where one is given, under

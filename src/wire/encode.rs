@@ -94,6 +94,8 @@ fn list_type(field: &Field) -> Option<Type> {
         "_aclitem" => Type::from_oid(1034)?,
         "_char" => Type::CHAR_ARRAY,
         "_regtype" => Type::REGTYPE_ARRAY,
+        "_bpchar" => Type::BPCHAR_ARRAY,
+        "_varchar" => Type::VARCHAR_ARRAY,
         _ => return None,
     })
 }

@@ -86,6 +86,25 @@ impl ScalarUDFImpl for CatalogFunction {
         Ok(self.returns.clone())
     }
 
+    fn return_field_from_args(
+        &self,
+        _args: datafusion::logical_expr::ReturnFieldArgs,
+    ) -> Result<datafusion::arrow::datatypes::FieldRef> {
+        let field = datafusion::arrow::datatypes::Field::new(self.name, self.returns.clone(), true);
+        // `json_build_object()` is json, as clients are told.
+        Ok(Arc::new(if self.name == "json_build_object" {
+            field.with_metadata(
+                [(
+                    crate::accelerator::PG_TYPE_METADATA.to_owned(),
+                    "json".to_owned(),
+                )]
+                .into(),
+            )
+        } else {
+            field
+        }))
+    }
+
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let call = Call {
             system: &self.system,
