@@ -441,14 +441,65 @@ pub(super) fn rewrite_expressions(
         .transform_up_with_subqueries(|node| {
             let schema = merge_schema(&node.inputs());
             let names = NamePreserver::new(&node);
+            // A grouping set cannot be aliased: its keys are renamed back
+            // above the aggregate instead.
+            let grouping_sets = match &node {
+                LogicalPlan::Aggregate(aggregate)
+                    if aggregate
+                        .group_expr
+                        .iter()
+                        .any(|e| matches!(e, Expr::GroupingSet(_))) =>
+                {
+                    Some(Arc::clone(&aggregate.schema))
+                }
+                _ => None,
+            };
             let rewritten = node.map_expressions(|expr| {
+                if matches!(expr, Expr::GroupingSet(_)) {
+                    return expr.transform_up(|e| rewrite(e, &schema));
+                }
                 let saved = names.save(&expr);
                 let rewritten = expr.transform_up(|e| rewrite(e, &schema))?;
                 Ok(rewritten.update_data(|e| saved.restore(e)))
             })?;
-            rewritten.map_data(recompute_schema)
+            let rewritten = rewritten.map_data(recompute_schema)?;
+            match grouping_sets {
+                Some(original) if rewritten.transformed => {
+                    rewritten.map_data(|node| renamed(node, &original))
+                }
+                _ => Ok(rewritten),
+            }
         })?
         .data)
+}
+
+/// `node` under a projection giving its columns the names (and
+/// qualifiers) of `original`, where they differ.
+fn renamed(node: LogicalPlan, original: &DFSchema) -> Result<LogicalPlan> {
+    let same = node.schema().fields().len() == original.fields().len()
+        && node
+            .schema()
+            .iter()
+            .zip(original.iter())
+            .all(|((q1, f1), (q2, f2))| q1 == q2 && f1.name() == f2.name());
+    if same {
+        return Ok(node);
+    }
+    let exprs = node
+        .schema()
+        .iter()
+        .zip(original.iter())
+        .map(
+            |((qualifier, field), (original_qualifier, original_field))| {
+                Expr::Column(Column::from((qualifier, field)))
+                    .alias_qualified(original_qualifier.cloned(), original_field.name())
+            },
+        )
+        .collect();
+    Ok(LogicalPlan::Projection(Projection::try_new(
+        exprs,
+        Arc::new(node),
+    )?))
 }
 
 /// `node` with its schema derived again from its inputs and expressions
@@ -1774,6 +1825,9 @@ impl Threads<'_> {
                 // The aggregates follow the grouping columns, however many
                 // the schema has (a key grouped twice is one column).
                 let groups = aggregate.schema.fields().len() - aggregate.aggr_expr.len();
+                if index < groups {
+                    return self.group_key_scale(aggregate, index);
+                }
                 let Some(expr) = index
                     .checked_sub(groups)
                     .and_then(|at| aggregate.aggr_expr.get(at))
@@ -2053,6 +2107,61 @@ impl Threads<'_> {
 
     /// `input` with the display scale of `expr` (an expression over its
     /// output) available.
+    /// The scale of grouping key `index` of `aggregate` (`GROUP BY
+    /// floor(x / 125.0) * 125.0`): the key's own where it is fixed, else the
+    /// largest among the group's rows (equal numerics are one group in
+    /// PostgreSQL whatever their scales, and it prints the key of whichever
+    /// row it met first).
+    fn group_key_scale(
+        &mut self,
+        aggregate: Aggregate,
+        index: usize,
+    ) -> Result<Option<(LogicalPlan, Expr)>> {
+        // The keys of ROLLUP, CUBE and GROUPING SETS come first, each once.
+        let key = match aggregate.group_expr.as_slice() {
+            [Expr::GroupingSet(set)] => set.distinct_expr().get(index).map(|key| (*key).clone()),
+            keys if keys.len() == aggregate.schema.fields().len() - aggregate.aggr_expr.len() => {
+                keys.get(index).cloned()
+            }
+            _ => None,
+        };
+        let Some(key) = key else {
+            return Ok(None);
+        };
+        let input = Arc::unwrap_or_clone(aggregate.input);
+        let Some((input, scale)) = self.scale_in(input, &key)? else {
+            return Ok(None);
+        };
+        let mut aggr_expr = aggregate.aggr_expr;
+        let scale = if let Expr::Literal(..) = scale {
+            scale
+        } else {
+            let companion = Expr::AggregateFunction(AggregateFunction::new_udf(
+                Arc::clone(&self.functions.max),
+                vec![scale],
+                false,
+                None,
+                vec![],
+                None,
+            ));
+            let name = match alias_of(&aggr_expr, &companion) {
+                Some(name) => name,
+                None => {
+                    let name = self.fresh();
+                    aggr_expr.push(companion.alias(&name));
+                    name
+                }
+            };
+            Expr::Column(Column::from_name(name))
+        };
+        let plan = LogicalPlan::Aggregate(Aggregate::try_new(
+            Arc::new(input),
+            aggregate.group_expr,
+            aggr_expr,
+        )?);
+        Ok(Some((plan, scale)))
+    }
+
     fn scale_in(&mut self, input: LogicalPlan, expr: &Expr) -> Result<Option<(LogicalPlan, Expr)>> {
         let mut input = Some(input);
         let mut failed: Option<DataFusionError> = None;
