@@ -215,3 +215,34 @@ SELECT a, count(*) FROM (SELECT avg(qty) a FROM orders GROUP BY customer_id) x G
 SELECT status, floor(amount / 250.0) * 250.0 AS b, count(*) FROM orders GROUP BY ROLLUP (status, floor(amount / 250.0) * 250.0) ORDER BY 1 NULLS LAST, 2 NULLS LAST;
 SELECT status, amount / 7 AS b, count(*) FROM orders WHERE id < 30 GROUP BY CUBE (status, amount / 7) ORDER BY 1 NULLS LAST, 2 NULLS LAST;
 SELECT status, count(*) FROM orders GROUP BY ROLLUP (status, floor(amount / 250.0)) ORDER BY 1 NULLS LAST, 2;
+
+-- Values of other rows (lag, lead, first_value) and JSON of numerics computed at varying scales; a sorted running average.
+SELECT first_value(amount / 3) OVER (ORDER BY id), lag(amount / 3) OVER (ORDER BY id) FROM orders WHERE id < 4 ORDER BY id;
+SELECT id, lead(amount, 2, 0) OVER (ORDER BY id), lag(amount, 1, 0.5) OVER (ORDER BY id), lag(qty, 1, 0) OVER (ORDER BY id) FROM orders WHERE id < 6 ORDER BY id;
+SELECT d_moy, sum(ss_net_profit), lag(sum(ss_net_profit), 1, 0) OVER (ORDER BY d_moy), sum(ss_net_profit) - lag(sum(ss_net_profit), 1, 0) OVER (ORDER BY d_moy) FROM store_sales JOIN date_dim ON ss_sold_date_sk = d_date_sk WHERE d_year = 2000 GROUP BY d_moy ORDER BY 1;
+SELECT status, avg(amount), lag(avg(amount)) OVER (ORDER BY status), last_value(avg(amount)) OVER (ORDER BY status ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING), nth_value(avg(amount), 2) OVER (ORDER BY status) FROM orders GROUP BY status ORDER BY 1;
+SELECT json_agg(amount / 3 ORDER BY id), to_json(avg(amount)), jsonb_agg(qty / 2.0 ORDER BY id) FROM orders WHERE id < 4;
+SELECT id, avg(amount) OVER (ORDER BY id), amount / 3 FROM orders WHERE id < 40 ORDER BY id;
+SELECT first_value(amount / 3) OVER (ORDER BY id) FROM orders WHERE id < 30 ORDER BY id;
+SELECT grp, avg(n), avg(n) * 2, avg(n) / 3, round(avg(n), 1) FROM nums GROUP BY grp ORDER BY grp NULLS LAST;
+SELECT x, count(*) FROM (SELECT n / 3 AS x FROM nums) s GROUP BY x ORDER BY 1 NULLS LAST;
+SELECT DISTINCT amount / 10 FROM orders WHERE id < 6 ORDER BY 1;
+SELECT DISTINCT qty / 4.0 FROM orders ORDER BY 1;
+SELECT qty / 4.0 AS q FROM orders GROUP BY q HAVING count(*) > 40 ORDER BY q;
+SELECT customer_id, avg(amount) AS a FROM orders GROUP BY customer_id ORDER BY a DESC LIMIT 3;
+SELECT avg(amount) FILTER (WHERE qty > 5), avg(DISTINCT qty) FROM orders;
+SELECT status, avg(amount) OVER (PARTITION BY status ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM orders WHERE id < 8 ORDER BY id;
+SELECT id, amount / (SELECT count(*) FROM orders) FROM orders WHERE id < 4 ORDER BY 1;
+SELECT max(amount / qty), min(amount / qty) FROM orders;
+SELECT CASE WHEN qty > 4 THEN amount / 3 ELSE amount END FROM orders WHERE id < 6 ORDER BY id;
+SELECT coalesce(avg(amount), 0) FROM orders WHERE id < 0;
+SELECT sum(amount) / count(*) FROM orders GROUP BY status ORDER BY 1;
+SELECT string_agg((amount / 3)::text, ',' ORDER BY id) FROM orders WHERE id < 4;
+SELECT (amount / 3)::numeric(10,3), (amount / 3)::int, (amount / 3)::float8 FROM orders WHERE id < 4 ORDER BY id;
+SELECT json_agg(amount / 3 ORDER BY id) FROM orders WHERE id < 4;
+SELECT max(a) FROM (SELECT avg(amount) a FROM orders GROUP BY status) x;
+SELECT status, sum(a) FROM (SELECT status, qty, avg(amount) a FROM orders GROUP BY 1, 2) x GROUP BY 1 ORDER BY 1;
+SELECT t.status, t.a, u.a FROM (SELECT status, avg(amount) a FROM orders GROUP BY 1) t JOIN (SELECT status, avg(qty) a FROM orders GROUP BY 1) u USING (status) ORDER BY 1;
+SELECT * FROM (SELECT status, avg(amount) a FROM orders GROUP BY 1) t UNION ALL SELECT 'all', avg(amount) FROM orders ORDER BY 1;
+SELECT status, a FROM (SELECT status, avg(amount) a, rank() OVER (ORDER BY avg(amount) DESC) r FROM orders GROUP BY 1) x WHERE r <= 2 ORDER BY 2;
+SELECT array_agg(amount / 3 ORDER BY id) FROM orders WHERE id < 4;

@@ -809,9 +809,14 @@ impl Functions {
                         schema,
                     ) =>
             {
-                Err(refused(
-                    "lead() or lag() with a default of another numeric scale",
-                ))
+                // Each value keeps its own scale: the default's where it
+                // is taken (`lag(amount, 1, 0)` prints `0`).
+                let mut window = window.clone();
+                for position in [0, 2] {
+                    window.params.args[position] =
+                        as_dynamic(window.params.args[position].clone(), schema)?;
+                }
+                Ok(Transformed::yes(Expr::WindowFunction(window)))
             }
             // `sign(numeric)` is a numeric -1, 0 or 1.
             Expr::ScalarFunction(function)
@@ -954,6 +959,51 @@ impl Functions {
                     "{}() of a numeric is not supported; cast its argument to double precision",
                     function.name()
                 )))
+            }
+            // A numeric whose scale varies, in JSON: the number as printed.
+            Expr::ScalarFunction(function)
+                if matches!(function.name(), "to_json" | "to_jsonb")
+                    && function.args.iter().any(|arg| {
+                        matches!(arg.get_type(schema), Ok(DataType::Decimal256(..)))
+                    }) =>
+            {
+                let mut function = function.clone();
+                for arg in &mut function.args {
+                    if !matches!(arg.get_type(schema), Ok(DataType::Decimal256(..))) {
+                        continue;
+                    }
+                    let Some(scale) = self.scale_of(arg, schema, &mut |c| Some(self.pending(c)))
+                    else {
+                        return Err(refused("this numeric in JSON"));
+                    };
+                    let text = Expr::ScalarFunction(ScalarFunction::new_udf(
+                        Arc::clone(&self.text),
+                        vec![arg.clone(), scale],
+                    ));
+                    let json = Field::new("json", DataType::Utf8, true)
+                        .with_metadata([(PG_TYPE_METADATA.to_owned(), "json".to_owned())].into());
+                    *arg = Expr::Cast(datafusion::logical_expr::expr::Cast::new_from_field(
+                        Box::new(text),
+                        Arc::new(json),
+                    ));
+                }
+                Ok(Transformed::yes(Expr::ScalarFunction(function)))
+            }
+            // An array cannot hold numerics of varying scales.
+            Expr::AggregateFunction(aggregate)
+                if aggregate.func.name() == "array_agg"
+                    && matches!(
+                        aggregate
+                            .params
+                            .args
+                            .first()
+                            .map(|arg| arg.get_type(schema)),
+                        Some(Ok(DataType::Decimal256(..)))
+                    ) =>
+            {
+                Err(refused(
+                    "array_agg() of numerics computed with varying scales",
+                ))
             }
             Expr::ScalarFunction(function) => {
                 let Some(rounding) = Rounding::of(function.name()) else {
@@ -1996,15 +2046,38 @@ impl Threads<'_> {
                 let Expr::WindowFunction(function) = inner else {
                     return Ok(None);
                 };
-                if function.fun.name() != AVG {
-                    return Ok(None);
-                }
-                let companion = Expr::WindowFunction(Box::new(WindowFunction {
-                    fun: WindowFunctionDefinition::AggregateUDF(Arc::clone(
-                        &self.functions.avg_scale,
-                    )),
-                    params: function.params.clone(),
-                }));
+                let mut window_input = window.input;
+                let companion = match function.fun.name() {
+                    AVG => Expr::WindowFunction(Box::new(WindowFunction {
+                        fun: WindowFunctionDefinition::AggregateUDF(Arc::clone(
+                            &self.functions.avg_scale,
+                        )),
+                        params: function.params.clone(),
+                    })),
+                    // A value picked from another row: that row's scale
+                    // (or the default's), picked the same way.
+                    "lag" | "lead" | "first_value" | "last_value" | "nth_value" => {
+                        let mut input = Arc::unwrap_or_clone(window_input);
+                        let mut params = function.params.clone();
+                        for position in [0, 2] {
+                            let Some(arg) = params.args.get(position).cloned() else {
+                                continue;
+                            };
+                            let Some((threaded, scale)) = self.scale_in(input, &arg)? else {
+                                return Ok(None);
+                            };
+                            input = threaded;
+                            params.args[position] = scale;
+                        }
+                        window_input = Arc::new(input);
+                        Expr::WindowFunction(Box::new(WindowFunction {
+                            fun: function.fun.clone(),
+                            params,
+                        }))
+                    }
+                    _ => return Ok(None),
+                };
+                let window = Window::try_new(window.window_expr, window_input)?;
                 // A window value read twice (`avg(x) OVER w, x - avg(x) OVER
                 // w`) has one companion: the physical planner cannot
                 // compute a window function twice under two names.

@@ -555,7 +555,7 @@ impl Session {
         self.info.pins.store(Some(pins));
         let physical = Box::pin(self.state.create_physical_plan(&plan)).await;
         self.info.pins.store(None);
-        let physical = physical.map_err(sqlstate::from_datafusion)?;
+        let physical = in_one_ordered_stream(physical.map_err(sqlstate::from_datafusion)?);
         // The described schema: the same columns, with where they come from.
         let schema = if query.schema.fields().len() == physical.schema().fields().len() {
             query.schema()
@@ -1201,4 +1201,55 @@ fn in_branch_order(
     let batches = futures::stream::iter(receivers)
         .flat_map(|mut receiver| futures::stream::poll_fn(move |cx| receiver.poll_recv(cx)));
     Ok(Box::pin(RecordBatchStreamAdapter::new(schema, batches)))
+}
+
+/// `plan` as one stream in its order. DataFusion may spread the last
+/// projections of a sorted query (printing numerics at their scales, say)
+/// over round-robin partitions above the sort, where the order is lost:
+/// those repartitions are taken out, and where several ordered streams
+/// remain they are merged in their order.
+fn in_one_ordered_stream(
+    plan: Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+) -> Arc<dyn datafusion::physical_plan::ExecutionPlan> {
+    use datafusion::physical_plan::ExecutionPlanProperties;
+    let plan = without_top_round_robin(plan);
+    if plan.output_partitioning().partition_count() < 2 {
+        return plan;
+    }
+    match plan.output_ordering().cloned() {
+        Some(ordering) => Arc::new(
+            datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMergeExec::new(
+                ordering, plan,
+            ),
+        ),
+        None => plan,
+    }
+}
+
+/// `plan` without the round-robin repartitions among the projections at
+/// its top.
+fn without_top_round_robin(
+    plan: Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+) -> Arc<dyn datafusion::physical_plan::ExecutionPlan> {
+    use datafusion::physical_plan::Partitioning;
+    use datafusion::physical_plan::projection::ProjectionExec;
+    use datafusion::physical_plan::repartition::RepartitionExec;
+    if let Some(repartition) = plan.downcast_ref::<RepartitionExec>()
+        && matches!(repartition.partitioning(), Partitioning::RoundRobinBatch(_))
+    {
+        return without_top_round_robin(Arc::clone(repartition.input()));
+    }
+    if plan.is::<ProjectionExec>()
+        && let [child] = plan.children().as_slice()
+    {
+        let stripped = without_top_round_robin(Arc::clone(child));
+        if !Arc::ptr_eq(&stripped, child) {
+            return datafusion::physical_plan::execution_plan::replace_children_if_necessary(
+                Arc::clone(&plan),
+                vec![stripped],
+            )
+            .unwrap_or(plan);
+        }
+    }
+    plan
 }
