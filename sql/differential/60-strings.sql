@@ -72,3 +72,8 @@ SELECT array_agg(DISTINCT c ORDER BY c) FROM texts;
 SELECT i_category, array_agg(i_item_id ORDER BY i_item_id) FROM item WHERE i_item_sk < 8 GROUP BY 1 ORDER BY 1;
 SELECT 32767::int2 << 1, -8::int2 >> 1, 1::int2 << 16, ~1::int2, pg_typeof(~i2), i2 << 3, ~i8 FROM nums ORDER BY id;
 SELECT coalesce(c, 'z') FROM texts EXCEPT SELECT t FROM texts ORDER BY 1;
+SELECT 'new' FROM times t INTERSECT SELECT t.c FROM texts t ORDER BY 1;
+SELECT 'ab ' FROM times t INTERSECT SELECT t.c FROM texts t ORDER BY 1;
+SELECT pg_typeof(x), x FROM (SELECT 'ab ' AS x INTERSECT SELECT c FROM texts) s;
+SELECT 'q' EXCEPT SELECT c FROM texts WHERE id < 3;
+SELECT 'zz' AS x, 1 EXCEPT SELECT v, id FROM texts ORDER BY 1;

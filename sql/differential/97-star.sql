@@ -118,3 +118,35 @@ SELECT count(*) FROM store_sales s1 WHERE ss_sales_price > (SELECT avg(ss_sales_
 SELECT ss_store_sk, array_agg(DISTINCT ss_quantity / 25 ORDER BY ss_quantity / 25) FROM store_sales GROUP BY 1 ORDER BY 1 NULLS LAST;
 SELECT d_day_name, d_weekend, d_day_name || d_weekend, length(d_day_name), d_day_name = 'Monday' FROM date_dim WHERE d_date_sk < 2451548 ORDER BY d_date_sk;
 SELECT i_current_price, width_bucket(i_current_price, 0, 100, 4), floor(i_current_price), ceil(i_current_price), trunc(i_current_price, 1), round(i_current_price, -1), abs(i_current_price - 50), sign(i_current_price - 50), mod(i_item_sk, 7) FROM item WHERE i_item_sk % 10 = 1 ORDER BY 1 NULLS LAST;
+
+-- Anti-joins with NULLs, self-joins, recursive calendars, frames, GROUPS, filters.
+SELECT i_item_sk FROM item WHERE i_item_sk NOT IN (SELECT ss_item_sk FROM store_sales WHERE ss_quantity > 98) ORDER BY 1;
+SELECT count(*) FROM item WHERE i_manager_id NOT IN (SELECT ss_quantity FROM store_sales WHERE ss_item_sk = 41);
+SELECT s1.s_store_name, s2.s_store_name FROM store s1 JOIN store s2 ON s1.s_state = s2.s_state AND s1.s_store_sk < s2.s_store_sk ORDER BY 1, 2;
+SELECT s_store_name, count(ss_item_sk) FROM store LEFT JOIN store_sales ON ss_store_sk = s_store_sk AND ss_quantity > 95 GROUP BY 1 ORDER BY 1;
+SELECT count(*) FROM store CROSS JOIN date_dim WHERE d_moy = 2 AND d_year = 2000;
+SELECT d_year, d_moy, count(*) FROM date_dim NATURAL JOIN (SELECT d_date_sk, 1 AS x FROM date_dim WHERE d_dom = 1) firsts GROUP BY 1, 2 ORDER BY 1, 2 LIMIT 5;
+WITH a AS (SELECT ss_store_sk, sum(ss_net_profit) p FROM store_sales GROUP BY 1), b AS (SELECT avg(p) ap FROM a) SELECT ss_store_sk, p, p > ap FROM a, b ORDER BY 1 NULLS FIRST;
+WITH RECURSIVE months(m) AS (SELECT 1 UNION ALL SELECT m + 1 FROM months WHERE m < 12) SELECT m, count(d_date_sk) FROM months LEFT JOIN date_dim ON d_moy = m AND d_year = 2001 AND d_dom = 1 GROUP BY m ORDER BY m;
+SELECT d_date, age(d_date, date '2000-01-01'), d_date - interval '1 month', (d_date - date '2000-01-01') / 7 FROM date_dim WHERE d_date_sk IN (2451545, 2451600, 2452000) ORDER BY 1;
+SELECT ss_ticket_number, count(*) OVER (ORDER BY ss_ticket_number GROUPS BETWEEN 1 PRECEDING AND 1 FOLLOWING) FROM store_sales WHERE ss_item_sk = 1 ORDER BY 1 LIMIT 5;
+SELECT ss_item_sk, ss_ticket_number, rank() OVER (PARTITION BY ss_item_sk ORDER BY ss_net_profit DESC NULLS LAST), count(*) OVER (PARTITION BY ss_item_sk ORDER BY ss_net_profit DESC) FROM store_sales WHERE ss_item_sk < 3 AND ss_ticket_number < 100 ORDER BY 1, 3, 2;
+SELECT i_category, i_class, sum(i_current_price) FROM item GROUP BY CUBE (i_category, i_class) HAVING sum(i_current_price) > 100 ORDER BY 1 NULLS FIRST, 2 NULLS FIRST;
+SELECT i_category, GROUPING(i_category, i_class), count(*) FROM item GROUP BY ROLLUP (i_category, i_class) ORDER BY 2, 1 NULLS LAST LIMIT 8;
+SELECT count(*) FILTER (WHERE ss_coupon_amt > 0) * 1.0 / count(*), avg(CASE WHEN ss_coupon_amt > 0 THEN 1.0 ELSE 0 END) FROM store_sales;
+SELECT ss_store_sk, max(ss_net_profit) - min(ss_net_profit), sum(abs(ss_net_profit)), sum(ss_net_profit) FILTER (WHERE ss_net_profit < 0) FROM store_sales GROUP BY 1 ORDER BY 1 NULLS LAST;
+SELECT i_item_sk, i_current_price, ntile(3) OVER w, percent_rank() OVER w, cume_dist() OVER w FROM item WINDOW w AS (ORDER BY i_current_price NULLS FIRST, i_item_sk) ORDER BY i_item_sk LIMIT 10;
+SELECT exists(SELECT 1 FROM store WHERE s_state = 'GA'), exists(SELECT 1 FROM store WHERE s_state = 'NY');
+SELECT CASE WHEN s_state IN ('TN', 'GA', 'AL') THEN 'south' WHEN s_state IS NULL THEN 'unknown' ELSE 'other' END region, count(*) FROM store GROUP BY 1 ORDER BY 1;
+SELECT d_year, count(*) FILTER (WHERE d_weekend = 'Y'), count(*) FILTER (WHERE d_day_name = 'Friday') FROM date_dim GROUP BY 1 ORDER BY 1;
+SELECT ss_customer_sk, max(d_date) - min(d_date) AS span, count(DISTINCT d_moy) FROM store_sales JOIN date_dim ON ss_sold_date_sk = d_date_sk WHERE ss_customer_sk < 6 GROUP BY 1 ORDER BY 1;
+SELECT sum(ws_quantity * ws_sales_price) / sum(ws_quantity), sum(ws_ext_sales_price) / nullif(sum(ws_net_paid), 0) FROM web_sales;
+SELECT ws_item_sk, sum(ws_net_paid) FROM web_sales GROUP BY 1 HAVING sum(ws_net_paid) > (SELECT 1.5 * avg(t) FROM (SELECT sum(ws_net_paid) t FROM web_sales GROUP BY ws_item_sk) x) ORDER BY 2 DESC;
+SELECT i_brand, count(*) FROM item WHERE i_brand LIKE 'amalg%' OR i_brand LIKE '%#4%' GROUP BY 1 ORDER BY 1;
+SELECT upper(substr(i_category, 1, 3)) || '-' || lpad(i_item_sk::text, 4, '0') FROM item WHERE i_item_sk IN (1, 22, 45) ORDER BY 1;
+SELECT d_date, to_char(d_date, 'Day'), to_char(d_date, 'Mon DD, YYYY'), to_char(d_date, 'Q'), to_char(d_date, 'WW'), to_char(d_date, 'J') FROM date_dim WHERE d_date_sk IN (2451545, 2451700) ORDER BY 1;
+SELECT count(*), sum(ss_quantity), avg(ss_quantity)::numeric(10,2) FROM store_sales WHERE ss_sold_date_sk BETWEEN 2451545 AND 2451545 + 30;
+SELECT ws_bill_customer_sk, ws_order_number, ws_net_paid, sum(ws_net_paid) OVER (PARTITION BY ws_bill_customer_sk ORDER BY ws_order_number, ws_item_sk) FROM web_sales WHERE ws_bill_customer_sk = 3 ORDER BY 2, 3 LIMIT 8;
+SELECT * FROM (VALUES (1, 'TN'), (2, 'GA'), (3, 'XX')) v(k, st) LEFT JOIN store ON s_state = st ORDER BY k, s_store_sk;
+SELECT st, count(s_store_sk) FROM unnest(ARRAY['TN', 'GA', 'XX']) st LEFT JOIN store ON s_state = st GROUP BY st ORDER BY st;
+SELECT i_category, max(i_current_price) FILTER (WHERE i_class = 'pants'), min(i_current_price) FILTER (WHERE i_class = 'pop') FROM item GROUP BY 1 ORDER BY 1 NULLS LAST;

@@ -108,14 +108,48 @@ pub fn postgres_set_operations(plan: LogicalPlan) -> Result<LogicalPlan> {
         } else {
             (Arc::clone(&join.left), Arc::clone(&join.right))
         };
+        // An untyped literal on the left takes the right's type (`SELECT
+        // 'x' INTERSECT SELECT c` is of c's type).
+        let literal_left: Vec<Option<std::collections::HashMap<String, String>>> = (0..left_keys
+            .len())
+            .map(|index| {
+                let mut left = join.left.as_ref();
+                while let LogicalPlan::Distinct(datafusion::logical_expr::Distinct::All(input)) =
+                    left
+                {
+                    left = input.as_ref();
+                }
+                let metadata = right_input.schema().field(index).metadata();
+                (untyped_literal(left, index)
+                    && metadata.contains_key(crate::accelerator::PG_TYPE_METADATA))
+                .then(|| {
+                    metadata
+                        .iter()
+                        .filter(|(key, _)| *key == crate::accelerator::PG_TYPE_METADATA)
+                        .map(|(key, value)| (key.clone(), value.clone()))
+                        .collect()
+                })
+            })
+            .collect();
         let output: Vec<Expr> = left_input
             .schema()
-            .columns()
-            .into_iter()
-            .map(Expr::Column)
+            .iter()
+            .zip(&literal_left)
+            .map(|((qualifier, field), typed)| {
+                let column = Expr::Column(Column::from((qualifier, field)));
+                match typed {
+                    Some(metadata) => Expr::Cast(datafusion::logical_expr::Cast::new_from_field(
+                        Box::new(column),
+                        Arc::new(field.as_ref().clone().with_metadata(metadata.clone())),
+                    ))
+                    .alias_qualified(qualifier.cloned(), field.name()),
+                    None => column,
+                }
+            })
             .collect();
+        let literal_left: Vec<bool> = literal_left.iter().map(Option::is_some).collect();
         let (left_input, left_keys, right_input, right_keys) =
-            character_keys(left_input, left_keys, right_input, right_keys)?;
+            character_keys(left_input, left_keys, right_input, right_keys, &literal_left)?;
         let left = numbered(left_input, &left_keys, LEFT_COPY)?;
         let right = numbered(right_input, &right_keys, RIGHT_COPY)?;
         let mut left_on = left_keys;
@@ -150,6 +184,7 @@ fn character_keys(
     left_keys: Vec<Column>,
     right: Arc<LogicalPlan>,
     right_keys: Vec<Column>,
+    literal_left: &[bool],
 ) -> Result<Sides> {
     use crate::accelerator::{PG_TYPE_METADATA, TYPMOD_METADATA};
     let kind = |plan: &LogicalPlan, column: &Column| {
@@ -167,7 +202,7 @@ fn character_keys(
         ))
     };
     let mut trims = Vec::with_capacity(left_keys.len());
-    for (l, r) in left_keys.iter().zip(&right_keys) {
+    for (index, (l, r)) in left_keys.iter().zip(&right_keys).enumerate() {
         let (
             Some((_, left_character, left_padded)),
             Some((right_text, right_character, right_padded)),
@@ -176,6 +211,11 @@ fn character_keys(
             trims.push((false, false));
             continue;
         };
+        // A literal read as the right's `character`.
+        if literal_left.get(index).copied().unwrap_or(false) && right_character {
+            trims.push((true, right_padded));
+            continue;
+        }
         trims.push(if left_character {
             (
                 left_padded,
