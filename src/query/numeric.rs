@@ -570,20 +570,9 @@ impl Functions {
             // `round()`) that no decimal type DataFusion has holds both:
             // both are [`DYNAMIC`].
             Expr::BinaryExpr(BinaryExpr { left, op, right })
-                if matches!(
-                    op,
-                    Operator::Eq
-                        | Operator::NotEq
-                        | Operator::Lt
-                        | Operator::LtEq
-                        | Operator::Gt
-                        | Operator::GtEq
-                        | Operator::IsDistinctFrom
-                        | Operator::IsNotDistinctFrom
-                        | Operator::Plus
-                        | Operator::Minus
-                        | Operator::Modulo
-                ) && beyond_dynamic(left, right, schema) =>
+                if (super::pg_types::is_comparison(*op)
+                    || matches!(op, Operator::Plus | Operator::Minus | Operator::Modulo))
+                    && beyond_dynamic(left, right, schema) =>
             {
                 Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr {
                     left: Box::new(as_dynamic((**left).clone(), schema)?),
@@ -677,35 +666,19 @@ impl Functions {
             // PostgreSQL sums bigints as numeric: never an overflow.
             Expr::AggregateFunction(aggregate)
                 if aggregate.func.name() == "sum"
-                    && aggregate.params.args.len() == 1
-                    && matches!(
-                        aggregate.params.args[0].get_type(schema),
-                        Ok(DataType::Int64 | DataType::UInt64)
-                    ) =>
+                    && bigint_argument(&aggregate.params.args, schema) =>
             {
                 let mut aggregate = aggregate.clone();
-                let argument = aggregate.params.args.remove(0);
-                aggregate
-                    .params
-                    .args
-                    .push(argument.cast_to(&DataType::Decimal128(38, 0), schema)?);
+                aggregate.params.args = as_numeric(&aggregate.params.args, schema)?;
                 Ok(Transformed::yes(Expr::AggregateFunction(aggregate)))
             }
             // ... in a window too.
             Expr::WindowFunction(window)
                 if matches!(&window.fun, WindowFunctionDefinition::AggregateUDF(f) if f.name() == "sum")
-                    && window.params.args.len() == 1
-                    && matches!(
-                        window.params.args[0].get_type(schema),
-                        Ok(DataType::Int64 | DataType::UInt64)
-                    ) =>
+                    && bigint_argument(&window.params.args, schema) =>
             {
                 let mut window = window.clone();
-                let argument = window.params.args.remove(0);
-                window
-                    .params
-                    .args
-                    .push(argument.cast_to(&DataType::Decimal128(38, 0), schema)?);
+                window.params.args = as_numeric(&window.params.args, schema)?;
                 Ok(Transformed::yes(Expr::WindowFunction(window)))
             }
             // A CASE or coalesce() whose values are numerics of different
@@ -1606,6 +1579,18 @@ fn mixed_scales<'a>(values: impl Iterator<Item = &'a Expr>, schema: &DFSchema) -
     decimal && (scales.contains(&None) || scales.windows(2).any(|pair| pair[0] != pair[1]))
 }
 
+/// Whether `args` is one bigint.
+fn bigint_argument(args: &[Expr], schema: &DFSchema) -> bool {
+    matches!(args, [arg] if matches!(arg.get_type(schema), Ok(DataType::Int64 | DataType::UInt64)))
+}
+
+/// `args` cast to a numeric of no decimals.
+fn as_numeric(args: &[Expr], schema: &DFSchema) -> Result<Vec<Expr>> {
+    args.iter()
+        .map(|arg| arg.clone().cast_to(&DataType::Decimal128(38, 0), schema))
+        .collect()
+}
+
 /// The name under which `exprs` already compute `expr`, if they do.
 fn alias_of(exprs: &[Expr], expr: &Expr) -> Option<String> {
     exprs.iter().find_map(|e| match e {
@@ -1930,25 +1915,9 @@ impl Threads<'_> {
                 }
                 let input = Arc::unwrap_or_clone(aggregate.input);
                 let (input, companion) = match function.func.name() {
-                    // A scalar subquery's one value, and its scale.
-                    super::compat::SINGLE_VALUE => {
-                        let Some(argument) = function.params.args.first() else {
-                            return Ok(None);
-                        };
-                        let Some((input, scale)) = self.scale_in(input, argument)? else {
-                            return Ok(None);
-                        };
-                        let mut params = function.params.clone();
-                        params.args = vec![scale];
-                        (
-                            input,
-                            Expr::AggregateFunction(AggregateFunction {
-                                func: Arc::clone(&function.func),
-                                params,
-                            }),
-                        )
-                    }
-                    "sum" => {
+                    // A sum's scale is its terms' largest; a scalar
+                    // subquery's, its one value's.
+                    name @ ("sum" | super::compat::SINGLE_VALUE) => {
                         let Some(argument) = function.params.args.first() else {
                             return Ok(None);
                         };
@@ -1961,7 +1930,11 @@ impl Threads<'_> {
                         (
                             input,
                             Expr::AggregateFunction(AggregateFunction {
-                                func: Arc::clone(&self.functions.max),
+                                func: if name == "sum" {
+                                    Arc::clone(&self.functions.max)
+                                } else {
+                                    Arc::clone(&function.func)
+                                },
                                 params,
                             }),
                         )

@@ -623,6 +623,22 @@ fn padded_character(
     })
 }
 
+/// Whether `op` compares its operands.
+pub(super) fn is_comparison(op: datafusion::logical_expr::Operator) -> bool {
+    use datafusion::logical_expr::Operator;
+    matches!(
+        op,
+        Operator::Eq
+            | Operator::NotEq
+            | Operator::Lt
+            | Operator::LtEq
+            | Operator::Gt
+            | Operator::GtEq
+            | Operator::IsDistinctFrom
+            | Operator::IsNotDistinctFrom
+    )
+}
+
 /// Whether `expr` is a `character` value (of a width or none).
 fn is_character(
     expr: &datafusion::logical_expr::Expr,
@@ -808,20 +824,11 @@ pub fn pad_characters(
             // `character` compared with an untyped literal or a varchar
             // compares as `character`: the other side's trailing spaces do
             // not count either (`c = 'ab  '` holds for 'ab').
-            Expr::BinaryExpr(BinaryExpr {
-                left,
-                op:
-                    op @ (Operator::Eq
-                    | Operator::NotEq
-                    | Operator::Lt
-                    | Operator::LtEq
-                    | Operator::Gt
-                    | Operator::GtEq
-                    | Operator::IsDistinctFrom
-                    | Operator::IsNotDistinctFrom),
-                right,
-            }) if (is_character(&left, schema) && character_comparand(&right, schema))
-                || (is_character(&right, schema) && character_comparand(&left, schema)) =>
+            Expr::BinaryExpr(BinaryExpr { left, op, right })
+                if is_comparison(op)
+                    && ((is_character(&left, schema) && character_comparand(&right, schema))
+                        || (is_character(&right, schema)
+                            && character_comparand(&left, schema))) =>
             {
                 let trim = |e: Box<Expr>| Box::new(without_trailing_spaces(*e, schema));
                 Transformed::yes(Expr::BinaryExpr(BinaryExpr {
@@ -931,20 +938,10 @@ pub fn pad_characters(
             // trailing spaces, as PostgreSQL's conversion does; and
             // `character` comparisons ignore trailing spaces, so it is
             // compared without them too.
-            Expr::BinaryExpr(BinaryExpr {
-                left,
-                op:
-                    op @ (Operator::StringConcat
-                    | Operator::Eq
-                    | Operator::NotEq
-                    | Operator::Lt
-                    | Operator::LtEq
-                    | Operator::Gt
-                    | Operator::GtEq
-                    | Operator::IsDistinctFrom
-                    | Operator::IsNotDistinctFrom),
-                right,
-            }) if padded_character(&left, schema) || padded_character(&right, schema) => {
+            Expr::BinaryExpr(BinaryExpr { left, op, right })
+                if (op == Operator::StringConcat || is_comparison(op))
+                    && (padded_character(&left, schema) || padded_character(&right, schema)) =>
+            {
                 let trim = |e: Box<Expr>| Box::new(unpadded(*e, schema));
                 Transformed::yes(Expr::BinaryExpr(BinaryExpr {
                     left: trim(left),
