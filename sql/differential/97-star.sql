@@ -131,7 +131,7 @@ WITH RECURSIVE months(m) AS (SELECT 1 UNION ALL SELECT m + 1 FROM months WHERE m
 SELECT d_date, age(d_date, date '2000-01-01'), d_date - interval '1 month', (d_date - date '2000-01-01') / 7 FROM date_dim WHERE d_date_sk IN (2451545, 2451600, 2452000) ORDER BY 1;
 SELECT ss_ticket_number, count(*) OVER (ORDER BY ss_ticket_number GROUPS BETWEEN 1 PRECEDING AND 1 FOLLOWING) FROM store_sales WHERE ss_item_sk = 1 ORDER BY 1 LIMIT 5;
 SELECT ss_item_sk, ss_ticket_number, rank() OVER (PARTITION BY ss_item_sk ORDER BY ss_net_profit DESC NULLS LAST), count(*) OVER (PARTITION BY ss_item_sk ORDER BY ss_net_profit DESC) FROM store_sales WHERE ss_item_sk < 3 AND ss_ticket_number < 100 ORDER BY 1, 3, 2;
-SELECT i_category, i_class, sum(i_current_price) FROM item GROUP BY CUBE (i_category, i_class) HAVING sum(i_current_price) > 100 ORDER BY 1 NULLS FIRST, 2 NULLS FIRST;
+SELECT i_category, i_class, sum(i_current_price) FROM item GROUP BY CUBE (i_category, i_class) HAVING sum(i_current_price) > 100 ORDER BY 1 NULLS FIRST, 2 NULLS FIRST, 3;
 SELECT i_category, GROUPING(i_category, i_class), count(*) FROM item GROUP BY ROLLUP (i_category, i_class) ORDER BY 2, 1 NULLS LAST LIMIT 8;
 SELECT count(*) FILTER (WHERE ss_coupon_amt > 0) * 1.0 / count(*), avg(CASE WHEN ss_coupon_amt > 0 THEN 1.0 ELSE 0 END) FROM store_sales;
 SELECT ss_store_sk, max(ss_net_profit) - min(ss_net_profit), sum(abs(ss_net_profit)), sum(ss_net_profit) FILTER (WHERE ss_net_profit < 0) FROM store_sales GROUP BY 1 ORDER BY 1 NULLS LAST;
