@@ -1253,3 +1253,61 @@ fn without_top_round_robin(
     }
     plan
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use datafusion::arrow::array::{AsArray, Int32Array};
+    use datafusion::arrow::datatypes::{DataType, Field, Int32Type, Schema};
+    use datafusion::arrow::record_batch::RecordBatch;
+    use datafusion::datasource::memory::MemorySourceConfig;
+    use datafusion::execution::TaskContext;
+    use datafusion::physical_expr::expressions::col;
+    use datafusion::physical_expr::{LexOrdering, PhysicalSortExpr};
+    use datafusion::physical_plan::projection::ProjectionExec;
+    use datafusion::physical_plan::repartition::RepartitionExec;
+    use datafusion::physical_plan::sorts::sort::SortExec;
+    use datafusion::physical_plan::{ExecutionPlanProperties, Partitioning, collect};
+
+    #[tokio::test]
+    async fn a_sorted_plan_spread_over_partitions_at_its_top_comes_back_in_order() {
+        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int32, false)]));
+        let batches: Vec<RecordBatch> = [vec![5, 3], vec![1, 4], vec![2, 6]]
+            .into_iter()
+            .map(|ids| {
+                RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(Int32Array::from(ids))])
+                    .unwrap()
+            })
+            .collect();
+        let source =
+            MemorySourceConfig::try_new_exec(&[batches], Arc::clone(&schema), None).unwrap();
+        let id = col("id", &schema).unwrap();
+        let ordering =
+            LexOrdering::new(vec![PhysicalSortExpr::new_default(Arc::clone(&id))]).unwrap();
+        let sorted = Arc::new(SortExec::new(ordering, source).with_fetch(None));
+        // What DataFusion's optimizer may leave: the last projection spread
+        // round-robin over partitions above the sort.
+        let spread =
+            Arc::new(RepartitionExec::try_new(sorted, Partitioning::RoundRobinBatch(2)).unwrap());
+        let projection: Arc<dyn datafusion::physical_plan::ExecutionPlan> =
+            Arc::new(ProjectionExec::try_new(vec![(id, "id".to_owned())], spread).unwrap());
+        assert_eq!(projection.output_partitioning().partition_count(), 2);
+
+        let plan = super::in_one_ordered_stream(projection);
+        assert_eq!(plan.output_partitioning().partition_count(), 1);
+        let ids: Vec<i32> = collect(plan, Arc::new(TaskContext::default()))
+            .await
+            .unwrap()
+            .iter()
+            .flat_map(|batch| {
+                batch
+                    .column(0)
+                    .as_primitive::<Int32Type>()
+                    .values()
+                    .to_vec()
+            })
+            .collect();
+        assert_eq!(ids, [1, 2, 3, 4, 5, 6]);
+    }
+}
