@@ -171,14 +171,16 @@ pub fn postgres_set_operations(plan: LogicalPlan) -> Result<LogicalPlan> {
     .map(|transformed| transformed.data)
 }
 
+/// Each side of a set operation with the columns its rows are matched on.
+type Sides = (Arc<LogicalPlan>, Vec<Column>, Arc<LogicalPlan>, Vec<Column>);
+
 /// The sides of an `INTERSECT` or `EXCEPT` with the keys their rows are
-/// matched on: a column of type `character` on the left makes the column
+/// matched on: a column of type `character` on the left (or an untyped
+/// literal there, read as the right's `character`) makes the column
 /// `character`, compared without trailing spaces on either side; a
 /// `character` value kept padded on the right, read as the left's text,
 /// drops its trailing spaces (PostgreSQL's cast). Other keys are the
 /// columns themselves.
-type Sides = (Arc<LogicalPlan>, Vec<Column>, Arc<LogicalPlan>, Vec<Column>);
-
 fn character_keys(
     left: Arc<LogicalPlan>,
     left_keys: Vec<Column>,
