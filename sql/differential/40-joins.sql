@@ -70,3 +70,16 @@ SELECT c.id, x.amount, x.n FROM customers c LEFT JOIN LATERAL (SELECT amount, qt
 SELECT c.id, x.* FROM customers c, LATERAL (SELECT o.amount AS a, o.id FROM orders o WHERE o.customer_id = c.id AND c.region = 'north' ORDER BY a DESC LIMIT 1) x ORDER BY 1;
 SELECT c.id, x.total, x.status FROM customers c LEFT JOIN LATERAL (SELECT status, sum(amount) AS total FROM orders o WHERE o.customer_id = c.id GROUP BY status ORDER BY 2 DESC LIMIT 1) x ON true WHERE c.id < 6 ORDER BY 1;
 SELECT c.id, x.k FROM customers c LEFT JOIN LATERAL (SELECT o.id AS k FROM orders o WHERE o.customer_id = c.id AND o.qty > c.id % 9 ORDER BY o.id LIMIT 1) x ON true WHERE c.id < 4 ORDER BY 1;
+SELECT * FROM customers JOIN orders USING (id) ORDER BY 1 LIMIT 2;
+SELECT * FROM customers LEFT JOIN orders USING (id) ORDER BY 1 DESC LIMIT 3;
+SELECT * FROM orders RIGHT JOIN customers USING (id) ORDER BY 1 DESC LIMIT 3;
+SELECT * FROM orders FULL JOIN customers USING (id) ORDER BY 1 DESC LIMIT 3;
+SELECT * FROM customers c JOIN orders o USING (id) WHERE o.qty > 3 ORDER BY 1 LIMIT 3;
+SELECT * FROM customers JOIN orders USING (id) ORDER BY 2 LIMIT 2;
+SELECT region, count(*) FILTER (WHERE EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id)) AS buyers, count(*) FROM customers c GROUP BY region ORDER BY region NULLS LAST;
+SELECT sum(CASE WHEN EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id AND o.status = 'returned') THEN 1 ELSE 0 END) FROM customers c;
+SELECT count(*) FILTER (WHERE amount > (SELECT avg(amount) FROM orders)) FROM orders;
+SELECT status, sum(amount) FILTER (WHERE qty > (SELECT avg(qty) FROM orders i WHERE i.status = o.status)), count(*) FROM orders o GROUP BY status ORDER BY 1;
+SELECT count(*) FILTER (WHERE id IN (SELECT customer_id FROM orders)) FROM customers c;
+SELECT region, avg((SELECT count(*) FROM orders o WHERE o.customer_id = c.id)) FROM customers c GROUP BY region ORDER BY 1 NULLS FIRST;
+SELECT max((SELECT max(amount) FROM orders o WHERE o.customer_id = c.id)) - min((SELECT max(amount) FROM orders o WHERE o.customer_id = c.id)) FROM customers c;

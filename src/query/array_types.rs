@@ -1,5 +1,5 @@
-//! `array_agg()` of an OID column (`oid`, `regtype`, ...) is an array of
-//! that type, as in PostgreSQL (`oid[]`, not `int4[]`). DataFusion's
+//! `array_agg()` (or `percentile_disc()` of an array of fractions) of an
+//! OID column (`oid`, `regtype`, ...) is an array of that type, as in PostgreSQL (`oid[]`, not `int4[]`). DataFusion's
 //! `array_agg` drops its input's annotations, so clients would see
 //! `int4[]`; asyncpg, whose type introspection reads such arrays, knows
 //! `oid[]` without asking but must introspect `int4[]` with the very query
@@ -56,7 +56,16 @@ fn annotate(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
         let Expr::AggregateFunction(AggregateFunction { func, params }) = inner else {
             continue;
         };
-        if func.name() != "array_agg" {
+        // An array of the argument's values: array_agg(), and a
+        // percentile_disc() of an array of fractions.
+        let array = func.name() == "array_agg"
+            || func.name() == "percentile_disc"
+                && params.args.get(1).is_some_and(|fractions| {
+                    fractions
+                        .get_type(input)
+                        .is_ok_and(|t| matches!(t, datafusion::arrow::datatypes::DataType::List(_)))
+                });
+        if !array {
             continue;
         }
         let Some(argument) = params.args.first() else {

@@ -498,6 +498,7 @@ fn mark_using_wildcard(query: &mut Query, earlier: usize) -> usize {
     if !using_wildcard(query) {
         return 0;
     }
+    order_by_join_columns(query);
     let positional = order_by_items(query)
         .iter()
         .any(|expr| matches!(expr, Expr::Value(v) if matches!(v.value, Value::Number(..))));
@@ -513,6 +514,54 @@ fn mark_using_wildcard(query: &mut Query, earlier: usize) -> usize {
         alias: Ident::new(format!("{}{earlier}", super::using_joins::MARKER)),
     });
     1
+}
+
+/// `ORDER BY 1` over `SELECT * FROM a JOIN b USING (k)`: the positions of
+/// the join columns, which `*` lists first, as the columns themselves (the
+/// value PostgreSQL gives each), for a select of one such join.
+fn order_by_join_columns(query: &mut Query) {
+    use datafusion::sql::sqlparser::ast::{JoinConstraint, JoinOperator, ObjectNamePart};
+    let SetExpr::Select(select) = query.body.as_ref() else {
+        return;
+    };
+    let [table] = select.from.as_slice() else {
+        return;
+    };
+    let [join] = table.joins.as_slice() else {
+        return;
+    };
+    // The join's columns by their bare names, which name the value
+    // PostgreSQL gives them (see `super::outer_using`).
+    let keys: Vec<Expr> = match &join.join_operator {
+        JoinOperator::Join(JoinConstraint::Using(columns))
+        | JoinOperator::Inner(JoinConstraint::Using(columns))
+        | JoinOperator::Left(JoinConstraint::Using(columns))
+        | JoinOperator::LeftOuter(JoinConstraint::Using(columns))
+        | JoinOperator::Right(JoinConstraint::Using(columns))
+        | JoinOperator::RightOuter(JoinConstraint::Using(columns))
+        | JoinOperator::FullOuter(JoinConstraint::Using(columns)) => columns
+            .iter()
+            .filter_map(|column| match column.0.last() {
+                Some(ObjectNamePart::Identifier(key)) => Some(Expr::Identifier(key.clone())),
+                _ => None,
+            })
+            .collect(),
+        _ => return,
+    };
+    let Some(OrderByKind::Expressions(items)) =
+        query.order_by.as_mut().map(|order_by| &mut order_by.kind)
+    else {
+        return;
+    };
+    for item in items {
+        if let Expr::Value(v) = &item.expr
+            && let Value::Number(position, _) = &v.value
+            && let Ok(position) = position.parse::<usize>()
+            && let Some(key) = position.checked_sub(1).and_then(|index| keys.get(index))
+        {
+            item.expr = key.clone();
+        }
+    }
 }
 
 fn order_by_items(query: &Query) -> Vec<Expr> {
@@ -1838,6 +1887,29 @@ fn function_call(function: &Function) -> Option<Expr> {
             Err(_) => None,
         },
         "sign" => Some(call("signum", arguments(function))),
+        // Text and its UTF-8 bytes: pgaccel's only encoding (a text is
+        // UTF-8 in Arrow; another encoding is left to be refused).
+        "convert_to" | "convert_from" => {
+            let [value, encoding] = <[Expr; 2]>::try_from(arguments(function)).ok()?;
+            let Expr::Value(v) = &encoding else {
+                return None;
+            };
+            let Value::SingleQuotedString(encoding) = &v.value else {
+                return None;
+            };
+            if !matches!(
+                encoding.to_uppercase().replace(['-', '_'], "").as_str(),
+                "UTF8" | "UNICODE"
+            ) {
+                return None;
+            }
+            Some(if function_name(function) == "convert_to" {
+                cast_to(value, DataType::Bytea)
+            } else {
+                // The bytes as text, not the `\x...` form a cast prints.
+                call("arrow_cast", vec![value, string("Utf8")])
+            })
+        }
         // The elements of a JSON array, one row each.
         name if json_elements_function(name) => {
             let [document] = <[Expr; 1]>::try_from(arguments(function)).ok()?;

@@ -9,8 +9,10 @@
 
 mod activity;
 mod age;
+mod aggregate_subqueries;
 mod array_dims;
 mod array_types;
+mod bytea;
 pub mod caching;
 mod case_mapping;
 mod cast_labels;
@@ -149,6 +151,7 @@ pub fn engine(
         Arc::new(unknown_literals::ArrayLiterals),
         Arc::new(subscripts::ArraySubscripts),
         Arc::new(table_qualifiers::TableQualifiers),
+        Arc::new(bytea::SubstringPlanner),
     ];
     planners.extend(state.expr_planners().iter().cloned());
     let mut state =
@@ -193,6 +196,9 @@ pub fn engine(
             .map(Arc::new),
         )
     {
+        replace_udf(&mut state, function)?;
+    }
+    for function in bytea::functions(&state)? {
         replace_udf(&mut state, function)?;
     }
     if let Some(keywords) = state.scalar_functions().get("quote_ident").cloned() {

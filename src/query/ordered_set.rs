@@ -6,7 +6,9 @@
 //! DataFusion's last digit differs), and
 //! `mode() WITHIN GROUP (ORDER BY x)`, the most frequent value (the first
 //! in the ordering among equally frequent ones). NULL values are ignored;
-//! an empty group gives NULL.
+//! an empty group gives NULL. A percentile of an array of fractions
+//! (`percentile_cont(ARRAY[0.25, 0.75])`) is the array of the percentiles,
+//! NULL where the fraction is.
 
 use std::sync::Arc;
 
@@ -90,17 +92,37 @@ impl AggregateUDFImpl for OrderedSetAggregate {
         let value = arg_types.first().cloned().ok_or_else(|| {
             DataFusionError::Plan(format!("{} needs WITHIN GROUP (ORDER BY ...)", self.name()))
         })?;
-        if self.kind != OrderedSet::PercentileCont {
-            return Ok(value);
-        }
-        // percentile_cont of a number is a double precision.
-        if value.is_numeric() || value.is_null() {
-            return Ok(DataType::Float64);
-        }
-        Err(DataFusionError::NotImplemented(format!(
-            "percentile_cont() of {} is not supported",
-            super::json::pg_type_name(&value)
-        )))
+        let result = if self.kind != OrderedSet::PercentileCont {
+            value
+        } else if value.is_numeric() || value.is_null() {
+            // percentile_cont of a number is a double precision.
+            DataType::Float64
+        } else {
+            return Err(DataFusionError::NotImplemented(format!(
+                "percentile_cont() of {} is not supported",
+                super::json::pg_type_name(&value)
+            )));
+        };
+        Ok(match arg_types.get(1) {
+            Some(fractions) if is_list(fractions) => DataType::new_list(result, true),
+            _ => result,
+        })
+    }
+
+    /// percentile_disc() and mode() return one of the ordered values: of
+    /// its PostgreSQL type too (a `character(n)` keeps its width).
+    fn return_field(&self, arg_fields: &[FieldRef]) -> Result<FieldRef> {
+        let types: Vec<DataType> = arg_fields.iter().map(|f| f.data_type().clone()).collect();
+        let data_type = self.return_type(&types)?;
+        let field = Field::new(self.name(), data_type.clone(), true);
+        Ok(Arc::new(match arg_fields.first() {
+            Some(value)
+                if self.kind != OrderedSet::PercentileCont && value.data_type() == &data_type =>
+            {
+                field.with_metadata(value.metadata().clone())
+            }
+            _ => field,
+        }))
     }
 
     fn supports_within_group_clause(&self) -> bool {
@@ -115,7 +137,13 @@ impl AggregateUDFImpl for OrderedSetAggregate {
             true,
         ))];
         if self.kind.has_fraction() {
-            fields.push(Arc::new(Field::new("fraction", DataType::Float64, true)));
+            let fraction = match args.input_fields.get(1) {
+                Some(field) if is_list(field.data_type()) => {
+                    DataType::new_list(DataType::Float64, true)
+                }
+                _ => DataType::Float64,
+            };
+            fields.push(Arc::new(Field::new("fraction", fraction, true)));
         }
         Ok(fields)
     }
@@ -125,14 +153,39 @@ impl AggregateUDFImpl for OrderedSetAggregate {
             .order_bys
             .first()
             .is_some_and(|sort| sort.options.descending);
+        let many = match args.exprs.get(1) {
+            Some(fractions) if self.kind.has_fraction() => {
+                is_list(&fractions.data_type(args.schema)?)
+            }
+            _ => false,
+        };
         Ok(Box::new(OrderedSetAccumulator {
             kind: self.kind,
             data_type: args.exprs[0].data_type(args.schema)?,
             values: Vec::new(),
-            fraction: None,
+            fraction: if many {
+                Fractions::Many(None)
+            } else {
+                Fractions::One(None)
+            },
             descending,
         }))
     }
+}
+
+fn is_list(data_type: &DataType) -> bool {
+    matches!(
+        data_type,
+        DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..)
+    )
+}
+
+/// The fraction of a percentile, or its array of fractions; `None` until
+/// a row has given it.
+#[derive(Debug)]
+enum Fractions {
+    One(Option<f64>),
+    Many(Option<Vec<Option<f64>>>),
 }
 
 #[derive(Debug)]
@@ -140,8 +193,25 @@ struct OrderedSetAccumulator {
     kind: OrderedSet,
     data_type: DataType,
     values: Vec<ScalarValue>,
-    fraction: Option<f64>,
+    fraction: Fractions,
     descending: bool,
+}
+
+/// A fraction checked to lie in [0, 1] as PostgreSQL requires.
+fn fraction_of(value: &ScalarValue) -> Result<Option<f64>> {
+    if value.is_null() {
+        return Ok(None);
+    }
+    let ScalarValue::Float64(Some(fraction)) = value.cast_to(&DataType::Float64)? else {
+        return Ok(None);
+    };
+    if !(0.0..=1.0).contains(&fraction) {
+        return Err(DataFusionError::External(Box::new(super::PgError::new(
+            super::sqlstate::NUMERIC_OUT_OF_RANGE,
+            format!("percentile value {fraction} is not between 0 and 1"),
+        ))));
+    }
+    Ok(Some(fraction))
 }
 
 impl OrderedSetAccumulator {
@@ -149,22 +219,50 @@ impl OrderedSetAccumulator {
         if value.is_null() {
             return Ok(());
         }
-        if matches!(value, ScalarValue::List(_) | ScalarValue::LargeList(_)) {
-            return Err(DataFusionError::NotImplemented(
-                "percentiles of an array of fractions are not supported".to_owned(),
-            ));
+        match &mut self.fraction {
+            Fractions::One(fraction) => *fraction = fraction_of(&value)?,
+            Fractions::Many(fractions) => {
+                let list = match value.cast_to(&DataType::new_list(DataType::Float64, true))? {
+                    ScalarValue::List(list) => list.value(0),
+                    other => {
+                        return Err(DataFusionError::Internal(format!(
+                            "an array of fractions read as {other}"
+                        )));
+                    }
+                };
+                *fractions = Some(
+                    (0..list.len())
+                        .map(|index| fraction_of(&ScalarValue::try_from_array(&list, index)?))
+                        .collect::<Result<_>>()?,
+                );
+            }
         }
-        let ScalarValue::Float64(Some(fraction)) = value.cast_to(&DataType::Float64)? else {
-            return Ok(());
-        };
-        if !(0.0..=1.0).contains(&fraction) {
-            return Err(DataFusionError::External(Box::new(super::PgError::new(
-                super::sqlstate::NUMERIC_OUT_OF_RANGE,
-                format!("percentile value {fraction} is not between 0 and 1"),
-            ))));
-        }
-        self.fraction = Some(fraction);
         Ok(())
+    }
+
+    /// The percentile at `fraction` of the non-empty `sorted` values.
+    fn percentile(&self, sorted: &[ScalarValue], fraction: f64) -> Result<ScalarValue> {
+        if self.kind == OrderedSet::PercentileDisc {
+            // The first value whose position (from 1) reaches f * n.
+            let position = (fraction * sorted.len() as f64).ceil() as usize;
+            return Ok(sorted[position.saturating_sub(1).min(sorted.len() - 1)].clone());
+        }
+        let double = |value: &ScalarValue| match value.cast_to(&DataType::Float64) {
+            Ok(ScalarValue::Float64(Some(value))) => Ok(value),
+            _ => Err(DataFusionError::Internal(format!(
+                "percentile_cont of {value}"
+            ))),
+        };
+        // PostgreSQL's percentile_cont_final_common and float8_lerp.
+        let position = fraction * (sorted.len() - 1) as f64;
+        let (first, second) = (position.floor(), position.ceil());
+        let low = double(&sorted[first as usize])?;
+        Ok(ScalarValue::Float64(Some(if first == second {
+            low
+        } else {
+            let high = double(&sorted[second as usize])?;
+            low + (high - low) * (position - first)
+        })))
     }
 
     fn sorted(&self) -> Vec<ScalarValue> {
@@ -221,70 +319,82 @@ impl Accumulator for OrderedSetAccumulator {
         ));
         let mut state = vec![list];
         if self.kind.has_fraction() {
-            state.push(ScalarValue::Float64(self.fraction));
+            state.push(match &self.fraction {
+                Fractions::One(fraction) => ScalarValue::Float64(*fraction),
+                Fractions::Many(fractions) => match fractions {
+                    Some(fractions) => ScalarValue::List(ScalarValue::new_list_nullable(
+                        &fractions
+                            .iter()
+                            .map(|f| ScalarValue::Float64(*f))
+                            .collect::<Vec<_>>(),
+                        &DataType::Float64,
+                    )),
+                    None => ScalarValue::try_from(&DataType::new_list(DataType::Float64, true))?,
+                },
+            });
         }
         Ok(state)
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        let null = if self.kind == OrderedSet::PercentileCont {
-            ScalarValue::Float64(None)
+        let value_type = if self.kind == OrderedSet::PercentileCont {
+            DataType::Float64
         } else {
-            ScalarValue::try_from(&self.data_type)?
+            self.data_type.clone()
         };
-        if self.values.is_empty() {
+        let (fractions, many) = match &self.fraction {
+            Fractions::One(fraction) => (vec![*fraction], false),
+            Fractions::Many(Some(fractions)) => (fractions.clone(), true),
+            Fractions::Many(None) => (Vec::new(), true),
+        };
+        let null = if many {
+            ScalarValue::try_from(&DataType::new_list(value_type.clone(), true))?
+        } else {
+            ScalarValue::try_from(&value_type)?
+        };
+        // An empty group, or one whose fraction never came (all NULL).
+        if self.values.is_empty()
+            || (self.kind.has_fraction() && matches!(self.fraction, Fractions::Many(None)))
+        {
             return Ok(null);
         }
         let sorted = self.sorted();
-        Ok(match self.kind {
-            OrderedSet::PercentileDisc => {
-                let Some(fraction) = self.fraction else {
-                    return Ok(null);
-                };
-                // The first value whose position (from 1) reaches f * n.
-                let position = (fraction * sorted.len() as f64).ceil() as usize;
-                sorted[position.saturating_sub(1).min(sorted.len() - 1)].clone()
-            }
-            OrderedSet::PercentileCont => {
-                let Some(fraction) = self.fraction else {
-                    return Ok(null);
-                };
-                let double = |value: &ScalarValue| match value.cast_to(&DataType::Float64) {
-                    Ok(ScalarValue::Float64(Some(value))) => Ok(value),
-                    _ => Err(DataFusionError::Internal(format!(
-                        "percentile_cont of {value}"
-                    ))),
-                };
-                // PostgreSQL's percentile_cont_final_common and float8_lerp.
-                let position = fraction * (sorted.len() - 1) as f64;
-                let (first, second) = (position.floor(), position.ceil());
-                let low = double(&sorted[first as usize])?;
-                if first == second {
-                    ScalarValue::Float64(Some(low))
-                } else {
-                    let high = double(&sorted[second as usize])?;
-                    ScalarValue::Float64(Some(low + (high - low) * (position - first)))
-                }
-            }
-            OrderedSet::Mode => {
-                let mut best = (0, 0);
-                let mut run = (0, 0);
-                for index in 0..sorted.len() {
-                    if index > 0 && sorted[index] == sorted[index - 1] {
-                        run.1 += 1;
-                    } else {
-                        run = (index, 1);
-                    }
-                    if run.1 > best.1 {
-                        best = run;
-                    }
-                }
-                sorted[best.0].clone()
-            }
+        if !self.kind.has_fraction() {
+            return Ok(mode(&sorted));
+        }
+        let percentiles = fractions
+            .iter()
+            .map(|fraction| match fraction {
+                None => ScalarValue::try_from(&value_type),
+                Some(fraction) => self.percentile(&sorted, *fraction),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(if many {
+            ScalarValue::List(ScalarValue::new_list_nullable(&percentiles, &value_type))
+        } else {
+            percentiles.into_iter().next().unwrap_or(null)
         })
     }
 
     fn size(&self) -> usize {
         std::mem::size_of_val(self) + self.values.iter().map(ScalarValue::size).sum::<usize>()
     }
+}
+
+/// The most frequent of the non-empty `sorted` values, the first in the
+/// ordering among equally frequent ones.
+fn mode(sorted: &[ScalarValue]) -> ScalarValue {
+    let mut best = (0, 0);
+    let mut run = (0, 0);
+    for index in 0..sorted.len() {
+        if index > 0 && sorted[index] == sorted[index - 1] {
+            run.1 += 1;
+        } else {
+            run = (index, 1);
+        }
+        if run.1 > best.1 {
+            best = run;
+        }
+    }
+    sorted[best.0].clone()
 }

@@ -877,8 +877,16 @@ pub fn pad_characters(
                 function.args = args.into_iter().map(|arg| pad(arg, schema)).collect();
                 Transformed::yes(Expr::ScalarFunction(function))
             }
+            // Arrays hold the value as written: array_agg(), and a
+            // percentile_disc() of an array of fractions.
             Expr::AggregateFunction(mut aggregate)
-                if aggregate.func.name() == "array_agg"
+                if (aggregate.func.name() == "array_agg"
+                    || (aggregate.func.name() == "percentile_disc"
+                        && aggregate.params.args.get(1).is_some_and(|fractions| {
+                            fractions
+                                .get_type(schema)
+                                .is_ok_and(|t| matches!(t, DataType::List(_)))
+                        })))
                     && aggregate
                         .params
                         .args
@@ -900,17 +908,6 @@ pub fn pad_characters(
                     }
                 }
                 Transformed::yes(Expr::AggregateFunction(aggregate))
-            }
-            Expr::ScalarFunction(mut function)
-                if function.name() == "octet_length"
-                    && function
-                        .args
-                        .first()
-                        .is_some_and(|arg| character_width(arg, schema).is_some()) =>
-            {
-                let args = std::mem::take(&mut function.args);
-                function.args = args.into_iter().map(|arg| pad(arg, schema)).collect();
-                Transformed::yes(Expr::ScalarFunction(function))
             }
             Expr::Like(like) if character_width(&like.expr, schema).is_some() => {
                 Transformed::yes(Expr::Like(Like {

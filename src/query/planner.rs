@@ -746,7 +746,8 @@ async fn plan_once(state: &SessionState, statement: Statement) -> Result<Logical
         LogicalPlan::Copy(_) => Err(sqlstate::read_only("COPY")),
         _ => {
             refuse_correlated_unnest(&plan)?;
-            super::array_types::annotate_arrays(plan)
+            super::aggregate_subqueries::subqueries_below_aggregates(plan)
+                .and_then(super::array_types::annotate_arrays)
                 .and_then(super::using_joins::postgres_using_columns)
                 .and_then(super::pg_types::pad_characters)
                 // After the padding: a padded `character` is matched

@@ -221,6 +221,9 @@ fn postgres_message(error: &DataFusionError, code: &str) -> String {
             format!("relation \"{table}\" does not exist")
         }
         (_, DIVISION_BY_ZERO) => "division by zero".to_owned(),
+        (DataFusionError::ArrowError(..), CHARACTER_NOT_IN_REPERTOIRE) => {
+            "invalid byte sequence for encoding \"UTF8\"".to_owned()
+        }
         // A subquery the optimizer could not turn into a join: correlated
         // other than by equality with the enclosing query's columns.
         (DataFusionError::NotImplemented(_), FEATURE_NOT_SUPPORTED)
@@ -314,6 +317,10 @@ fn arrow_code(error: &ArrowError) -> &'static str {
             math_domain(message).map_or(INTERNAL_ERROR, |(code, _)| code)
         }
         ArrowError::DivideByZero => DIVISION_BY_ZERO,
+        // Bytes read as text (`convert_from(bytes, 'UTF8')`).
+        ArrowError::InvalidArgumentError(message) if message.contains("non UTF-8 data") => {
+            CHARACTER_NOT_IN_REPERTOIRE
+        }
         ArrowError::ArithmeticOverflow(_) => NUMERIC_OUT_OF_RANGE,
         ArrowError::CastError(message) if out_of_range_type(message).is_some() => {
             NUMERIC_OUT_OF_RANGE
