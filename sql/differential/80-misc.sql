@@ -246,3 +246,12 @@ SELECT t.status, t.a, u.a FROM (SELECT status, avg(amount) a FROM orders GROUP B
 SELECT * FROM (SELECT status, avg(amount) a FROM orders GROUP BY 1) t UNION ALL SELECT 'all', avg(amount) FROM orders ORDER BY 1;
 SELECT status, a FROM (SELECT status, avg(amount) a, rank() OVER (ORDER BY avg(amount) DESC) r FROM orders GROUP BY 1) x WHERE r <= 2 ORDER BY 2;
 SELECT array_agg(amount / 3 ORDER BY id) FROM orders WHERE id < 4;
+SELECT qty FROM orders EXCEPT SELECT 2.5 * 2 ORDER BY 1;
+SELECT amount FROM orders WHERE id < 20 EXCEPT SELECT round(amount, 1) FROM orders ORDER BY 1;
+SELECT amount FROM orders INTERSECT SELECT f8 FROM nums ORDER BY 1;
+SELECT f8 FROM nums INTERSECT SELECT amount FROM orders ORDER BY 1;
+SELECT qty FROM orders EXCEPT SELECT f8 FROM nums ORDER BY 1;
+SELECT i2 FROM nums EXCEPT ALL SELECT n FROM nums ORDER BY 1 NULLS FIRST;
+SELECT (0 / -2) FROM times t INTERSECT SELECT round(0, 2) FROM customers t ORDER BY 1;
+SELECT qty FROM orders INTERSECT SELECT 2.5 * 2;
+SELECT (0 / -2) FROM times t INTERSECT SELECT round(0, 2) FROM customers t WHERE (4475788338::int8 <= 3610534247::int8 AND t.region < 'north') ORDER BY 1;

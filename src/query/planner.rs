@@ -757,6 +757,7 @@ async fn plan_once(state: &SessionState, statement: Statement) -> Result<Logical
                 .and_then(super::overflow::smallint_shifts)
                 .and_then(|plan| super::numeric::postgres_numerics(plan, state))
                 .and_then(super::set_operations::postgres_union_types)
+                .and_then(super::set_operations::postgres_set_operation_types)
                 .and_then(signed_outputs)
                 .and_then(unknown_outputs_as_text)
                 .map_err(sqlstate::from_datafusion)

@@ -42,20 +42,20 @@ pub fn postgres_set_operations(plan: LogicalPlan) -> Result<LogicalPlan> {
         if !set_operation {
             return Ok(Transformed::no(node));
         }
-        // PostgreSQL prints a numeric at its own scale and returns either
-        // side's copy of an equal value: the printed scale of a column whose
-        // sides differ in it is the plan's choice, which pgaccel cannot
-        // follow.
-        let decimal = |t: &datafusion::arrow::datatypes::DataType| {
-            matches!(
-                t,
-                datafusion::arrow::datatypes::DataType::Decimal128(..)
-                    | datafusion::arrow::datatypes::DataType::Decimal256(..)
-            )
-        };
+        // PostgreSQL prints a numeric at its own scale, and INTERSECT
+        // returns either side's copy of an equal value: the printed scale
+        // of a column whose sides differ in it is the plan's choice, which
+        // pgaccel cannot follow. EXCEPT returns the left side's rows, and
+        // a double precision has no scale.
+        let decimal = |t: &DataType| matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..));
+        let float = |t: &DataType| matches!(t, DataType::Float32 | DataType::Float64);
         for (left, right) in join.left.schema().fields().iter().zip(join.right.schema().fields()) {
             let (l, r) = (left.data_type(), right.data_type());
-            if (decimal(l) || decimal(r)) && l != r {
+            if join.join_type == JoinType::LeftSemi
+                && (decimal(l) || decimal(r))
+                && !(float(l) || float(r))
+                && l != r
+            {
                 return Err(datafusion::error::DataFusionError::External(Box::new(
                     super::PgError::new(
                         super::sqlstate::FEATURE_NOT_SUPPORTED,
@@ -95,6 +95,14 @@ pub fn postgres_set_operations(plan: LogicalPlan) -> Result<LogicalPlan> {
                 match (width(l), width(r)) {
                     (Some(a), Some(b)) if a < b => Some(r.clone()),
                     (Some(a), Some(b)) if a > b => Some(l.clone()),
+                    // A number beside a float is that float (the wider of
+                    // two), compared as one.
+                    _ if l != r && float(l) && (float(r) || width(r).is_some() || decimal(r)) => {
+                        Some(if float(r) && r == &DataType::Float64 { r.clone() } else { l.clone() })
+                    }
+                    _ if l != r && float(r) && (width(l).is_some() || decimal(l)) => Some(r.clone()),
+                    // EXCEPT's integers beside a numeric are numerics.
+                    (Some(_), None) if decimal(r) => Some(DataType::Decimal128(38, 0)),
                     _ => None,
                 }
             })
@@ -271,13 +279,18 @@ fn widen(input: &Arc<LogicalPlan>, targets: &[Option<DataType>]) -> Result<Arc<L
         .zip(targets)
         .map(|((qualifier, field), target)| {
             let column = Expr::Column(Column::from((qualifier, field.as_ref())));
+            // A numeric keeps its scale beside integers made numeric.
+            let numeric =
+                |t: &DataType| matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..));
             match target {
-                Some(data_type) => Expr::Cast(datafusion::logical_expr::Cast::new(
-                    Box::new(column),
-                    data_type.clone(),
-                ))
-                .alias_qualified(qualifier.cloned(), field.name()),
-                None => column,
+                Some(data_type) if !(numeric(field.data_type()) && numeric(data_type)) => {
+                    Expr::Cast(datafusion::logical_expr::Cast::new(
+                        Box::new(column),
+                        data_type.clone(),
+                    ))
+                    .alias_qualified(qualifier.cloned(), field.name())
+                }
+                _ => column,
             }
         })
         .collect::<Vec<_>>();
@@ -468,6 +481,98 @@ pub fn postgres_union_types(plan: LogicalPlan) -> Result<LogicalPlan> {
         }
         Ok(Transformed::yes(LogicalPlan::Union(
             Union::try_new_with_loose_types(inputs)?,
+        )))
+    })
+    .map(|transformed| transformed.data)
+}
+
+/// The type of an `INTERSECT` or `EXCEPT` column whose sides are numbers of
+/// two kinds: the right side's where PostgreSQL resolves the pair to it
+/// (`integer INTERSECT numeric` is numeric, `numeric EXCEPT float8` is
+/// float8); the rows are the left side's, which DataFusion types as they
+/// came. Runs after the numeric pass, which settles each side's type.
+pub fn postgres_set_operation_types(plan: LogicalPlan) -> Result<LogicalPlan> {
+    use datafusion::logical_expr::{Cast, Projection};
+    // Integers < numeric < real < double precision.
+    let rank = |t: &DataType| match t {
+        DataType::Int16 | DataType::Int32 | DataType::Int64 => Some(0),
+        DataType::Decimal128(..) | DataType::Decimal256(..) => Some(1),
+        DataType::Float32 => Some(2),
+        DataType::Float64 => Some(3),
+        _ => None,
+    };
+    let mut retyped = false;
+    plan.transform_up_with_subqueries(|node| {
+        let LogicalPlan::Projection(projection) = &node else {
+            if retyped {
+                return super::numeric::recompute_schema(node).map(Transformed::yes);
+            }
+            return Ok(Transformed::no(node));
+        };
+        let LogicalPlan::Join(join) = projection.input.as_ref() else {
+            return Ok(Transformed::no(node));
+        };
+        let set_operation = join
+            .on
+            .iter()
+            .any(|(left, _)| matches!(left, Expr::Column(c) if c.name == LEFT_COPY));
+        if !set_operation {
+            return Ok(Transformed::no(node));
+        }
+        let mut changed = false;
+        let mut exprs = projection.expr.clone();
+        for (index, expr) in exprs.iter_mut().enumerate() {
+            let Some((Expr::Column(left), Expr::Column(right))) = join.on.get(index) else {
+                continue;
+            };
+            let (Ok(left), Ok(right)) = (
+                join.left
+                    .schema()
+                    .qualified_field_from_column(left)
+                    .map(|(_, f)| f),
+                join.right
+                    .schema()
+                    .qualified_field_from_column(right)
+                    .map(|(_, f)| f),
+            ) else {
+                continue;
+            };
+            let (l, r) = (left.data_type(), right.data_type());
+            let (Some(a), Some(b)) = (rank(l), rank(r)) else {
+                continue;
+            };
+            if b <= a {
+                continue;
+            }
+            // A numeric of any scale: the left's integers print as such.
+            let target = match r {
+                DataType::Decimal128(..) | DataType::Decimal256(..) => DataType::Decimal128(38, 0),
+                other => other.clone(),
+            };
+            let (qualifier, field) = projection.schema.qualified_field(index);
+            let metadata = right
+                .metadata()
+                .iter()
+                .filter(|(key, _)| *key == crate::accelerator::PG_TYPE_METADATA)
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect();
+            *expr = Expr::Cast(Cast::new_from_field(
+                Box::new(expr.clone()),
+                Arc::new(
+                    datafusion::arrow::datatypes::Field::new(field.name(), target, true)
+                        .with_metadata(metadata),
+                ),
+            ))
+            .alias_qualified(qualifier.cloned(), field.name());
+            changed = true;
+        }
+        if !changed {
+            return Ok(Transformed::no(node));
+        }
+        retyped = true;
+        let input = Arc::clone(&projection.input);
+        Ok(Transformed::yes(LogicalPlan::Projection(
+            Projection::try_new(exprs, input)?,
         )))
     })
     .map(|transformed| transformed.data)
