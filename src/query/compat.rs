@@ -153,6 +153,7 @@ impl VisitorMut for Compatibility {
     type Break = ();
 
     fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        fetch_with_ties(query);
         fetch_as_limit(query);
         name_cte_union_columns(query);
         self.using_wildcards += mark_using_wildcard(query, self.using_wildcards);
@@ -2814,6 +2815,114 @@ fn single_aggregate_row(select: &Select) -> bool {
             }
             _ => false,
         })
+}
+
+/// The rank the rows of a `FETCH ... WITH TIES` query are kept by.
+const TIES_RANK: &str = "__pgaccel_ties_rank";
+
+/// `ORDER BY o FETCH FIRST n ROWS WITH TIES`, the first n rows and every
+/// row that ties with the last of them: the rows whose `rank() OVER (ORDER
+/// BY o)` is at most n, in that order, from the query as a derived table
+/// with the rank beside its columns (`SELECT * EXCLUDE (rank)` above it).
+/// The ordering is read in the select list's scope: a position or an
+/// output name is the select item's expression. Left to be refused with
+/// DISTINCT (the rank would count duplicates), OFFSET, or a set operation.
+fn fetch_with_ties(query: &mut Query) {
+    use datafusion::sql::sqlparser::ast::{ExcludeSelectItem, OrderByExpr};
+    let Some(fetch) = &query.fetch else {
+        return;
+    };
+    if !fetch.with_ties || fetch.percent || query.limit_clause.is_some() {
+        return;
+    }
+    let count = fetch.quantity.clone().unwrap_or_else(|| number("1"));
+    let SetExpr::Select(select) = query.body.as_ref() else {
+        return;
+    };
+    if select.distinct.is_some() {
+        return;
+    }
+    let Some(OrderByKind::Expressions(items)) = query.order_by.as_ref().map(|o| &o.kind) else {
+        return;
+    };
+    let item_expr = |item: &SelectItem| match item {
+        SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. } => {
+            Some(expr.clone())
+        }
+        _ => None,
+    };
+    let mut ordering = Vec::with_capacity(items.len());
+    for item in items {
+        let expr = match &item.expr {
+            Expr::Value(v) if matches!(v.value, Value::Number(..)) => {
+                let Value::Number(position, _) = &v.value else {
+                    return;
+                };
+                let Some(expr) = position
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|position| select.projection.get(position.checked_sub(1)?))
+                    .and_then(item_expr)
+                else {
+                    return;
+                };
+                expr
+            }
+            Expr::Identifier(name) => select
+                .projection
+                .iter()
+                .find_map(|item| match item {
+                    SelectItem::ExprWithAlias { expr, alias }
+                        if alias.value.eq_ignore_ascii_case(&name.value) =>
+                    {
+                        Some(expr.clone())
+                    }
+                    _ => None,
+                })
+                .unwrap_or_else(|| item.expr.clone()),
+            other => other.clone(),
+        };
+        ordering.push(OrderByExpr {
+            expr,
+            ..item.clone()
+        });
+    }
+    let ordering: Vec<String> = ordering.iter().map(ToString::to_string).collect();
+    let Some(rank) = parse_expr(&format!("rank() OVER (ORDER BY {})", ordering.join(", "))) else {
+        return;
+    };
+    let mut inner = select.as_ref().clone();
+    inner.projection.push(SelectItem::ExprWithAlias {
+        expr: rank,
+        alias: Ident::new(TIES_RANK),
+    });
+    let mut inner_query = query.clone();
+    inner_query.with = None;
+    inner_query.order_by = None;
+    inner_query.fetch = None;
+    *inner_query.body = SetExpr::Select(Box::new(inner));
+    let sql = format!(
+        "SELECT * FROM ({inner_query}) AS __pgaccel_ties WHERE {TIES_RANK} <= {count} ORDER BY {TIES_RANK}"
+    );
+    let Ok(mut outer) = datafusion::sql::sqlparser::parser::Parser::new(
+        &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
+    )
+    .try_with_sql(&sql)
+    .and_then(|mut parser| parser.parse_query()) else {
+        return;
+    };
+    let SetExpr::Select(outer_select) = outer.body.as_mut() else {
+        return;
+    };
+    let Some(SelectItem::Wildcard(options)) = outer_select.projection.first_mut() else {
+        return;
+    };
+    options.opt_exclude = Some(ExcludeSelectItem::Single(ObjectName::from(vec![
+        Ident::new(TIES_RANK),
+    ])));
+    query.body = outer.body;
+    query.order_by = outer.order_by;
+    query.fetch = None;
 }
 
 /// `FETCH FIRST n ROWS ONLY` (the SQL standard's LIMIT) as `LIMIT n`;

@@ -747,6 +747,7 @@ async fn plan_once(state: &SessionState, statement: Statement) -> Result<Logical
         _ => {
             refuse_correlated_unnest(&plan)?;
             super::aggregate_subqueries::subqueries_below_aggregates(plan)
+                .and_then(super::aggregate_subqueries::in_subqueries_in_projections)
                 .and_then(super::array_types::annotate_arrays)
                 .and_then(super::using_joins::postgres_using_columns)
                 .and_then(super::pg_types::pad_characters)
