@@ -25,3 +25,7 @@ SELECT id, count(*) OVER (), max(qty) OVER (PARTITION BY status) FROM orders WHE
 SELECT id, i4, sum(i4) OVER (ORDER BY id RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) FROM nums ORDER BY id;
 SELECT id, f8, max(f8) OVER (ORDER BY id ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) FROM nums ORDER BY id;
 SELECT i8, sum(i8) OVER (ORDER BY id), sum(count(*)) OVER () FROM nums GROUP BY id, i8 ORDER BY id;
+SELECT sum(rn), avg(rn), max(rn) FROM (SELECT row_number() OVER (ORDER BY id) rn FROM orders) t;
+SELECT r, count(*) FROM (SELECT rank() OVER (PARTITION BY status ORDER BY qty) r FROM orders) t GROUP BY r ORDER BY r LIMIT 4;
+SELECT q, sum(amount) FROM (SELECT amount, ntile(3) OVER (ORDER BY id) q FROM orders) t GROUP BY q ORDER BY q;
+SELECT dr * 2, dr / 2, dr::text FROM (SELECT dense_rank() OVER (ORDER BY qty) dr FROM orders WHERE id < 4) t ORDER BY 1;

@@ -38,3 +38,4 @@ SELECT t.i2 FROM nums t INTERSECT SELECT coalesce(t.customer_id, 55) FROM orders
 SELECT (date_trunc('hour', timestamptz '2024-06-01 12:00:00+02') - interval '2121 minutes'), lower(coalesce(t.c, 'none')), upper(coalesce(t.c, 'x')) || '|', length(coalesce(t.c, 'none')) FROM texts t ORDER BY 1, 2, 3, 4;
 SELECT t.i2 FROM nums t EXCEPT ALL SELECT t.i4 FROM nums t WHERE t.id > 5 ORDER BY 1;
 SELECT i8 FROM nums INTERSECT SELECT i2 FROM nums ORDER BY 1;
+SELECT round(0, 2) FROM texts t WHERE (t.id <= 57 OR t.t IS NOT NULL) EXCEPT SELECT (1.5 + -2.25) FROM times t ORDER BY 1;

@@ -748,6 +748,7 @@ async fn plan_once(state: &SessionState, statement: Statement) -> Result<Logical
             refuse_correlated_unnest(&plan)?;
             super::aggregate_subqueries::subqueries_below_aggregates(plan)
                 .and_then(super::aggregate_subqueries::in_subqueries_in_projections)
+                .and_then(signed_windows)
                 .and_then(super::array_types::annotate_arrays)
                 .and_then(super::using_joins::postgres_using_columns)
                 .and_then(super::pg_types::pad_characters)
@@ -1145,4 +1146,93 @@ fn parameter_types(plan: &LogicalPlan) -> Result<Vec<Option<DataType>>, PgError>
         result[position - 1] = data_type;
     }
     Ok(result)
+}
+
+/// A window function DataFusion computes unsigned (`row_number()`,
+/// `rank()`, `ntile()`) typed as PostgreSQL types it (`bigint`; `ntile` is
+/// `integer`) right where it is computed, so that a query reading it from a
+/// subquery (`GROUP BY quartile`, `sum(rn)`) sees that type too. A
+/// projection above each such window casts its columns; the nodes above
+/// take the new types.
+fn signed_windows(plan: LogicalPlan) -> datafusion::error::Result<LogicalPlan> {
+    use datafusion::common::tree_node::{Transformed, TreeNodeRecursion};
+    use datafusion::logical_expr::{Expr as LogicalExpr, Projection, cast};
+    // DataFusion resolves `grouping()` only in the nodes right above its
+    // aggregate, where a projection here would come between: left as is
+    // (the select list's own columns are still typed at the top).
+    let mut grouping_sets = false;
+    plan.apply_with_subqueries(|node| {
+        grouping_sets |= matches!(node, LogicalPlan::Aggregate(aggregate)
+            if aggregate.group_expr.iter().any(|e| matches!(e, LogicalExpr::GroupingSet(_))));
+        Ok(if grouping_sets {
+            TreeNodeRecursion::Stop
+        } else {
+            TreeNodeRecursion::Continue
+        })
+    })?;
+    if grouping_sets {
+        return Ok(plan);
+    }
+    let mut cast_any = false;
+    plan.transform_up_with_subqueries(|node| {
+        let LogicalPlan::Window(window) = &node else {
+            if cast_any {
+                return super::numeric::recompute_schema(node).map(Transformed::yes);
+            }
+            return Ok(Transformed::no(node));
+        };
+        let functions: Vec<(String, String)> = window
+            .window_expr
+            .iter()
+            .filter_map(|expr| {
+                let mut inner = expr;
+                while let LogicalExpr::Alias(alias) = inner {
+                    inner = &alias.expr;
+                }
+                match inner {
+                    LogicalExpr::WindowFunction(function) => Some((
+                        expr.schema_name().to_string(),
+                        function.fun.name().to_owned(),
+                    )),
+                    _ => None,
+                }
+            })
+            .collect();
+        let unsigned = |data_type: &DataType| {
+            matches!(
+                data_type,
+                DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64
+            )
+        };
+        let schema = Arc::clone(node.schema());
+        if !schema.fields().iter().any(|f| unsigned(f.data_type())) {
+            return Ok(Transformed::no(node));
+        }
+        let exprs = schema
+            .iter()
+            .map(|(qualifier, field)| {
+                let column = LogicalExpr::Column((qualifier, field).into());
+                let function = functions
+                    .iter()
+                    .find(|(name, _)| name == field.name())
+                    .map(|(_, function)| function.as_str());
+                match function {
+                    Some(function) if unsigned(field.data_type()) => {
+                        let signed = if INT4_RESULTS.contains(&function) {
+                            DataType::Int32
+                        } else {
+                            DataType::Int64
+                        };
+                        cast(column, signed).alias_qualified(qualifier.cloned(), field.name())
+                    }
+                    _ => column,
+                }
+            })
+            .collect();
+        cast_any = true;
+        Ok(Transformed::yes(LogicalPlan::Projection(
+            Projection::try_new(exprs, Arc::new(node))?,
+        )))
+    })
+    .map(|transformed| transformed.data)
 }

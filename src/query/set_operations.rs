@@ -95,14 +95,6 @@ pub fn postgres_set_operations(plan: LogicalPlan) -> Result<LogicalPlan> {
                 match (width(l), width(r)) {
                     (Some(a), Some(b)) if a < b => Some(r.clone()),
                     (Some(a), Some(b)) if a > b => Some(l.clone()),
-                    // A number beside a float is that float (the wider of
-                    // two), compared as one.
-                    _ if l != r && float(l) && (float(r) || width(r).is_some() || decimal(r)) => {
-                        Some(if float(r) && r == &DataType::Float64 { r.clone() } else { l.clone() })
-                    }
-                    _ if l != r && float(r) && (width(l).is_some() || decimal(l)) => Some(r.clone()),
-                    // EXCEPT's integers beside a numeric are numerics.
-                    (Some(_), None) if decimal(r) => Some(DataType::Decimal128(38, 0)),
                     _ => None,
                 }
             })
@@ -279,18 +271,13 @@ fn widen(input: &Arc<LogicalPlan>, targets: &[Option<DataType>]) -> Result<Arc<L
         .zip(targets)
         .map(|((qualifier, field), target)| {
             let column = Expr::Column(Column::from((qualifier, field.as_ref())));
-            // A numeric keeps its scale beside integers made numeric.
-            let numeric =
-                |t: &DataType| matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..));
             match target {
-                Some(data_type) if !(numeric(field.data_type()) && numeric(data_type)) => {
-                    Expr::Cast(datafusion::logical_expr::Cast::new(
-                        Box::new(column),
-                        data_type.clone(),
-                    ))
-                    .alias_qualified(qualifier.cloned(), field.name())
-                }
-                _ => column,
+                Some(data_type) => Expr::Cast(datafusion::logical_expr::Cast::new(
+                    Box::new(column),
+                    data_type.clone(),
+                ))
+                .alias_qualified(qualifier.cloned(), field.name()),
+                None => column,
             }
         })
         .collect::<Vec<_>>();
@@ -487,20 +474,19 @@ pub fn postgres_union_types(plan: LogicalPlan) -> Result<LogicalPlan> {
 }
 
 /// The type of an `INTERSECT` or `EXCEPT` column whose sides are numbers of
-/// two kinds: the right side's where PostgreSQL resolves the pair to it
-/// (`integer INTERSECT numeric` is numeric, `numeric EXCEPT float8` is
-/// float8); the rows are the left side's, which DataFusion types as they
-/// came. Runs after the numeric pass, which settles each side's type.
+/// two kinds, as PostgreSQL resolves the pair: beside a float, the float
+/// (the wider of two), the keys compared as such (DataFusion would compare
+/// a numeric and a double as decimals, which overflow); integers beside a
+/// numeric are numerics (`integer EXCEPT numeric`). The rows are the left
+/// side's, which DataFusion types as they came. Runs after the numeric
+/// pass, which settles each side's type (`round(0, 2)` is a numeric only
+/// from then on).
 pub fn postgres_set_operation_types(plan: LogicalPlan) -> Result<LogicalPlan> {
     use datafusion::logical_expr::{Cast, Projection};
-    // Integers < numeric < real < double precision.
-    let rank = |t: &DataType| match t {
-        DataType::Int16 | DataType::Int32 | DataType::Int64 => Some(0),
-        DataType::Decimal128(..) | DataType::Decimal256(..) => Some(1),
-        DataType::Float32 => Some(2),
-        DataType::Float64 => Some(3),
-        _ => None,
-    };
+    let integer = |t: &DataType| matches!(t, DataType::Int16 | DataType::Int32 | DataType::Int64);
+    let decimal = |t: &DataType| matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..));
+    let float = |t: &DataType| matches!(t, DataType::Float32 | DataType::Float64);
+    let number = |t: &DataType| integer(t) || decimal(t) || float(t);
     let mut retyped = false;
     plan.transform_up_with_subqueries(|node| {
         let LogicalPlan::Projection(projection) = &node else {
@@ -519,36 +505,48 @@ pub fn postgres_set_operation_types(plan: LogicalPlan) -> Result<LogicalPlan> {
         if !set_operation {
             return Ok(Transformed::no(node));
         }
-        let mut changed = false;
         let mut exprs = projection.expr.clone();
+        let mut on = join.on.clone();
+        let mut changed = false;
         for (index, expr) in exprs.iter_mut().enumerate() {
-            let Some((Expr::Column(left), Expr::Column(right))) = join.on.get(index) else {
+            let Some((left_key, right_key)) = on.get_mut(index) else {
                 continue;
             };
-            let (Ok(left), Ok(right)) = (
-                join.left
-                    .schema()
-                    .qualified_field_from_column(left)
-                    .map(|(_, f)| f),
-                join.right
-                    .schema()
-                    .qualified_field_from_column(right)
-                    .map(|(_, f)| f),
+            let (Expr::Column(left), Expr::Column(right)) = (&*left_key, &*right_key) else {
+                continue;
+            };
+            let (Ok((_, left)), Ok((_, right))) = (
+                join.left.schema().qualified_field_from_column(left),
+                join.right.schema().qualified_field_from_column(right),
             ) else {
                 continue;
             };
-            let (l, r) = (left.data_type(), right.data_type());
-            let (Some(a), Some(b)) = (rank(l), rank(r)) else {
-                continue;
-            };
-            if b <= a {
+            let (l, r) = (left.data_type().clone(), right.data_type().clone());
+            if l == r || !number(&l) || !number(&r) {
                 continue;
             }
-            // A numeric of any scale: the left's integers print as such.
-            let target = match r {
-                DataType::Decimal128(..) | DataType::Decimal256(..) => DataType::Decimal128(38, 0),
-                other => other.clone(),
+            let target = if float(&l) || float(&r) {
+                let target = if l == DataType::Float64 || r == DataType::Float64 {
+                    DataType::Float64
+                } else {
+                    DataType::Float32
+                };
+                for (key, data_type) in [(&mut *left_key, &l), (&mut *right_key, &r)] {
+                    if *data_type != target {
+                        *key = Expr::Cast(Cast::new(Box::new(key.clone()), target.clone()));
+                    }
+                }
+                target
+            } else if integer(&l) && decimal(&r) {
+                // A numeric of any scale: the left's integers print as such.
+                DataType::Decimal128(38, 0)
+            } else {
+                continue;
             };
+            changed = true;
+            if l == target {
+                continue;
+            }
             let (qualifier, field) = projection.schema.qualified_field(index);
             let metadata = right
                 .metadata()
@@ -564,15 +562,15 @@ pub fn postgres_set_operation_types(plan: LogicalPlan) -> Result<LogicalPlan> {
                 ),
             ))
             .alias_qualified(qualifier.cloned(), field.name());
-            changed = true;
         }
         if !changed {
             return Ok(Transformed::no(node));
         }
         retyped = true;
-        let input = Arc::clone(&projection.input);
+        let mut join = join.clone();
+        join.on = on;
         Ok(Transformed::yes(LogicalPlan::Projection(
-            Projection::try_new(exprs, input)?,
+            Projection::try_new(exprs, Arc::new(LogicalPlan::Join(join)))?,
         )))
     })
     .map(|transformed| transformed.data)

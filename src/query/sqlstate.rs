@@ -221,6 +221,9 @@ fn postgres_message(error: &DataFusionError, code: &str) -> String {
             format!("relation \"{table}\" does not exist")
         }
         (_, DIVISION_BY_ZERO) => "division by zero".to_owned(),
+        (_, INVALID_TEXT_REPRESENTATION) if number_input(&message).is_some() => {
+            number_input(&message).unwrap_or(message)
+        }
         (DataFusionError::ArrowError(..), CHARACTER_NOT_IN_REPERTOIRE) => {
             "invalid byte sequence for encoding \"UTF8\"".to_owned()
         }
@@ -336,6 +339,26 @@ fn arrow_code(error: &ArrowError) -> &'static str {
         }
         _ => INTERNAL_ERROR,
     }
+}
+
+/// PostgreSQL's words for text Arrow could not read as a number or a
+/// boolean ("Cannot cast string '2.5' to value of Int32 type").
+fn number_input(message: &str) -> Option<String> {
+    let (_, rest) = message.split_once("Cannot cast string '")?;
+    let (value, rest) = rest.split_once("' to value of ")?;
+    let type_name = match rest.split_whitespace().next()? {
+        "Int16" => "smallint",
+        "Int32" => "integer",
+        "Int64" => "bigint",
+        "Float32" => "real",
+        "Float64" => "double precision",
+        "Boolean" => "boolean",
+        other if other.starts_with("Decimal") => "numeric",
+        _ => return None,
+    };
+    Some(format!(
+        "invalid input syntax for type {type_name}: \"{value}\""
+    ))
 }
 
 /// PostgreSQL's code and message for text Arrow could not read as a date
@@ -458,6 +481,21 @@ mod tests {
 
     fn code(error: PgError) -> String {
         error.code
+    }
+
+    #[test]
+    fn text_that_is_not_a_number_reads_as_postgresql_says() {
+        let error = from_datafusion(DataFusionError::ArrowError(
+            Box::new(ArrowError::CastError(
+                "Cannot cast string '2.5' to value of Int32 type".to_owned(),
+            )),
+            None,
+        ));
+        assert_eq!(error.code, "22P02");
+        assert_eq!(
+            error.message,
+            "invalid input syntax for type integer: \"2.5\""
+        );
     }
 
     #[test]

@@ -41,6 +41,41 @@ impl AnalyzerRule for UnknownLiterals {
 }
 
 fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+    // `x BETWEEN 'a' AND 'b'`, `x IN ('a', 'b')`: each literal read as x's
+    // type, as in a comparison.
+    let as_type_of = |value: &Expr, literal: &Expr| {
+        let text = text_literal(literal)?;
+        spelled(text, &value.get_type(schema).ok()?).map(lit)
+    };
+    match &expr {
+        Expr::Between(between)
+            if as_type_of(&between.expr, &between.low).is_some()
+                || as_type_of(&between.expr, &between.high).is_some() =>
+        {
+            let mut between = between.clone();
+            for bound in [&mut between.low, &mut between.high] {
+                if let Some(typed) = as_type_of(&between.expr, bound) {
+                    **bound = typed;
+                }
+            }
+            return Ok(Transformed::yes(Expr::Between(between)));
+        }
+        Expr::InList(in_list)
+            if in_list
+                .list
+                .iter()
+                .any(|item| as_type_of(&in_list.expr, item).is_some()) =>
+        {
+            let mut in_list = in_list.clone();
+            for item in &mut in_list.list {
+                if let Some(typed) = as_type_of(&in_list.expr, item) {
+                    *item = typed;
+                }
+            }
+            return Ok(Transformed::yes(Expr::InList(in_list)));
+        }
+        _ => {}
+    }
     if let Expr::ScalarFunction(function) = &expr {
         return Ok(
             typed_like(function, schema).map_or_else(|| Transformed::no(expr), Transformed::yes)
@@ -396,6 +431,11 @@ fn spelled(text: &str, data_type: &DataType) -> Option<ScalarValue> {
                 &values,
                 element.data_type(),
             )))
+        }
+        // `ts > '2024-01-06 12:00'`: a time without seconds, which
+        // PostgreSQL reads and Arrow's timestamp parser does not.
+        DataType::Timestamp(..) => {
+            super::compat::with_seconds(text).map(|full| ScalarValue::Utf8(Some(full)))
         }
         _ => None,
     }
