@@ -100,3 +100,11 @@ SELECT s_store_sk, s_store_sk IN (SELECT ss_store_sk FROM store_sales WHERE ss_n
 SELECT i_item_sk NOT IN (SELECT ws_item_sk FROM web_sales) FROM item ORDER BY i_item_sk LIMIT 5;
 SELECT count(*) FILTER (WHERE ss_customer_sk NOT IN (SELECT ws_bill_customer_sk FROM web_sales)), count(*) FILTER (WHERE ss_customer_sk IN (SELECT ws_bill_customer_sk FROM web_sales)) FROM store_sales;
 SELECT id, id IN (SELECT customer_id FROM orders o WHERE o.qty = c.id % 9) FROM customers c ORDER BY id LIMIT 4;
+SELECT t.id, (SELECT count(*) FROM texts s WHERE s.t <> '' AND s.id < t.id) FROM texts t ORDER BY t.id;
+SELECT o.id, (SELECT count(*) FROM orders p WHERE p.placed < o.placed) AS earlier, (SELECT sum(amount) FROM orders p WHERE p.placed <= o.placed) AS running FROM orders o WHERE o.id < 8 ORDER BY o.id;
+SELECT o.id, (SELECT max(p.amount) FROM orders p WHERE p.customer_id = o.customer_id AND p.id < o.id) AS prev_max FROM orders o WHERE o.id < 80 AND o.customer_id = 8 ORDER BY o.id;
+SELECT id, amount FROM orders o WHERE (SELECT count(*) FROM orders p WHERE p.amount > o.amount) < 3 ORDER BY id;
+SELECT id, i4, (SELECT count(*) FROM nums m WHERE m.i4 < n.i4) FROM nums n ORDER BY id;
+SELECT c.id, (SELECT avg(qty) FROM orders o WHERE o.customer_id <> c.id AND o.qty > 7)::numeric(10,3) FROM customers c WHERE c.id < 4 ORDER BY 1;
+SELECT c.id, (SELECT count(*) + 1 FROM orders o WHERE o.id < c.id) FROM customers c WHERE c.id < 4 ORDER BY 1;
+SELECT id, (SELECT min(d) FROM times u WHERE u.d > t.d) FROM times t ORDER BY id;

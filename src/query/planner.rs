@@ -748,6 +748,7 @@ async fn plan_once(state: &SessionState, statement: Statement) -> Result<Logical
             refuse_correlated_unnest(&plan)?;
             super::aggregate_subqueries::subqueries_below_aggregates(plan)
                 .and_then(super::aggregate_subqueries::in_subqueries_in_projections)
+                .and_then(super::aggregate_subqueries::correlated_aggregates_as_joins)
                 .and_then(signed_windows)
                 .and_then(super::array_types::annotate_arrays)
                 .and_then(super::using_joins::postgres_using_columns)
