@@ -669,7 +669,7 @@ fn interval_frame_offsets(expr: &mut Expr) {
 /// PostgreSQL reads a time without seconds (`2024-03-09 12:00+00`); Arrow's
 /// parser wants them: `2024-03-09 12:00:00+00`. `None` when the text has
 /// them already or is not a date and time.
-pub(super) fn with_seconds(text: &str) -> Option<String> {
+pub(crate) fn with_seconds(text: &str) -> Option<String> {
     let (date, rest) = text.split_at_checked(10)?;
     let date_shaped = date.bytes().enumerate().all(|(i, b)| match i {
         4 | 7 => b == b'-',

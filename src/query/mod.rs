@@ -18,6 +18,7 @@ mod case_mapping;
 mod cast_labels;
 mod catalog;
 mod compat;
+pub(crate) use compat::with_seconds;
 pub mod cursor;
 mod date_trunc;
 mod direct;

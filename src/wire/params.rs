@@ -376,6 +376,14 @@ fn text_value(
     target: Option<&DataType>,
 ) -> Result<ScalarValue, PgError> {
     let text = utf8(bytes, pg_type)?;
+    // `2024-01-06 12:00`: a time without seconds, which PostgreSQL reads
+    // and Arrow's timestamp parser does not.
+    let timestamp = matches!(*pg_type, Type::TIMESTAMP | Type::TIMESTAMPTZ)
+        || matches!(target, Some(DataType::Timestamp(..)));
+    let text = match crate::query::with_seconds(&text) {
+        Some(full) if timestamp => full,
+        _ => text,
+    };
     let wants_binary = matches!(
         target,
         Some(DataType::Binary | DataType::LargeBinary | DataType::BinaryView)
@@ -708,6 +716,19 @@ mod tests {
         assert_eq!(value, expected);
         let value = text(Type::TEXT_ARRAY, "{x,\"y z\"}", None);
         assert_eq!(value.to_string(), "[x, y z]");
+    }
+
+    #[test]
+    fn timestamps_in_text_without_seconds() {
+        let utc = DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()));
+        assert_eq!(
+            text(Type::UNKNOWN, "2000-01-01 00:01", Some(utc.clone())),
+            ScalarValue::TimestampMicrosecond(Some(946_684_860_000_000), Some("UTC".into()))
+        );
+        assert_eq!(
+            text(Type::TIMESTAMP, "2000-01-01 00:01", None),
+            ScalarValue::TimestampMicrosecond(Some(946_684_860_000_000), None)
+        );
     }
 
     #[test]
