@@ -651,7 +651,7 @@ fn is_character(
 }
 
 /// Whether `expr`, compared with a `character` value, is read as one too:
-/// an untyped string literal or a varchar (PostgreSQL casts it to
+/// an untyped string literal, a parameter or a varchar (PostgreSQL casts it to
 /// `character`; text is compared as text instead).
 fn character_comparand(
     expr: &datafusion::logical_expr::Expr,
@@ -660,6 +660,13 @@ fn character_comparand(
     use datafusion::logical_expr::{Expr, ExprSchemable};
     match expr {
         Expr::Literal(ScalarValue::Utf8(Some(_)) | ScalarValue::Utf8View(Some(_)), None) => true,
+        // A parameter the client sends as text (`c = $1`).
+        Expr::Placeholder(placeholder) => placeholder.field.as_ref().is_none_or(|field| {
+            matches!(
+                field.data_type(),
+                DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8
+            )
+        }),
         _ => expr.to_field(schema).is_ok_and(|(_, field)| {
             field.metadata().get(PG_TYPE_METADATA).map(String::as_str) == Some("varchar")
         }),

@@ -454,3 +454,38 @@ async fn read_until(socket: &mut tokio::net::TcpStream, last: u8) -> Vec<u8> {
         .await
         .unwrap_or_else(|_| panic!("no '{}' message within 5 s", last as char))
 }
+
+/// A text parameter compared with a `character(n)` column is read as
+/// `character`, as PostgreSQL reads an untyped parameter there: trailing
+/// spaces do not count, in `=`, `<>` and `IN`, prepared or not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_parameters_compare_with_character_columns_as_postgres_does() {
+    let source = SourceSchema::create("wire_bpchar").await;
+    source
+        .execute(
+            "CREATE TABLE {schema}.codes (id int PRIMARY KEY, code char(8));
+             INSERT INTO {schema}.codes VALUES (1, 'ab'), (2, 'ab  '), (3, 'abc'), (4, NULL);",
+        )
+        .await;
+    let server = Server::start(&source.dataset("codes", "codes", "")).await;
+    server.wait_ready().await;
+    let replica = server.client().await;
+    let primary = crate::support::connect(&format!(
+        "{} options='-c search_path={}'",
+        crate::support::SOURCE_DSN,
+        source.name
+    ))
+    .await;
+    let queries = [
+        "SELECT count(*) FROM codes WHERE code = $1",
+        "SELECT count(*) FROM codes WHERE code <> $1",
+        "SELECT count(*) FROM codes WHERE code IN ($1, 'zz')",
+    ];
+    for sql in queries {
+        for value in ["ab", "ab   ", "abc ", "x"] {
+            let ours: i64 = replica.query_one(sql, &[&value]).await.unwrap().get(0);
+            let theirs: i64 = primary.query_one(sql, &[&value]).await.unwrap().get(0);
+            assert_eq!(ours, theirs, "{sql} with {value:?}");
+        }
+    }
+}
