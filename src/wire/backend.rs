@@ -525,15 +525,28 @@ impl Backend {
             )
             .into());
         }
-        let prepared = self.session.prepare(&parse.query).await?;
-        if let Some(prepared) = &prepared {
-            self.session.admit(prepared)?;
-        }
         let declared: Vec<Option<Type>> = parse
             .type_oids
             .iter()
             .map(|oid| (*oid != 0).then(|| Type::from_oid(*oid).unwrap_or(Type::UNKNOWN)))
             .collect();
+        let mut sql = parse.query;
+        let mut prepared = self.session.prepare(&sql).await?;
+        // A date or timestamp parameter the engine took for another type
+        // (`$1 - interval '1 day'` reads as an interval): planned again with
+        // the parameter cast to the type the client declared, as PostgreSQL
+        // types it.
+        if let Some(Prepared::Query(query)) = &prepared
+            && let Some(typed) =
+                params::with_declared_temporal_types(&sql, &declared, &query.parameters)
+            && let Ok(again) = self.session.prepare(&typed).await
+        {
+            prepared = again;
+            sql = typed;
+        }
+        if let Some(prepared) = &prepared {
+            self.session.admit(prepared)?;
+        }
         let (inferred, casts) = match &prepared {
             Some(Prepared::Query(query)) => {
                 (query.parameters.clone(), query.parameter_casts.clone())
@@ -557,7 +570,7 @@ impl Backend {
             _ => params::reported_types(&declared, &casts, &inferred),
         };
         let statement = NamedStatement {
-            sql: parse.query,
+            sql,
             prepared,
             declared,
             reported,

@@ -50,6 +50,59 @@ pub fn decode(
         .map_err(|e| invalid(pg_type, &e.to_string()))
 }
 
+/// `sql` with each `$n` the client declared a date or timestamp, and the
+/// engine inferred as some other type than a date, timestamp or text, cast
+/// to the declared type (`$1::timestamptz`); `None` when there is none.
+/// A value of the declared type could not be cast to the inferred one.
+pub fn with_declared_temporal_types(
+    sql: &str,
+    declared: &[Option<Type>],
+    inferred: &[Option<DataType>],
+) -> Option<String> {
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+    let cast = |position: usize| -> Option<&'static str> {
+        let name = match declared.get(position)?.as_ref()? {
+            t if *t == Type::TIMESTAMPTZ => "timestamptz",
+            t if *t == Type::TIMESTAMP => "timestamp",
+            t if *t == Type::DATE => "date",
+            _ => return None,
+        };
+        let compatible = match inferred.get(position)? {
+            None => true,
+            Some(data_type) => matches!(
+                data_type,
+                DataType::Timestamp(..)
+                    | DataType::Date32
+                    | DataType::Date64
+                    | DataType::Utf8
+                    | DataType::Utf8View
+                    | DataType::LargeUtf8
+            ),
+        };
+        (!compatible).then_some(name)
+    };
+    if !(0..declared.len()).any(|position| cast(position).is_some()) {
+        return None;
+    }
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
+    let mut typed = String::with_capacity(sql.len() + 16);
+    for token in tokens {
+        let text = token.to_string();
+        typed.push_str(&text);
+        if let Token::Placeholder(placeholder) = &token
+            && let Some(name) = placeholder
+                .strip_prefix('$')
+                .and_then(|n| n.parse::<usize>().ok())
+                .and_then(|n| cast(n.checked_sub(1)?))
+        {
+            typed.push_str("::");
+            typed.push_str(name);
+        }
+    }
+    Some(typed)
+}
+
 fn invalid(pg_type: &Type, detail: &str) -> PgError {
     PgError::new(
         sqlstate::INVALID_TEXT_REPRESENTATION,
@@ -716,6 +769,33 @@ mod tests {
         assert_eq!(value, expected);
         let value = text(Type::TEXT_ARRAY, "{x,\"y z\"}", None);
         assert_eq!(value.to_string(), "[x, y z]");
+    }
+
+    #[test]
+    fn a_timestamp_parameter_taken_for_an_interval_is_cast_to_its_declared_type() {
+        let sql = "SELECT count(*) FROM t WHERE at > $1 - interval '1 day' AND n = $2 AND s = '$1'";
+        let typed = with_declared_temporal_types(
+            sql,
+            &[Some(Type::TIMESTAMPTZ), Some(Type::INT4)],
+            &[
+                Some(DataType::Interval(
+                    datafusion::arrow::datatypes::IntervalUnit::MonthDayNano,
+                )),
+                Some(DataType::Int32),
+            ],
+        );
+        assert_eq!(
+            typed.as_deref(),
+            Some(
+                "SELECT count(*) FROM t WHERE at > $1::timestamptz - interval '1 day' AND n = $2 AND s = '$1'"
+            )
+        );
+        // Inferred as a timestamp already: nothing to do.
+        let utc = DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()));
+        assert_eq!(
+            with_declared_temporal_types(sql, &[Some(Type::TIMESTAMPTZ)], &[Some(utc)]),
+            None
+        );
     }
 
     #[test]

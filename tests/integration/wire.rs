@@ -489,3 +489,34 @@ async fn text_parameters_compare_with_character_columns_as_postgres_does() {
         }
     }
 }
+
+/// A parameter the client declares `timestamptz` keeps that type where the
+/// engine alone would infer another (`$1 - interval '1 day'` reads as an
+/// interval), and answers as PostgreSQL does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn declared_timestamp_parameters_keep_their_type_in_arithmetic() {
+    let (source, server) = server_with_items("wire_declared").await;
+    let replica = server.client().await;
+    let primary = crate::support::connect(&format!(
+        "{} options='-c search_path={}'",
+        crate::support::SOURCE_DSN,
+        source.name
+    ))
+    .await;
+    let sql = "SELECT count(*) FROM items WHERE added > $1 - interval '1 day'";
+    let ours = replica
+        .prepare_typed(sql, &[Type::TIMESTAMPTZ])
+        .await
+        .unwrap();
+    let theirs = primary
+        .prepare_typed(sql, &[Type::TIMESTAMPTZ])
+        .await
+        .unwrap();
+    assert_eq!(ours.params(), &[Type::TIMESTAMPTZ]);
+    // 2026-01-03 00:00:00 UTC: the items added after 2026-01-02.
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_767_398_400);
+    let ours: i64 = replica.query_one(&ours, &[&at]).await.unwrap().get(0);
+    let theirs: i64 = primary.query_one(&theirs, &[&at]).await.unwrap().get(0);
+    assert_eq!(ours, theirs);
+    assert!(ours > 0 && ours < 100, "{ours}");
+}
