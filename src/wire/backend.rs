@@ -532,13 +532,13 @@ impl Backend {
             .collect();
         let mut sql = parse.query;
         let mut prepared = self.session.prepare(&sql).await?;
-        // A date or timestamp parameter the engine took for another type
-        // (`$1 - interval '1 day'` reads as an interval): planned again with
-        // the parameter cast to the type the client declared, as PostgreSQL
-        // types it.
+        // A parameter the engine typed otherwise than the client declared it
+        // (`$1 - interval '1 day'` with a timestamp reads as an interval;
+        // `SELECT $1` as text): planned again with the parameter cast to its
+        // declared type, as PostgreSQL types it (see
+        // `params::with_declared_types`).
         if let Some(Prepared::Query(query)) = &prepared
-            && let Some(typed) =
-                params::with_declared_temporal_types(&sql, &declared, &query.parameters)
+            && let Some(typed) = params::with_declared_types(&sql, &declared, &query.parameters)
             && let Ok(again) = self.session.prepare(&typed).await
         {
             prepared = again;

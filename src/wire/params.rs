@@ -50,11 +50,14 @@ pub fn decode(
         .map_err(|e| invalid(pg_type, &e.to_string()))
 }
 
-/// `sql` with each `$n` the client declared a date or timestamp, and the
-/// engine inferred as some other type than a date, timestamp or text, cast
-/// to the declared type (`$1::timestamptz`); `None` when there is none.
-/// A value of the declared type could not be cast to the inferred one.
-pub fn with_declared_temporal_types(
+/// `sql` with some `$n` cast to the type the client declared for it, as
+/// PostgreSQL types a parameter by its declaration: a date or timestamp the
+/// engine inferred as another type than a date, timestamp or text (a value
+/// of the declared type could not be cast to it: `$1 - interval '1 day'`
+/// reads as an interval), and a boolean, integer, float, date or timestamp
+/// the engine has no type for (`SELECT $1`, which would be text). `None`
+/// when there is none.
+pub fn with_declared_types(
     sql: &str,
     declared: &[Option<Type>],
     inferred: &[Option<DataType>],
@@ -62,25 +65,36 @@ pub fn with_declared_temporal_types(
     use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
     use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
     let cast = |position: usize| -> Option<&'static str> {
-        let name = match declared.get(position)?.as_ref()? {
+        let declared = declared.get(position)?.as_ref()?;
+        let temporal = [Type::TIMESTAMPTZ, Type::TIMESTAMP, Type::DATE].contains(declared);
+        let name = match declared {
             t if *t == Type::TIMESTAMPTZ => "timestamptz",
             t if *t == Type::TIMESTAMP => "timestamp",
             t if *t == Type::DATE => "date",
+            t if *t == Type::BOOL => "boolean",
+            t if *t == Type::INT2 => "smallint",
+            t if *t == Type::INT4 => "integer",
+            t if *t == Type::INT8 => "bigint",
+            t if *t == Type::FLOAT4 => "real",
+            t if *t == Type::FLOAT8 => "double precision",
             _ => return None,
         };
-        let compatible = match inferred.get(position)? {
+        let cast = match inferred.get(position).cloned().flatten() {
             None => true,
-            Some(data_type) => matches!(
-                data_type,
-                DataType::Timestamp(..)
-                    | DataType::Date32
-                    | DataType::Date64
-                    | DataType::Utf8
-                    | DataType::Utf8View
-                    | DataType::LargeUtf8
-            ),
+            Some(data_type) => {
+                temporal
+                    && !matches!(
+                        data_type,
+                        DataType::Timestamp(..)
+                            | DataType::Date32
+                            | DataType::Date64
+                            | DataType::Utf8
+                            | DataType::Utf8View
+                            | DataType::LargeUtf8
+                    )
+            }
         };
-        (!compatible).then_some(name)
+        cast.then_some(name)
     };
     if !(0..declared.len()).any(|position| cast(position).is_some()) {
         return None;
@@ -774,7 +788,7 @@ mod tests {
     #[test]
     fn a_timestamp_parameter_taken_for_an_interval_is_cast_to_its_declared_type() {
         let sql = "SELECT count(*) FROM t WHERE at > $1 - interval '1 day' AND n = $2 AND s = '$1'";
-        let typed = with_declared_temporal_types(
+        let typed = with_declared_types(
             sql,
             &[Some(Type::TIMESTAMPTZ), Some(Type::INT4)],
             &[
@@ -793,8 +807,18 @@ mod tests {
         // Inferred as a timestamp already: nothing to do.
         let utc = DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()));
         assert_eq!(
-            with_declared_temporal_types(sql, &[Some(Type::TIMESTAMPTZ)], &[Some(utc)]),
+            with_declared_types(sql, &[Some(Type::TIMESTAMPTZ)], &[Some(utc)]),
             None
+        );
+        // A bare parameter takes its declared type; text stays untyped.
+        assert_eq!(
+            with_declared_types(
+                "SELECT $1, $2, $3",
+                &[Some(Type::INT8), Some(Type::TEXT), Some(Type::BOOL)],
+                &[None, None, None]
+            )
+            .as_deref(),
+            Some("SELECT $1::bigint, $2, $3::boolean")
         );
     }
 

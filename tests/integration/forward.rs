@@ -16,8 +16,9 @@ const ORDERS: &str = "CREATE TABLE {schema}.orders (
         (3, '2024-03-11 08:15:30.25+00', 20.00, 'c'),
         (4, NULL, 5.25, 'd')";
 
-/// A query pgaccel refuses: `WITH TIES` (pgaccel's engine has no such limit).
-const WITH_TIES: &str = "SELECT id, placed, amount / 3 AS third FROM orders ORDER BY amount DESC FETCH FIRST 1 ROWS WITH TIES";
+/// A query pgaccel refuses: `WITH TIES` after an `OFFSET` (pgaccel answers
+/// `WITH TIES` alone).
+const WITH_TIES: &str = "SELECT id, placed, amount / 3 AS third FROM orders ORDER BY amount DESC OFFSET 0 ROWS FETCH FIRST 1 ROWS WITH TIES";
 
 async fn forwarded_total(server: &Server) -> f64 {
     let (_, metrics) = server.get("/metrics").await;
@@ -68,7 +69,7 @@ async fn a_refused_query_is_answered_by_its_postgresql_source() {
 
     // Extended protocol: the source's parameter and column types, and
     // binary values (tokio-postgres asks for binary).
-    let sql = "SELECT id, placed, note FROM orders WHERE id > $1 ORDER BY amount DESC FETCH FIRST 1 ROWS WITH TIES";
+    let sql = "SELECT id, placed, note FROM orders WHERE id > $1 ORDER BY amount DESC OFFSET 0 ROWS FETCH FIRST 1 ROWS WITH TIES";
     let statement = client.prepare(sql).await.unwrap();
     assert_eq!(statement.params(), [Type::INT4]);
     let types: Vec<Type> = statement
@@ -101,7 +102,9 @@ async fn a_refused_query_is_answered_by_its_postgresql_source() {
     // A dataset holding part of its source table is never forwarded: the
     // source would answer with rows the acceleration does not hold.
     let error = client
-        .simple_query("SELECT id FROM eu_orders ORDER BY amount FETCH FIRST 1 ROWS WITH TIES")
+        .simple_query(
+            "SELECT id FROM eu_orders ORDER BY amount OFFSET 0 ROWS FETCH FIRST 1 ROWS WITH TIES",
+        )
         .await
         .unwrap_err();
     assert_eq!(sqlstate(&error), "0A000", "{error:?}");

@@ -492,7 +492,8 @@ async fn text_parameters_compare_with_character_columns_as_postgres_does() {
 
 /// A parameter the client declares `timestamptz` keeps that type where the
 /// engine alone would infer another (`$1 - interval '1 day'` reads as an
-/// interval), and answers as PostgreSQL does.
+/// interval), and answers as PostgreSQL does; one with no other type than
+/// its declaration has that type.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn declared_timestamp_parameters_keep_their_type_in_arithmetic() {
     let (source, server) = server_with_items("wire_declared").await;
@@ -519,4 +520,31 @@ async fn declared_timestamp_parameters_keep_their_type_in_arithmetic() {
     let theirs: i64 = primary.query_one(&theirs, &[&at]).await.unwrap().get(0);
     assert_eq!(ours, theirs);
     assert!(ours > 0 && ours < 100, "{ours}");
+
+    // A parameter that only stands in the select list is of its declared
+    // type, not text.
+    let sql = "SELECT $1, $2, $3";
+    let types = [Type::INT8, Type::BOOL, Type::FLOAT8];
+    let ours = replica.prepare_typed(sql, &types).await.unwrap();
+    let theirs = primary.prepare_typed(sql, &types).await.unwrap();
+    let columns = |statement: &tokio_postgres::Statement| -> Vec<Type> {
+        statement
+            .columns()
+            .iter()
+            .map(|c| c.type_().clone())
+            .collect()
+    };
+    assert_eq!(columns(&ours), columns(&theirs));
+    let row = replica
+        .query_one(&ours, &[&7i64, &true, &2.5f64])
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            row.get::<_, i64>(0),
+            row.get::<_, bool>(1),
+            row.get::<_, f64>(2)
+        ),
+        (7, true, 2.5)
+    );
 }
