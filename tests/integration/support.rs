@@ -37,6 +37,16 @@ impl SourceSchema {
         SourceSchema { name, client }
     }
 
+    /// A connection to the source PostgreSQL that reads this schema's
+    /// tables by their bare names, to compare answers with.
+    pub async fn connect_in(&self) -> Client {
+        connect(&format!(
+            "{SOURCE_DSN} options='-c search_path={}'",
+            self.name
+        ))
+        .await
+    }
+
     pub async fn execute(&self, sql: &str) {
         let sql = sql.replace("{schema}", &self.name);
         self.client

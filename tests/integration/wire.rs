@@ -106,12 +106,7 @@ async fn prepared_statements_bind_typed_parameters() {
     let range = "SELECT count(*), max(id) FROM items WHERE id >= $1 AND id < $1 + $2";
     let statement = client.prepare(range).await.unwrap();
     assert_eq!(statement.params(), &[Type::INT8, Type::INT8]);
-    let postgres = crate::support::connect(&format!(
-        "{} options='-c search_path={}'",
-        crate::support::SOURCE_DSN,
-        source.name
-    ))
-    .await;
+    let postgres = source.connect_in().await;
     let expected = postgres.prepare(range).await.unwrap();
     assert_eq!(expected.params(), statement.params());
     for (from, span) in [(1i64, 10i64), (95, 20), (200, 5)] {
@@ -470,12 +465,7 @@ async fn text_parameters_compare_with_character_columns_as_postgres_does() {
     let server = Server::start(&source.dataset("codes", "codes", "")).await;
     server.wait_ready().await;
     let replica = server.client().await;
-    let primary = crate::support::connect(&format!(
-        "{} options='-c search_path={}'",
-        crate::support::SOURCE_DSN,
-        source.name
-    ))
-    .await;
+    let primary = source.connect_in().await;
     let queries = [
         "SELECT count(*) FROM codes WHERE code = $1",
         "SELECT count(*) FROM codes WHERE code <> $1",
@@ -498,12 +488,7 @@ async fn text_parameters_compare_with_character_columns_as_postgres_does() {
 async fn declared_timestamp_parameters_keep_their_type_in_arithmetic() {
     let (source, server) = server_with_items("wire_declared").await;
     let replica = server.client().await;
-    let primary = crate::support::connect(&format!(
-        "{} options='-c search_path={}'",
-        crate::support::SOURCE_DSN,
-        source.name
-    ))
-    .await;
+    let primary = source.connect_in().await;
     let sql = "SELECT count(*) FROM items WHERE added > $1 - interval '1 day'";
     let ours = replica
         .prepare_typed(sql, &[Type::TIMESTAMPTZ])
