@@ -9,7 +9,6 @@
 
 mod activity;
 mod age;
-mod aggregate_subqueries;
 mod array_dims;
 mod array_types;
 mod bytea;
@@ -59,6 +58,7 @@ mod set_operations;
 pub mod settings;
 pub mod sqlstate;
 pub mod statement;
+mod subqueries;
 mod subscripts;
 pub mod system;
 mod table;

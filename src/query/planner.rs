@@ -746,9 +746,9 @@ async fn plan_once(state: &SessionState, statement: Statement) -> Result<Logical
         LogicalPlan::Copy(_) => Err(sqlstate::read_only("COPY")),
         _ => {
             refuse_correlated_unnest(&plan)?;
-            super::aggregate_subqueries::subqueries_below_aggregates(plan)
-                .and_then(super::aggregate_subqueries::in_subqueries_in_projections)
-                .and_then(super::aggregate_subqueries::correlated_aggregates_as_joins)
+            super::subqueries::subqueries_below_aggregates(plan)
+                .and_then(super::subqueries::in_subqueries_in_projections)
+                .and_then(super::subqueries::correlated_aggregates_as_joins)
                 .and_then(signed_windows)
                 .and_then(super::array_types::annotate_arrays)
                 .and_then(super::using_joins::postgres_using_columns)
@@ -797,8 +797,6 @@ pub(super) const INT4_RESULTS: &[&str] = &[
     "array_lower",
 ];
 
-/// PostgreSQL has no unsigned integers: a result column a function computes
-/// unsigned (`row_number()`, `rank()`, `cardinality()`) is cast to the type
 /// PostgreSQL resolves a result column of unknown type (`SELECT NULL`) as
 /// `text`.
 fn unknown_outputs_as_text(plan: LogicalPlan) -> datafusion::error::Result<LogicalPlan> {
@@ -829,17 +827,43 @@ fn unknown_outputs_as_text(plan: LogicalPlan) -> datafusion::error::Result<Logic
     LogicalPlanBuilder::from(plan).project(exprs)?.build()
 }
 
+fn unsigned(data_type: &DataType) -> bool {
+    matches!(
+        data_type,
+        DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64
+    )
+}
+
+/// The output name and function name of each window function `window`
+/// computes.
+fn window_functions(window: &datafusion::logical_expr::Window) -> Vec<(String, String)> {
+    use datafusion::logical_expr::Expr as LogicalExpr;
+    window
+        .window_expr
+        .iter()
+        .filter_map(|expr| {
+            let mut inner = expr;
+            while let LogicalExpr::Alias(alias) = inner {
+                inner = &alias.expr;
+            }
+            match inner {
+                LogicalExpr::WindowFunction(function) => Some((
+                    expr.schema_name().to_string(),
+                    function.fun.name().to_owned(),
+                )),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// PostgreSQL has no unsigned integers: a result column a function computes
+/// unsigned (`row_number()`, `rank()`, `cardinality()`) is cast to the type
 /// PostgreSQL gives the same expression (`bigint`, or `integer` for
 /// [`INT4_RESULTS`]), so clients see its type and its binary form.
 fn signed_outputs(plan: LogicalPlan) -> datafusion::error::Result<LogicalPlan> {
     use datafusion::common::tree_node::TreeNode;
     use datafusion::logical_expr::{Expr as LogicalExpr, LogicalPlanBuilder, cast};
-    let unsigned = |data_type: &DataType| {
-        matches!(
-            data_type,
-            DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64
-        )
-    };
     if !plan
         .schema()
         .fields()
@@ -859,18 +883,7 @@ fn signed_outputs(plan: LogicalPlan) -> datafusion::error::Result<LogicalPlan> {
     let mut windows: Vec<(String, String)> = Vec::new();
     let _ = top.apply(|node| {
         if let LogicalPlan::Window(window) = node {
-            for expr in &window.window_expr {
-                let mut inner = expr;
-                while let LogicalExpr::Alias(alias) = inner {
-                    inner = &alias.expr;
-                }
-                if let LogicalExpr::WindowFunction(function) = inner {
-                    windows.push((
-                        expr.schema_name().to_string(),
-                        function.fun.name().to_owned(),
-                    ));
-                }
-            }
+            windows.extend(window_functions(window));
         }
         Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
     });
@@ -1182,29 +1195,7 @@ fn signed_windows(plan: LogicalPlan) -> datafusion::error::Result<LogicalPlan> {
             }
             return Ok(Transformed::no(node));
         };
-        let functions: Vec<(String, String)> = window
-            .window_expr
-            .iter()
-            .filter_map(|expr| {
-                let mut inner = expr;
-                while let LogicalExpr::Alias(alias) = inner {
-                    inner = &alias.expr;
-                }
-                match inner {
-                    LogicalExpr::WindowFunction(function) => Some((
-                        expr.schema_name().to_string(),
-                        function.fun.name().to_owned(),
-                    )),
-                    _ => None,
-                }
-            })
-            .collect();
-        let unsigned = |data_type: &DataType| {
-            matches!(
-                data_type,
-                DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64
-            )
-        };
+        let functions = window_functions(window);
         let schema = Arc::clone(node.schema());
         if !schema.fields().iter().any(|f| unsigned(f.data_type())) {
             return Ok(Transformed::no(node));
