@@ -65,7 +65,12 @@ async fn a_refused_query_is_answered_by_its_postgresql_source() {
     let expected = simple_rows(&direct, &on_source(WITH_TIES)).await;
     assert_eq!(expected.len(), 2, "{expected:?}");
     assert_eq!(simple_rows(&client, WITH_TIES).await, expected);
-    assert_eq!(forwarded_total(&server).await, before + 1.0);
+    // The counter is the test process's, which other tests' servers
+    // (the differential corpus's refusals) may count into meanwhile: this
+    // query adds one at least. The answer above is the source's, which
+    // pgaccel alone would have refused.
+    let after = forwarded_total(&server).await;
+    assert!(after >= before + 1.0, "{before} -> {after}");
 
     // Extended protocol: the source's parameter and column types, and
     // binary values (tokio-postgres asks for binary).
@@ -121,9 +126,11 @@ async fn a_refused_query_is_answered_by_its_postgresql_source() {
         .unwrap();
     assert_eq!(count.get::<_, i64>(0), 4);
 
-    // A query pgaccel answers itself is never forwarded.
-    let before = forwarded_total(&server).await;
+    // A query pgaccel answers itself is never forwarded: it counts the
+    // accelerated rows, not a row the source gained since.
+    source
+        .execute("INSERT INTO {schema}.orders VALUES (5, now(), 1.00, 'late')")
+        .await;
     let rows = simple_rows(&client, "SELECT count(*) FROM orders").await;
     assert_eq!(rows, [[Some("4".to_owned())]]);
-    assert_eq!(forwarded_total(&server).await, before);
 }
