@@ -13,7 +13,7 @@ use std::io;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef};
 use datafusion::common::metadata::ScalarAndMetadata;
 use datafusion::common::{ParamValues, ScalarValue};
 use futures::{FutureExt, SinkExt};
@@ -605,6 +605,13 @@ impl Backend {
         if let Some(prepared) = &statement.prepared {
             self.session.admit(prepared)?;
         }
+        let statement = match self
+            .with_numeric_literals(&statement, &bind.parameter_format_codes, &bind.parameters)
+            .await?
+        {
+            Some(written) => written,
+            None => statement,
+        };
         let params = bind_parameters(&statement, &bind.parameter_format_codes, &bind.parameters)?;
         self.portals.insert(
             portal_name,
@@ -618,6 +625,61 @@ impl Backend {
         self.send(PgWireBackendMessage::BindComplete(BindComplete::new()))
             .await?;
         Ok(())
+    }
+
+    /// `statement` planned again for one Bind, when a `numeric` value would
+    /// be cast to another type than its own: the engine reads `$1 + 1` as an
+    /// integer and `amount * $1` with `amount`'s scale, where PostgreSQL
+    /// keeps an unconstrained numeric's own digits and scale. Each such value
+    /// is written into the text as a literal of its scale, which the engine
+    /// types as PostgreSQL types that value. A parameter counts when the
+    /// client declared it `numeric`, or declared nothing and the engine
+    /// expects a decimal. `None` when no value needs it.
+    async fn with_numeric_literals(
+        &mut self,
+        statement: &NamedStatement,
+        formats: &[i16],
+        values: &[Option<Bytes>],
+    ) -> Result<Option<Arc<NamedStatement>>, PgError> {
+        let Some(Prepared::Query(query)) = &statement.prepared else {
+            return Ok(None);
+        };
+        let mut literals = HashMap::new();
+        for (index, value) in values.iter().enumerate() {
+            let Some(value) = value else { continue };
+            let target = query.parameters.get(index).cloned().flatten();
+            let numeric = match statement.declared.get(index).cloned().flatten() {
+                Some(declared) => declared == Type::NUMERIC,
+                None => matches!(target, Some(DataType::Decimal128(..))),
+            };
+            let Some(target) = target.filter(|_| numeric) else {
+                continue;
+            };
+            let binary = params::is_binary(formats, index);
+            let natural = params::decode(Some(value), binary, &Type::NUMERIC, None)?;
+            if natural.data_type() != target
+                && let Some(literal) = params::numeric_literal(&natural)
+            {
+                literals.insert(index, literal);
+            }
+        }
+        if literals.is_empty() {
+            return Ok(None);
+        }
+        let Some(sql) = params::with_literals(&statement.sql, &literals) else {
+            return Ok(None);
+        };
+        let prepared = self.session.prepare(&sql).await?;
+        if let Some(prepared) = &prepared {
+            self.session.admit(prepared)?;
+        }
+        Ok(Some(Arc::new(NamedStatement {
+            sql,
+            prepared,
+            declared: statement.declared.clone(),
+            reported: statement.reported.clone(),
+            encoding: Mutex::new(None),
+        })))
     }
 
     async fn describe(&mut self, describe: Describe) -> Step<()> {
@@ -924,11 +986,7 @@ fn bind_parameters(
         .iter()
         .enumerate()
         .map(|(index, value)| {
-            let binary = match formats {
-                [] => false,
-                [one] => *one == 1,
-                many => many.get(index) == Some(&1),
-            };
+            let binary = params::is_binary(formats, index);
             let pg_type = statement
                 .declared
                 .get(index)

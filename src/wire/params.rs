@@ -8,6 +8,7 @@
 //! literals (`{1,2,3}`) read here, since a plain cast would take them as
 //! characters.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -62,8 +63,6 @@ pub fn with_declared_types(
     declared: &[Option<Type>],
     inferred: &[Option<DataType>],
 ) -> Option<String> {
-    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
-    use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
     let cast = |position: usize| -> Option<&'static str> {
         let declared = declared.get(position)?.as_ref()?;
         let temporal = [Type::TIMESTAMPTZ, Type::TIMESTAMP, Type::DATE].contains(declared);
@@ -99,22 +98,65 @@ pub fn with_declared_types(
     if !(0..declared.len()).any(|position| cast(position).is_some()) {
         return None;
     }
+    rewrite_placeholders(sql, |position| {
+        cast(position).map(|name| format!("${}::{name}", position + 1))
+    })
+}
+
+/// `sql` with `$n` written as the literal `literals` has for its position
+/// (0-based). `None` when the text does not tokenize.
+pub fn with_literals(sql: &str, literals: &HashMap<usize, String>) -> Option<String> {
+    rewrite_placeholders(sql, |position| literals.get(&position).cloned())
+}
+
+/// A `numeric` parameter's value as a literal PostgreSQL reads back with
+/// the same digits and scale (`1.50`, `(-2)`); `None` for any other value.
+pub fn numeric_literal(value: &ScalarValue) -> Option<String> {
+    match value {
+        ScalarValue::Decimal128(Some(_), _, _) => {
+            let text = value.to_string();
+            Some(if text.starts_with('-') {
+                format!("({text})")
+            } else {
+                text
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Whether Bind sent parameter `index` in binary, by its format codes (none:
+/// all text; one: all in that format; else one each).
+pub fn is_binary(formats: &[i16], index: usize) -> bool {
+    match formats {
+        [] => false,
+        [one] => *one == 1,
+        many => many.get(index) == Some(&1),
+    }
+}
+
+/// `sql` with each `$n` for which `write` has text (by 0-based position)
+/// replaced by that text; the rest as written. The tokenizer keeps `$1`
+/// inside strings, comments and dollar quotes apart from placeholders.
+fn rewrite_placeholders(sql: &str, write: impl Fn(usize) -> Option<String>) -> Option<String> {
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
     let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
-    let mut typed = String::with_capacity(sql.len() + 16);
+    let mut rewritten = String::with_capacity(sql.len() + 16);
     for token in tokens {
-        let text = token.to_string();
-        typed.push_str(&text);
-        if let Token::Placeholder(placeholder) = &token
-            && let Some(name) = placeholder
+        let replacement = match &token {
+            Token::Placeholder(placeholder) => placeholder
                 .strip_prefix('$')
                 .and_then(|n| n.parse::<usize>().ok())
-                .and_then(|n| cast(n.checked_sub(1)?))
-        {
-            typed.push_str("::");
-            typed.push_str(name);
+                .and_then(|n| write(n.checked_sub(1)?)),
+            _ => None,
+        };
+        match replacement {
+            Some(text) => rewritten.push_str(&text),
+            None => rewritten.push_str(&token.to_string()),
         }
     }
-    Some(typed)
+    Some(rewritten)
 }
 
 fn invalid(pg_type: &Type, detail: &str) -> PgError {
@@ -819,6 +861,24 @@ mod tests {
             )
             .as_deref(),
             Some("SELECT $1::bigint, $2, $3::boolean")
+        );
+    }
+
+    #[test]
+    fn numeric_values_written_in_keep_their_digits_and_scale() {
+        let value = |text: &str| decimal_text(text).expect("a numeric");
+        assert_eq!(numeric_literal(&value("1.50")).as_deref(), Some("1.50"));
+        assert_eq!(
+            numeric_literal(&value("-0.010")).as_deref(),
+            Some("(-0.010)")
+        );
+        assert_eq!(numeric_literal(&value("42")).as_deref(), Some("42"));
+        assert_eq!(numeric_literal(&ScalarValue::Float64(Some(f64::NAN))), None);
+        assert_eq!(numeric_literal(&ScalarValue::Decimal128(None, 5, 2)), None);
+        let literals = HashMap::from([(1, "(-0.5)".to_owned())]);
+        assert_eq!(
+            with_literals("SELECT $1 + $2, '$2' FROM t WHERE x > $2 -- $2", &literals).as_deref(),
+            Some("SELECT $1 + (-0.5), '$2' FROM t WHERE x > (-0.5) -- $2")
         );
     }
 

@@ -126,6 +126,31 @@ def check_prepared_parameters(check, conn, fmt):
                "psycopg holds no prepared statement")
 
 
+def check_numeric_parameters(check, conn):
+    """A Decimal parameter keeps its own digits and scale wherever it goes:
+    in arithmetic with an integer (`%s + 1` must not read it as an integer),
+    times a column of another scale, compared with a column of fewer
+    decimals, and cast to a numeric of fewer decimals. Text and binary,
+    prepared on the server and not."""
+    orders = table("orders")
+    first_ten = sum((Decimal(g) * Decimal("7.31")) % 1000 for g in range(1, 11)).quantize(Decimal("0.01"))
+    above = sum(1 for g in range(1, 1001) if ((Decimal(g) * Decimal("7.31")) % 1000).quantize(Decimal("0.01")) > Decimal("7.305"))
+    cases = [
+        ("SELECT {}::numeric + 1", Decimal("1.5"), Decimal("2.5")),
+        ("SELECT {} * 2", Decimal("-0.50"), Decimal("-1.00")),
+        ("SELECT {}::numeric(10,1)", Decimal("1.25"), Decimal("1.3")),
+        (f"SELECT sum(total) * {{}} FROM {orders} WHERE id <= 10", Decimal("1.1"), first_ten * Decimal("1.1")),
+        (f"SELECT count(*) FROM {orders} WHERE total > {{}}", Decimal("7.305"), above),
+    ]
+    with conn.cursor() as cur:
+        for fmt in ("%t", "%b"):
+            for prepare in (False, True):
+                label = f"{'binary' if fmt == '%b' else 'text'}{', prepared' if prepare else ''}"
+                for sql, value, expected in cases:
+                    cur.execute(sql.format(fmt), [value], prepare=prepare)
+                    check.eq(f"{label}: {sql.format(fmt)} with {value}", expected, cur.fetchone()[0])
+
+
 def check_prepare_threshold(check, conn):
     """Without prepare=True psycopg prepares a query on its 5th execution
     (prepare_threshold); results must not change across that switch."""
@@ -335,6 +360,7 @@ def main():
         ("binary results, every column of all_types", lambda: check_results(check, conn, binary=True)),
         ("prepared statements, text parameters", lambda: check_prepared_parameters(check, conn, "%t")),
         ("prepared statements, binary parameters", lambda: check_prepared_parameters(check, conn, "%b")),
+        ("numeric parameters keep their own scale", lambda: check_numeric_parameters(check, conn)),
         ("prepare_threshold: prepared on the 5th execution", lambda: check_prepare_threshold(check, conn)),
         ("COPY (SELECT ...) TO STDOUT, text, set_types + rows()", lambda: check_copy_text(check, conn)),
         ("COPY (SELECT ...) TO STDOUT WITH (FORMAT csv, HEADER)", lambda: check_copy_csv(check, conn)),
