@@ -1845,7 +1845,11 @@ fn subscripts(array: Expr, from: i64) -> Expr {
         op: BinaryOperator::Plus,
         right: Box::new(bigint(call("cardinality", vec![array]))),
     };
-    call("unnest", vec![call("range", vec![start, end])])
+    // PostgreSQL's subscripts are `integer`s.
+    cast_to(
+        call("unnest", vec![call("range", vec![start, end])]),
+        DataType::Int(None),
+    )
 }
 
 fn function_call(function: &Function) -> Option<Expr> {
@@ -1888,6 +1892,25 @@ fn function_call(function: &Function) -> Option<Expr> {
             Err(_) => None,
         },
         "sign" => Some(call("signum", arguments(function))),
+        // `timezone(zone, value)` is `value AT TIME ZONE zone`.
+        "timezone" => {
+            let [zone, value] = <[Expr; 2]>::try_from(arguments(function)).ok()?;
+            Some(call(
+                super::temporal::AT_TIME_ZONE_FUNCTION,
+                vec![value, zone],
+            ))
+        }
+        // `integer[]` in PostgreSQL, unsigned in DataFusion (named by its
+        // other name inside, which this rewrite leaves alone).
+        "array_positions" => Some(cast_to(
+            call("list_positions", arguments(function)),
+            DataType::Array(
+                datafusion::sql::sqlparser::ast::ArrayElemTypeDef::SquareBracket(
+                    Box::new(DataType::Int(None)),
+                    None,
+                ),
+            ),
+        )),
         // Text and its UTF-8 bytes: pgaccel's only encoding (a text is
         // UTF-8 in Arrow; another encoding is left to be refused).
         "convert_to" | "convert_from" => {
@@ -3532,7 +3555,7 @@ mod tests {
         );
         assert_eq!(
             rewrite("SELECT generate_subscripts(conkey, 1) FROM pg_constraint"),
-            "SELECT unnest(range(CAST(1 AS BIGINT), CAST(1 AS BIGINT) + CAST(cardinality(conkey) AS BIGINT))) FROM pg_constraint"
+            "SELECT CAST(unnest(range(CAST(1 AS BIGINT), CAST(1 AS BIGINT) + CAST(cardinality(conkey) AS BIGINT))) AS INT) FROM pg_constraint"
         );
     }
 

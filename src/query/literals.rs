@@ -20,7 +20,7 @@ use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
     CastKind, DataType, Expr, GroupByExpr, LimitClause, OrderByKind, Query, Select, Statement,
-    Value, VisitMut, VisitorMut, WindowFrameBound, WindowType,
+    UnaryOperator, Value, VisitMut, VisitorMut, WindowFrameBound, WindowType,
 };
 
 /// Types the integer literals of a query statement as PostgreSQL would.
@@ -127,6 +127,26 @@ impl VisitorMut for IntegerLiterals {
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
         mark_positions(frame_offsets(expr).into_iter(), false);
+        // `-2147483648`: PostgreSQL reads the sign with the digits, so the
+        // smallest integer is an `int4`, though its digits alone are not.
+        if let Expr::UnaryOp {
+            op: UnaryOperator::Minus,
+            expr: operand,
+        } = expr
+            && let Expr::Value(value) = operand.as_ref()
+            && let Value::Number(text, false) = &value.value
+            && text.parse::<i32>().is_err()
+            && format!("-{text}").parse::<i32>().is_ok()
+        {
+            *expr = Expr::Cast {
+                kind: CastKind::Cast,
+                expr: Box::new(expr.clone()),
+                data_type: DataType::Int(None),
+                array: false,
+                format: None,
+            };
+            return ControlFlow::Continue(());
+        }
         let Expr::Value(value) = expr else {
             return ControlFlow::Continue(());
         };
@@ -191,6 +211,10 @@ mod tests {
         assert_eq!(
             rewrite("SELECT 1, 2147483648, 1.5"),
             "SELECT CAST(1 AS INT), 2147483648, 1.5"
+        );
+        assert_eq!(
+            rewrite("SELECT -2147483648, -2147483649"),
+            "SELECT CAST(-2147483648 AS INT), -2147483649"
         );
         assert_eq!(
             rewrite("SELECT a FROM t WHERE b = 7"),

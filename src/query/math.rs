@@ -10,6 +10,8 @@
 //!   to a negative power and a negative number to a fractional one, where
 //!   DataFusion returns infinity and NaN; 22003 for an overflow) and its
 //!   infinities; numerics stay numerics for [`super::numeric`].
+//! - `to_hex(n)` of an `integer` in its 32 bits (`ffffffff` for -1) and of
+//!   a `bigint` in its 64, where DataFusion widens every integer to 64.
 //! - `cbrt(x)` of a double by the C library's `cbrt`, as PostgreSQL
 //!   computes it (Rust's own rounds some values one unit in the last place
 //!   away: `cbrt(2)` prints `1.2599210498948732` there,
@@ -17,9 +19,13 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, Decimal128Builder, Int32Builder};
-use datafusion::arrow::datatypes::{DataType, Decimal128Type, Float64Type, Int32Type, i256};
-use datafusion::common::{DataFusionError, Result};
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, Decimal128Builder, Int32Builder, StringArray,
+};
+use datafusion::arrow::datatypes::{
+    DataType, Decimal128Type, Float64Type, Int32Type, Int64Type, i256,
+};
+use datafusion::common::{DataFusionError, Result, ScalarValue};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
@@ -32,6 +38,9 @@ pub fn functions() -> Vec<Arc<ScalarUDF>> {
             signature: Signature::user_defined(Volatility::Immutable),
         })),
         Arc::new(ScalarUDF::new_from_impl(WidthBucket {
+            signature: Signature::user_defined(Volatility::Immutable),
+        })),
+        Arc::new(ScalarUDF::new_from_impl(ToHex {
             signature: Signature::user_defined(Volatility::Immutable),
         })),
         Arc::new(ScalarUDF::new_from_impl(Power {
@@ -48,6 +57,78 @@ pub fn functions() -> Vec<Arc<ScalarUDF>> {
         }))
     }))
     .collect()
+}
+
+/// `to_hex(integer)` and `to_hex(bigint)`: the two's complement of the
+/// argument's own width.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct ToHex {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for ToHex {
+    fn name(&self) -> &str {
+        "to_hex"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [
+                DataType::Int8
+                | DataType::Int16
+                | DataType::Int32
+                | DataType::UInt8
+                | DataType::UInt16,
+            ] => Ok(vec![DataType::Int32]),
+            [DataType::Int64 | DataType::UInt32 | DataType::UInt64 | DataType::Null] => {
+                Ok(vec![DataType::Int64])
+            }
+            // Unknown-typed text reads as an integer, as PostgreSQL reads it.
+            [DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8] => {
+                Ok(vec![DataType::Int64])
+            }
+            _ => Err(DataFusionError::Plan(format!(
+                "function to_hex({}) does not exist",
+                arg_types
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let hex = |array: &ArrayRef| -> ArrayRef {
+            let texts: StringArray = match array.data_type() {
+                DataType::Int32 => array
+                    .as_primitive::<Int32Type>()
+                    .iter()
+                    .map(|value| value.map(|value| format!("{:x}", value as u32)))
+                    .collect(),
+                _ => array
+                    .as_primitive::<Int64Type>()
+                    .iter()
+                    .map(|value| value.map(|value| format!("{:x}", value as u64)))
+                    .collect(),
+            };
+            Arc::new(texts)
+        };
+        match &args.args[0] {
+            ColumnarValue::Array(array) => Ok(ColumnarValue::Array(hex(array))),
+            ColumnarValue::Scalar(scalar) => Ok(ColumnarValue::Scalar(
+                ScalarValue::try_from_array(&hex(&scalar.to_array()?), 0)?,
+            )),
+        }
+    }
 }
 
 // The C library's functions, which PostgreSQL's float8 functions call.

@@ -21,6 +21,8 @@ pub(crate) use compat::with_seconds;
 pub mod cursor;
 mod date_trunc;
 mod direct;
+mod distinct_sums;
+mod encoding;
 mod engine;
 pub mod error;
 mod file_aggregate;
@@ -155,9 +157,25 @@ pub fn engine(
         Arc::new(bytea::SubstringPlanner),
     ];
     planners.extend(state.expr_planners().iter().cloned());
+    let optimizers = state
+        .optimizers()
+        .iter()
+        .map(
+            |rule| -> Arc<dyn datafusion::optimizer::OptimizerRule + Send + Sync> {
+                if rule.name() == distinct_sums::REPLACED_RULE {
+                    Arc::new(distinct_sums::SingleDistinctUnlessDecimalSum::new(
+                        Arc::clone(rule),
+                    ))
+                } else {
+                    Arc::clone(rule)
+                }
+            },
+        )
+        .collect();
     let mut state =
         datafusion::execution::session_state::SessionStateBuilder::new_from_existing(state)
             .with_analyzer_rules(rules)
+            .with_optimizer_rules(optimizers)
             .with_expr_planners(planners)
             .build();
     functions::register(&mut state)?;
@@ -184,6 +202,7 @@ pub fn engine(
         .chain(interval_arithmetic::functions())
         .chain(math::functions())
         .chain(case_mapping::functions())
+        .chain(encoding::functions())
         .chain(unknown_literals::functions())
         .chain(
             [

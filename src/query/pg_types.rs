@@ -291,6 +291,12 @@ pub fn bytea_input(text: &str) -> Option<Vec<u8>> {
             .map(|pair| Some((nibble(pair[0])? * 16 + nibble(pair[1])?) as u8))
             .collect();
     }
+    escaped_bytes(text)
+}
+
+/// bytea's escape format: `\\` for a backslash, `\ooo` an octal byte,
+/// other characters as themselves (also `decode(text, 'escape')`).
+pub fn escaped_bytes(text: &str) -> Option<Vec<u8>> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

@@ -759,6 +759,7 @@ async fn plan_once(state: &SessionState, statement: Statement) -> Result<Logical
                 .and_then(super::temporal::postgres_temporal)
                 .and_then(super::overflow::smallint_shifts)
                 .and_then(|plan| super::numeric::postgres_numerics(plan, state))
+                .and_then(refuse_recursive_numeric_casts)
                 .and_then(super::set_operations::postgres_union_types)
                 .and_then(super::set_operations::postgres_set_operation_types)
                 .and_then(signed_outputs)
@@ -766,6 +767,63 @@ async fn plan_once(state: &SessionState, statement: Statement) -> Result<Logical
                 .map_err(sqlstate::from_datafusion)
                 .and_then(refuse_nested_arrays)
         }
+    }
+}
+
+/// `WITH RECURSIVE` whose recursive term computes a numeric column of
+/// another precision or scale than its first term: refused (0A000).
+/// DataFusion casts such a column back to the first term's type, so
+/// `s + 0.04` over `0.5` printed `0.5` on every row, where PostgreSQL keeps
+/// an unconstrained numeric's digits and prints `0.5`, `0.54`, `0.58`, and
+/// `f * (n + 1)` over `1::numeric` overflowed the first term's precision.
+fn refuse_recursive_numeric_casts(plan: LogicalPlan) -> datafusion::error::Result<LogicalPlan> {
+    use datafusion::common::tree_node::TreeNodeRecursion;
+    use datafusion::logical_expr::{Expr as LogicalExpr, ExprSchemable};
+    let decimal = |data_type: &DataType| {
+        matches!(
+            data_type,
+            DataType::Decimal128(..) | DataType::Decimal256(..)
+        )
+    };
+    let mut refusal = None;
+    plan.apply_with_subqueries(|node| {
+        let LogicalPlan::RecursiveQuery(query) = node else {
+            return Ok(TreeNodeRecursion::Continue);
+        };
+        let wanted = query.static_term.schema();
+        let top = match query.recursive_term.as_ref() {
+            LogicalPlan::Projection(projection) => Some(projection),
+            _ => None,
+        };
+        for (index, field) in query.recursive_term.schema().fields().iter().enumerate() {
+            let Some(wanted) = wanted.fields().get(index) else {
+                break;
+            };
+            // The type the recursive term computes, before DataFusion's cast
+            // to the first term's type.
+            let computed = top
+                .and_then(|projection| match projection.expr.get(index)?.clone().unalias() {
+                    LogicalExpr::Cast(cast) => cast.expr.get_type(projection.input.schema()).ok(),
+                    _ => None,
+                })
+                .unwrap_or_else(|| field.data_type().clone());
+            if decimal(wanted.data_type()) && decimal(&computed) && computed != *wanted.data_type()
+            {
+                refusal = Some(format!(
+                    "recursive query \"{}\" column \"{}\": a numeric value whose precision or scale the recursive term changes is not supported",
+                    query.name,
+                    wanted.name(),
+                ));
+                return Ok(TreeNodeRecursion::Stop);
+            }
+        }
+        Ok(TreeNodeRecursion::Continue)
+    })?;
+    match refusal {
+        Some(message) => Err(datafusion::error::DataFusionError::External(Box::new(
+            PgError::new(sqlstate::FEATURE_NOT_SUPPORTED, message),
+        ))),
+        None => Ok(plan),
     }
 }
 
