@@ -348,6 +348,22 @@ impl Compatibility {
                 Value::UnicodeStringLiteral(text) => Some(string(text)),
                 _ => None,
             },
+            // `date 'infinity'`.
+            Expr::TypedString(typed)
+                if typed.data_type == DataType::Date
+                    && let Value::SingleQuotedString(text) = &typed.value.value
+                    && let Some(day) = infinite_date(text) =>
+            {
+                Some(day)
+            }
+            // `timestamp 'infinity'`: refused as `'infinity'::timestamp` is.
+            Expr::TypedString(typed)
+                if matches!(typed.data_type, DataType::Timestamp(..))
+                    && let Value::SingleQuotedString(text) = &typed.value.value
+                    && invalid_literal(&string(text), &typed.data_type).is_some() =>
+            {
+                cast(&string(text), &typed.data_type, &CastKind::Cast)
+            }
             Expr::TypedString(typed) if matches!(typed.data_type, DataType::Timestamp(None, _)) => {
                 let DataType::Timestamp(None, zone) = typed.data_type else {
                     return None;
@@ -1552,17 +1568,33 @@ fn cast(inner: &Expr, data_type: &DataType, kind: &CastKind) -> Option<Expr> {
     use datafusion::sql::sqlparser::ast::ExactNumberInfo;
     if let Some((code, message)) = invalid_literal(inner, data_type) {
         let failed = Expr::Value(Value::Boolean(false).into());
+        // A value the engine cannot read at all (an infinite timestamp) is
+        // not left for it to fold while planning: a NULL of the type stands
+        // in behind the error.
+        let value = if code == super::sqlstate::FEATURE_NOT_SUPPORTED {
+            Expr::Value(Value::Null.into())
+        } else {
+            inner.clone()
+        };
         return Some(case_when(
             require(failed, code, &message),
             Expr::Cast {
                 kind: kind.clone(),
-                expr: Box::new(inner.clone()),
+                expr: Box::new(value),
                 data_type: data_type.clone(),
                 array: false,
                 format: None,
             },
             None,
         ));
+    }
+    // `'infinity'::date`.
+    if *data_type == DataType::Date
+        && let Expr::Value(value) = inner
+        && let Value::SingleQuotedString(text) = &value.value
+        && let Some(day) = infinite_date(text)
+    {
+        return Some(day);
     }
     // `$1::numeric`: the parameter keeps its own scale, as an unconstrained
     // numeric does (a cast would give every value DataFusion's default).
@@ -1822,6 +1854,85 @@ fn arguments(function: &Function) -> Vec<Expr> {
     }
 }
 
+/// `'infinity'` or `'-infinity'` read as a date: the day pgaccel keeps
+/// each as (see [`super::text::DATE_INFINITY`]), which prints, compares
+/// and sorts as PostgreSQL's.
+fn infinite_date(text: &str) -> Option<Expr> {
+    let day = match text.trim().to_ascii_lowercase().as_str() {
+        "infinity" | "+infinity" => super::text::DATE_INFINITY,
+        "-infinity" => super::text::DATE_NEG_INFINITY,
+        _ => return None,
+    };
+    let day = call(
+        "arrow_cast",
+        vec![number(&day.to_string()), string("Int32")],
+    );
+    Some(call("arrow_cast", vec![day, string("Date32")]))
+}
+
+/// `make_interval(years, months, weeks, days, hours, mins, secs)`, its
+/// arguments by position or by name (`days => 3`), each 0 when left out:
+/// the sum of each argument times its unit, which is the interval
+/// PostgreSQL makes (months, days and microseconds kept apart; NULL when
+/// any argument is). `None` for a name it does not take.
+fn make_interval(function: &Function) -> Option<Expr> {
+    const PARTS: [(&str, &str); 7] = [
+        ("years", "1 year"),
+        ("months", "1 month"),
+        ("weeks", "7 days"),
+        ("days", "1 day"),
+        ("hours", "1 hour"),
+        ("mins", "1 minute"),
+        ("secs", "1 second"),
+    ];
+    let mut values: [Option<Expr>; 7] = Default::default();
+    match &function.args {
+        FunctionArguments::None => {}
+        FunctionArguments::List(list) => {
+            for (position, arg) in list.args.iter().enumerate() {
+                let (slot, value) = match arg {
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(value)) => (position, value),
+                    FunctionArg::Named {
+                        name,
+                        arg: FunctionArgExpr::Expr(value),
+                        ..
+                    }
+                    | FunctionArg::ExprNamed {
+                        name: Expr::Identifier(name),
+                        arg: FunctionArgExpr::Expr(value),
+                        ..
+                    } => (
+                        PARTS
+                            .iter()
+                            .position(|(part, _)| name.value.eq_ignore_ascii_case(part))?,
+                        value,
+                    ),
+                    _ => return None,
+                };
+                *values.get_mut(slot)? = Some(value.clone());
+            }
+        }
+        FunctionArguments::Subquery(_) => return None,
+    }
+    let interval = |text: &str| call(super::pg_types::INTERVAL_FUNCTION, vec![string(text)]);
+    let sum = values
+        .into_iter()
+        .zip(PARTS)
+        .filter_map(|(value, (_, unit))| {
+            Some(Expr::BinaryOp {
+                left: Box::new(Expr::Nested(Box::new(value?))),
+                op: BinaryOperator::Multiply,
+                right: Box::new(interval(unit)),
+            })
+        })
+        .fold(interval("0"), |sum, part| Expr::BinaryOp {
+            left: Box::new(sum),
+            op: BinaryOperator::Plus,
+            right: Box::new(part),
+        });
+    Some(Expr::Nested(Box::new(sum)))
+}
+
 /// Whether `expr` is one of the catalog's vector columns.
 fn is_vector(expr: &Expr) -> bool {
     let name = match expr {
@@ -1892,6 +2003,7 @@ fn function_call(function: &Function) -> Option<Expr> {
             Err(_) => None,
         },
         "sign" => Some(call("signum", arguments(function))),
+        "make_interval" => make_interval(function),
         // `timezone(zone, value)` is `value AT TIME ZONE zone`.
         "timezone" => {
             let [zone, value] = <[Expr; 2]>::try_from(arguments(function)).ok()?;
@@ -3435,6 +3547,19 @@ fn invalid_literal(inner: &Expr, data_type: &DataType) -> Option<(&'static str, 
     };
     let trimmed = text.trim();
     let (type_name, limit) = match data_type {
+        // A timestamp has no value pgaccel could keep `infinity` as (a date
+        // does: see `infinite_date`).
+        DataType::Timestamp(..)
+            if matches!(
+                trimmed.to_ascii_lowercase().as_str(),
+                "infinity" | "+infinity" | "-infinity"
+            ) =>
+        {
+            return Some((
+                super::sqlstate::FEATURE_NOT_SUPPORTED,
+                format!("the timestamp \"{trimmed}\" is not supported"),
+            ));
+        }
         DataType::Double(_) | DataType::DoublePrecision | DataType::Float8 => {
             ("double precision", f64::MAX)
         }
@@ -3525,6 +3650,22 @@ mod tests {
 
     fn rewrite(sql: &str) -> String {
         rewritten(sql)
+    }
+
+    #[test]
+    fn make_interval_is_the_sum_of_its_parts() {
+        assert_eq!(
+            rewrite("SELECT make_interval(days => 3, hours => h) FROM t"),
+            "SELECT (pgaccel_interval('0') + (3) * pgaccel_interval('1 day') + (h) * pgaccel_interval('1 hour')) FROM t"
+        );
+        assert_eq!(
+            rewrite("SELECT make_interval(1, 2)"),
+            "SELECT (pgaccel_interval('0') + (1) * pgaccel_interval('1 year') + (2) * pgaccel_interval('1 month'))"
+        );
+        assert_eq!(
+            rewrite("SELECT make_interval(centuries => 1)"),
+            "SELECT make_interval(centuries => 1)"
+        );
     }
 
     #[test]

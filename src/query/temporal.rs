@@ -526,6 +526,66 @@ impl ScalarUDFImpl for Difference {
     }
 }
 
+/// `isfinite(date | timestamp | interval)`: false only for a date that is
+/// `infinity` or `-infinity` (a timestamp or an interval pgaccel holds is
+/// always finite: it has no infinite ones), NULL for NULL.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct IsFinite {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for IsFinite {
+    fn name(&self) -> &str {
+        "isfinite"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [DataType::Date32 | DataType::Timestamp(..) | DataType::Interval(_)] => {
+                Ok(arg_types.to_vec())
+            }
+            [DataType::Date64] => Ok(vec![DataType::Date32]),
+            [DataType::Duration(unit)] => Ok(vec![DataType::Duration(*unit)]),
+            _ => Err(datafusion::error::DataFusionError::Plan(format!(
+                "function isfinite({}) does not exist",
+                arg_types
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Boolean)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
+        let values = args.args[0].to_array(args.number_rows)?;
+        let finite: datafusion::arrow::array::BooleanArray = match values.data_type() {
+            DataType::Date32 => values
+                .as_primitive::<datafusion::arrow::datatypes::Date32Type>()
+                .iter()
+                .map(|day| {
+                    day.map(|day| {
+                        day != super::text::DATE_INFINITY && day != super::text::DATE_NEG_INFINITY
+                    })
+                })
+                .collect(),
+            _ => (0..values.len())
+                .map(|row| (!values.is_null(row)).then_some(true))
+                .collect(),
+        };
+        finish(Arc::new(finite), scalar)
+    }
+}
+
 /// The `justify_*` functions, under their PostgreSQL names, and
 /// [`EXTRACT_FUNCTION`].
 pub fn functions() -> Vec<Arc<ScalarUDF>> {
@@ -542,6 +602,9 @@ pub fn functions() -> Vec<Arc<ScalarUDF>> {
         .collect();
     functions.push(Arc::new(ScalarUDF::new_from_impl(AtTimeZone {
         signature: Signature::any(2, Volatility::Immutable),
+    })));
+    functions.push(Arc::new(ScalarUDF::new_from_impl(IsFinite {
+        signature: Signature::user_defined(Volatility::Immutable),
     })));
     functions.push(Arc::new(ScalarUDF::new_from_impl(Extract {
         signature: Signature::any(2, Volatility::Immutable),
