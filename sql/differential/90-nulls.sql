@@ -23,3 +23,8 @@ SELECT grp FROM nums UNION SELECT NULL ORDER BY 1;
 SELECT count(*) FROM nums a JOIN nums b ON a.grp = b.grp;
 SELECT count(*) FROM nums a JOIN nums b ON a.grp IS NOT DISTINCT FROM b.grp;
 SELECT id, (i4 > 0) IS TRUE, (i4 > 0) IS NOT FALSE, (i4 > 0) IS UNKNOWN FROM nums ORDER BY id;
+SELECT coalesce(NULL::numeric, NULL) AS a, NULL::numeric AS b, coalesce(NULL::numeric, 1) AS c, coalesce(NULL::numeric, 1.50) AS d, coalesce(NULL::numeric, 2.5, 1) AS e, NULL::numeric + 1.25 AS f, greatest(NULL::numeric, 3) AS g;
+SELECT id, coalesce(NULL::numeric, i4), coalesce(n, NULL::numeric), coalesce(NULL::numeric, amount_like) FROM (SELECT id, i4, n, n * 2 AS amount_like FROM nums) s ORDER BY id;
+SELECT amount FROM orders WHERE id = 1 UNION ALL SELECT NULL::numeric;
+SELECT amount FROM orders WHERE id < 3 UNION SELECT NULL::numeric ORDER BY 1;
+SELECT n FROM nums WHERE id < 3 UNION ALL SELECT NULL ORDER BY 1;

@@ -1625,6 +1625,19 @@ fn cast(inner: &Expr, data_type: &DataType, kind: &CastKind) -> Option<Expr> {
             format: None,
         });
     }
+    // `NULL::numeric` keeps a numeric type beside other values
+    // (`coalesce(NULL::numeric, 1)` is the numeric `1`), with no scale of
+    // its own.
+    if matches!(
+        data_type,
+        DataType::Numeric(ExactNumberInfo::None) | DataType::Decimal(ExactNumberInfo::None)
+    ) && matches!(inner, Expr::Value(value) if matches!(value.value, Value::Null))
+    {
+        return Some(cast_to(
+            inner.clone(),
+            DataType::Numeric(ExactNumberInfo::PrecisionAndScale(38, 0)),
+        ));
+    }
     // Any other value cast to an unconstrained numeric keeps the display
     // scale PostgreSQL gives it (`1::numeric` is `1`, not `1.0000000000`).
     if matches!(

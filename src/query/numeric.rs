@@ -394,6 +394,10 @@ fn refuse_mixed_scale_unions(plan: &LogicalPlan) -> Result<()> {
                     .inputs
                     .iter()
                     .filter_map(|input| {
+                        // `NULL::numeric` has no scale to print.
+                        if null_constant(input, column) {
+                            return None;
+                        }
                         let data_type = input.schema().fields().get(column)?.data_type().clone();
                         match data_type {
                             DataType::Decimal128(_, scale) | DataType::Decimal256(_, scale) => {
@@ -427,6 +431,26 @@ fn refuse_mixed_scale_unions(plan: &LogicalPlan) -> Result<()> {
         return Err(refused("a UNION of numerics of different scales"));
     }
     Ok(())
+}
+
+/// Whether column `column` of `plan` is a NULL constant (`SELECT
+/// NULL::numeric`), through casts.
+fn null_constant(plan: &LogicalPlan, column: usize) -> bool {
+    let LogicalPlan::Projection(projection) = plan else {
+        return false;
+    };
+    let Some(mut expr) = projection.expr.get(column) else {
+        return false;
+    };
+    loop {
+        match expr {
+            Expr::Alias(alias) => expr = &alias.expr,
+            Expr::Cast(cast) => expr = &cast.expr,
+            Expr::TryCast(cast) => expr = &cast.expr,
+            Expr::Literal(value, _) => return value.is_null(),
+            _ => return false,
+        }
+    }
 }
 
 /// Every expression of `plan` (subqueries included) rewritten bottom-up by
