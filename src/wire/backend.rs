@@ -633,31 +633,36 @@ impl Backend {
     /// keeps an unconstrained numeric's own digits and scale. Each such value
     /// is written into the text as a literal of its scale, which the engine
     /// types as PostgreSQL types that value. A parameter counts when the
-    /// client declared it `numeric`, or declared nothing and the engine
-    /// expects a decimal. `None` when no value needs it.
+    /// client declared it `numeric` (and the engine expects another type or
+    /// none), or declared nothing and the engine expects a decimal of
+    /// another scale. `None` when no value needs it.
     async fn with_numeric_literals(
         &mut self,
         statement: &NamedStatement,
         formats: &[i16],
         values: &[Option<Bytes>],
     ) -> Result<Option<Arc<NamedStatement>>, PgError> {
-        let Some(Prepared::Query(query)) = &statement.prepared else {
-            return Ok(None);
+        // A statement the engine could not plan (`$1 + $2`, no type for
+        // either) is planned again too: with the values written in, it may.
+        let inferred = match &statement.prepared {
+            Some(Prepared::Query(query)) => Some(&query.parameters),
+            Some(Prepared::Forwarded(_)) => None,
+            _ => return Ok(None),
         };
         let mut literals = HashMap::new();
         for (index, value) in values.iter().enumerate() {
             let Some(value) = value else { continue };
-            let target = query.parameters.get(index).cloned().flatten();
+            let target = inferred.and_then(|inferred| inferred.get(index).cloned().flatten());
             let numeric = match statement.declared.get(index).cloned().flatten() {
                 Some(declared) => declared == Type::NUMERIC,
                 None => matches!(target, Some(DataType::Decimal128(..))),
             };
-            let Some(target) = target.filter(|_| numeric) else {
+            if !numeric {
                 continue;
-            };
+            }
             let binary = params::is_binary(formats, index);
             let natural = params::decode(Some(value), binary, &Type::NUMERIC, None)?;
-            if natural.data_type() != target
+            if target.is_none_or(|target| natural.data_type() != target)
                 && let Some(literal) = params::numeric_literal(&natural)
             {
                 literals.insert(index, literal);
@@ -672,6 +677,10 @@ impl Backend {
         let prepared = self.session.prepare(&sql).await?;
         if let Some(prepared) = &prepared {
             self.session.admit(prepared)?;
+        }
+        // Still sent to the source: as the client wrote it, with its values.
+        if inferred.is_none() && !matches!(prepared, Some(Prepared::Query(_))) {
+            return Ok(None);
         }
         Ok(Some(Arc::new(NamedStatement {
             sql,

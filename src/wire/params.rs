@@ -109,18 +109,12 @@ pub fn with_literals(sql: &str, literals: &HashMap<usize, String>) -> Option<Str
     rewrite_placeholders(sql, |position| literals.get(&position).cloned())
 }
 
-/// A `numeric` parameter's value as a literal PostgreSQL reads back with
-/// the same digits and scale (`1.50`, `(-2)`); `None` for any other value.
+/// A `numeric` parameter's value as a literal pgaccel reads back as a
+/// numeric with the same digits and scale (`(1.50::numeric)`: a bare `10`
+/// would be an integer); `None` for any other value.
 pub fn numeric_literal(value: &ScalarValue) -> Option<String> {
     match value {
-        ScalarValue::Decimal128(Some(_), _, _) => {
-            let text = value.to_string();
-            Some(if text.starts_with('-') {
-                format!("({text})")
-            } else {
-                text
-            })
-        }
+        ScalarValue::Decimal128(Some(_), _, _) => Some(format!("({value}::numeric)")),
         _ => None,
     }
 }
@@ -461,11 +455,14 @@ fn decimal_text(text: &str) -> Option<ScalarValue> {
         "-infinity" => return Some(ScalarValue::Float64(Some(f64::NEG_INFINITY))),
         _ => {}
     }
+    // `1E+2`, `1.5e-3`: as PostgreSQL reads them, the scale is the
+    // mantissa's decimals less the exponent (100, 0.0015).
+    if let Some((mantissa, exponent)) = trimmed.split_once(['e', 'E']) {
+        return decimal_text(&plain_decimal(mantissa, exponent.parse().ok()?)?);
+    }
     let unsigned = trimmed.trim_start_matches(['-', '+']);
     let (integer, fraction) = unsigned.split_once('.').unwrap_or((unsigned, ""));
-    if unsigned.contains(['e', 'E'])
-        || !(integer.chars().chain(fraction.chars())).all(|c| c.is_ascii_digit())
-    {
+    if !(integer.chars().chain(fraction.chars())).all(|c| c.is_ascii_digit()) {
         return None;
     }
     let integer = integer.trim_start_matches('0');
@@ -477,6 +474,39 @@ fn decimal_text(text: &str) -> Option<ScalarValue> {
             scale as i8,
         ))
         .ok()
+}
+
+/// `mantissa` times ten to `exponent`, written without an exponent: the
+/// point moved, zeros added where it moves past the digits (`1.5`, -3 is
+/// `0.0015`; `1`, 2 is `100`). `None` for a mantissa that is not digits or
+/// an exponent beyond a numeric's 1000 digits.
+fn plain_decimal(mantissa: &str, exponent: i32) -> Option<String> {
+    let negative = mantissa.starts_with('-');
+    let mantissa = mantissa.trim_start_matches(['-', '+']);
+    let (integer, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = format!("{integer}{fraction}");
+    if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) || exponent.abs() > 1000 {
+        return None;
+    }
+    // Digits before the point, and after it.
+    let whole = integer.len() as i32 + exponent;
+    let scale = (fraction.len() as i32 - exponent).max(0) as usize;
+    let mut padded = digits;
+    if whole < 0 {
+        padded.insert_str(0, &"0".repeat(whole.unsigned_abs() as usize));
+    }
+    let whole = whole.max(0) as usize;
+    while padded.len() < whole + scale {
+        padded.push('0');
+    }
+    let (before, after) = padded.split_at(whole);
+    let before = if before.is_empty() { "0" } else { before };
+    let sign = if negative { "-" } else { "" };
+    Some(if after.is_empty() {
+        format!("{sign}{before}")
+    } else {
+        format!("{sign}{before}.{after}")
+    })
 }
 
 fn text_value(
@@ -867,12 +897,30 @@ mod tests {
     #[test]
     fn numeric_values_written_in_keep_their_digits_and_scale() {
         let value = |text: &str| decimal_text(text).expect("a numeric");
-        assert_eq!(numeric_literal(&value("1.50")).as_deref(), Some("1.50"));
+        assert_eq!(
+            numeric_literal(&value("1.50")).as_deref(),
+            Some("(1.50::numeric)")
+        );
         assert_eq!(
             numeric_literal(&value("-0.010")).as_deref(),
-            Some("(-0.010)")
+            Some("(-0.010::numeric)")
         );
-        assert_eq!(numeric_literal(&value("42")).as_deref(), Some("42"));
+        assert_eq!(
+            numeric_literal(&value("42")).as_deref(),
+            Some("(42::numeric)")
+        );
+        assert_eq!(
+            numeric_literal(&value("1E+2")).as_deref(),
+            Some("(100::numeric)")
+        );
+        assert_eq!(
+            numeric_literal(&value("-1.5e-3")).as_deref(),
+            Some("(-0.0015::numeric)")
+        );
+        assert_eq!(
+            numeric_literal(&value("2.50E1")).as_deref(),
+            Some("(25.0::numeric)")
+        );
         assert_eq!(numeric_literal(&ScalarValue::Float64(Some(f64::NAN))), None);
         assert_eq!(numeric_literal(&ScalarValue::Decimal128(None, 5, 2)), None);
         let literals = HashMap::from([(1, "(-0.5)".to_owned())]);

@@ -136,19 +136,28 @@ def check_numeric_parameters(check, conn):
     first_ten = sum((Decimal(g) * Decimal("7.31")) % 1000 for g in range(1, 11)).quantize(Decimal("0.01"))
     above = sum(1 for g in range(1, 1001) if ((Decimal(g) * Decimal("7.31")) % 1000).quantize(Decimal("0.01")) > Decimal("7.305"))
     cases = [
-        ("SELECT {}::numeric + 1", Decimal("1.5"), Decimal("2.5")),
-        ("SELECT {} * 2", Decimal("-0.50"), Decimal("-1.00")),
-        ("SELECT {}::numeric(10,1)", Decimal("1.25"), Decimal("1.3")),
-        (f"SELECT sum(total) * {{}} FROM {orders} WHERE id <= 10", Decimal("1.1"), first_ten * Decimal("1.1")),
-        (f"SELECT count(*) FROM {orders} WHERE total > {{}}", Decimal("7.305"), above),
+        ("SELECT {}::numeric + 1", [Decimal("1.5")], Decimal("2.5")),
+        ("SELECT {} * 2", [Decimal("-0.50")], Decimal("-1.00")),
+        ("SELECT {}::numeric(10,1)", [Decimal("1.25")], Decimal("1.3")),
+        (f"SELECT sum(total) * {{}} FROM {orders} WHERE id <= 10", [Decimal("1.1")], first_ten * Decimal("1.1")),
+        (f"SELECT count(*) FROM {orders} WHERE total > {{}}", [Decimal("7.305")], above),
+        # A numeric divided by an integer is not an integer division.
+        ("SELECT {} / 3", [Decimal("10")], Decimal("3.3333333333333333")),
+        # Two values the server has no other type for.
+        ("SELECT {} + {}", [Decimal("1.1"), Decimal("2.22")], Decimal("3.32")),
+        # greatest() keeps the winner's own scale.
+        (f"SELECT greatest(total, {{}}) FROM {orders} WHERE id = 1", [Decimal("20.5")], Decimal("20.5")),
+        # An exponent, as Python prints some Decimals.
+        ("SELECT {}", [Decimal("1E+2")], Decimal("100")),
     ]
     with conn.cursor() as cur:
         for fmt in ("%t", "%b"):
             for prepare in (False, True):
                 label = f"{'binary' if fmt == '%b' else 'text'}{', prepared' if prepare else ''}"
-                for sql, value, expected in cases:
-                    cur.execute(sql.format(fmt), [value], prepare=prepare)
-                    check.eq(f"{label}: {sql.format(fmt)} with {value}", expected, cur.fetchone()[0])
+                for sql, values, expected in cases:
+                    text = sql.replace("{}", fmt)
+                    cur.execute(text, values, prepare=prepare)
+                    check.eq(f"{label}: {text} with {values}", expected, cur.fetchone()[0])
 
 
 def check_prepare_threshold(check, conn):
