@@ -433,3 +433,6 @@ SELECT customer_id, sum(amount), count(DISTINCT qty) FROM orders GROUP BY 1 HAVI
 SELECT customer_id, sum(qty), count(DISTINCT status) FROM orders GROUP BY 1 HAVING sum(qty) > 30 ORDER BY 1 LIMIT 5;
 SELECT status, sum(amount) / count(DISTINCT customer_id) AS per_customer FROM orders GROUP BY status ORDER BY status;
 SELECT count(DISTINCT customer_id), sum(amount), max(amount) FROM orders HAVING sum(amount) > 0;
+WITH RECURSIVE r(n, s) AS (SELECT 1, 1.5 UNION ALL SELECT n + 1, s FROM r WHERE n < 3) SELECT n, s FROM r ORDER BY n;
+WITH RECURSIVE r(n, s) AS (SELECT 1, 1.5 UNION ALL SELECT n + 1, n FROM r WHERE n < 3) SELECT n, s FROM r ORDER BY n;
+WITH RECURSIVE r(n, s) AS (SELECT 1, 1::numeric UNION ALL SELECT n + 1, n FROM r WHERE n < 3) SELECT n, s FROM r ORDER BY n;

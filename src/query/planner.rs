@@ -771,7 +771,8 @@ async fn plan_once(state: &SessionState, statement: Statement) -> Result<Logical
 }
 
 /// `WITH RECURSIVE` whose recursive term computes a numeric column of
-/// another precision or scale than its first term: refused (0A000).
+/// another precision or scale than its first term, a float, or an integer
+/// where the first term's numeric has decimals: refused (0A000).
 /// DataFusion casts such a column back to the first term's type, so
 /// `s + 0.04` over `0.5` printed `0.5` on every row, where PostgreSQL keeps
 /// an unconstrained numeric's digits and prints `0.5`, `0.54`, `0.58`, and
@@ -807,8 +808,19 @@ fn refuse_recursive_numeric_casts(plan: LogicalPlan) -> datafusion::error::Resul
                     _ => None,
                 })
                 .unwrap_or_else(|| field.data_type().clone());
-            if decimal(wanted.data_type()) && decimal(&computed) && computed != *wanted.data_type()
-            {
+            // An integer the first term's scale would print with decimals
+            // (`n` over `1.5` prints `2`, not `2.0`), or a float, which
+            // PostgreSQL does not take for a numeric column, are refused too.
+            let differs = match wanted.data_type() {
+                DataType::Decimal128(_, scale) | DataType::Decimal256(_, scale) => {
+                    computed != *wanted.data_type()
+                        && (decimal(&computed)
+                            || computed.is_floating()
+                            || computed.is_integer() && *scale > 0)
+                }
+                _ => false,
+            };
+            if differs {
                 refusal = Some(format!(
                     "recursive query \"{}\" column \"{}\": a numeric value whose precision or scale the recursive term changes is not supported",
                     query.name,

@@ -130,26 +130,51 @@ pub fn is_binary(formats: &[i16], index: usize) -> bool {
 }
 
 /// `sql` with each `$n` for which `write` has text (by 0-based position)
-/// replaced by that text; the rest as written. The tokenizer keeps `$1`
-/// inside strings, comments and dollar quotes apart from placeholders.
+/// replaced by that text; every other character stays as the client wrote
+/// it. The tokenizer tells placeholders from `$1` inside strings, comments
+/// and dollar quotes; the text is spliced at their positions, since the
+/// tokens printed back would lose how strings were escaped (`'O''Brien'`,
+/// `E'\n'`).
 fn rewrite_placeholders(sql: &str, write: impl Fn(usize) -> Option<String>) -> Option<String> {
     use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
-    use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
-    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
+    use datafusion::sql::sqlparser::tokenizer::{Location, Token, Tokenizer};
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql)
+        .tokenize_with_location()
+        .ok()?;
+    // The byte offset of a line and column (both from 1, columns in
+    // characters, as the tokenizer counts them).
+    let offset = |location: Location| -> Option<usize> {
+        let line = usize::try_from(location.line).ok()?.checked_sub(1)?;
+        let line_start: usize = sql.split_inclusive('\n').take(line).map(str::len).sum();
+        let rest = sql.get(line_start..)?;
+        let column = usize::try_from(location.column).ok()?.checked_sub(1)?;
+        Some(
+            line_start
+                + rest
+                    .char_indices()
+                    .nth(column)
+                    .map_or(rest.len(), |(i, _)| i),
+        )
+    };
     let mut rewritten = String::with_capacity(sql.len() + 16);
+    let mut copied = 0;
     for token in tokens {
-        let replacement = match &token {
-            Token::Placeholder(placeholder) => placeholder
-                .strip_prefix('$')
-                .and_then(|n| n.parse::<usize>().ok())
-                .and_then(|n| write(n.checked_sub(1)?)),
-            _ => None,
+        let Token::Placeholder(placeholder) = &token.token else {
+            continue;
         };
-        match replacement {
-            Some(text) => rewritten.push_str(&text),
-            None => rewritten.push_str(&token.to_string()),
-        }
+        let Some(text) = placeholder
+            .strip_prefix('$')
+            .and_then(|n| n.parse::<usize>().ok())
+            .and_then(|n| write(n.checked_sub(1)?))
+        else {
+            continue;
+        };
+        let (start, end) = (offset(token.span.start)?, offset(token.span.end)?);
+        rewritten.push_str(sql.get(copied..start)?);
+        rewritten.push_str(&text);
+        copied = end;
     }
+    rewritten.push_str(sql.get(copied..)?);
     Some(rewritten)
 }
 
@@ -927,6 +952,12 @@ mod tests {
         assert_eq!(
             with_literals("SELECT $1 + $2, '$2' FROM t WHERE x > $2 -- $2", &literals).as_deref(),
             Some("SELECT $1 + (-0.5), '$2' FROM t WHERE x > (-0.5) -- $2")
+        );
+        // Strings come back as the client wrote them.
+        let quoted = "SELECT 'O''Brien', E'a\\'b\\n', $$it's$$, \"a\"\"b\", 'ü'\n  FROM t WHERE x = $2 AND y = $2";
+        assert_eq!(
+            with_literals(quoted, &literals).as_deref(),
+            Some(quoted.replace("$2", "(-0.5)").as_str())
         );
     }
 
