@@ -4,10 +4,10 @@
 //! DataFusion's functions of these names differ where a client sees it:
 //! its base64 has no `=` padding (`aGVsbG8` for PostgreSQL's `aGVsbG8=`)
 //! and no line break after every 76 characters, it rejects whitespace in
-//! what it decodes, and it has no `escape` format. Written here because the
-//! line breaks, PostgreSQL's tolerance of whitespace and padding, and its
-//! error messages are PostgreSQL's own: the `base64` crate does the
-//! standard alphabet only, and is used for nothing else.
+//! what it decodes, and it has no `escape` format. Written here rather
+//! than with the `base64` crate: the line breaks, the whitespace and the
+//! padding PostgreSQL accepts inside the data (`YQ==YQ==`), and its error
+//! messages, are PostgreSQL's own.
 
 use std::sync::Arc;
 
