@@ -854,7 +854,7 @@ fn number_parts(literal: &str) -> NumberParts<'_> {
 /// implies (`1.50` → `1.50`, `1.50e1` → `15.0`, `1e2` → `100`,
 /// `1e-3` → `0.001`), no negative zero. Fails as `numeric` does beyond
 /// its range.
-fn numeric_text(literal: &str) -> Result<String, PgError> {
+pub(crate) fn numeric_text(literal: &str) -> Result<String, PgError> {
     let parts = number_parts(literal);
     // PostgreSQL refuses such exponents outright.
     if parts.exponent.abs() >= i64::from(i32::MAX / 2) {

@@ -483,7 +483,20 @@ fn decimal_text(text: &str) -> Option<ScalarValue> {
     // `1E+2`, `1.5e-3`: as PostgreSQL reads them, the scale is the
     // mantissa's decimals less the exponent (100, 0.0015).
     if let Some((mantissa, exponent)) = trimmed.split_once(['e', 'E']) {
-        return decimal_text(&plain_decimal(mantissa, exponent.parse().ok()?)?);
+        let mantissa = mantissa.strip_prefix('+').unwrap_or(mantissa);
+        let unsigned = mantissa.strip_prefix('-').unwrap_or(mantissa);
+        let (integer, fraction) = unsigned.split_once('.').unwrap_or((unsigned, ""));
+        let power = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
+        let digits = |text: &str| text.bytes().all(|b| b.is_ascii_digit());
+        if integer.len() + fraction.len() == 0
+            || power.is_empty()
+            || !(digits(integer) && digits(fraction) && digits(power))
+        {
+            return None;
+        }
+        // JSON numbers are printed as PostgreSQL prints a numeric too.
+        let plain = crate::query::json::numeric_text(&format!("{mantissa}e{exponent}")).ok()?;
+        return decimal_text(&plain);
     }
     let unsigned = trimmed.trim_start_matches(['-', '+']);
     let (integer, fraction) = unsigned.split_once('.').unwrap_or((unsigned, ""));
@@ -499,39 +512,6 @@ fn decimal_text(text: &str) -> Option<ScalarValue> {
             scale as i8,
         ))
         .ok()
-}
-
-/// `mantissa` times ten to `exponent`, written without an exponent: the
-/// point moved, zeros added where it moves past the digits (`1.5`, -3 is
-/// `0.0015`; `1`, 2 is `100`). `None` for a mantissa that is not digits or
-/// an exponent beyond a numeric's 1000 digits.
-fn plain_decimal(mantissa: &str, exponent: i32) -> Option<String> {
-    let negative = mantissa.starts_with('-');
-    let mantissa = mantissa.trim_start_matches(['-', '+']);
-    let (integer, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    let digits = format!("{integer}{fraction}");
-    if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) || exponent.abs() > 1000 {
-        return None;
-    }
-    // Digits before the point, and after it.
-    let whole = integer.len() as i32 + exponent;
-    let scale = (fraction.len() as i32 - exponent).max(0) as usize;
-    let mut padded = digits;
-    if whole < 0 {
-        padded.insert_str(0, &"0".repeat(whole.unsigned_abs() as usize));
-    }
-    let whole = whole.max(0) as usize;
-    while padded.len() < whole + scale {
-        padded.push('0');
-    }
-    let (before, after) = padded.split_at(whole);
-    let before = if before.is_empty() { "0" } else { before };
-    let sign = if negative { "-" } else { "" };
-    Some(if after.is_empty() {
-        format!("{sign}{before}")
-    } else {
-        format!("{sign}{before}.{after}")
-    })
 }
 
 fn text_value(
