@@ -801,8 +801,10 @@ fn name_unnest_column(factor: &mut TableFactor) {
     }
 }
 
-/// The array, alias and ordinality of `unnest(array)` in FROM.
-fn unnest_parts(factor: &TableFactor) -> Option<(Expr, Option<TableAlias>, bool)> {
+/// A set-returning function of one argument in FROM that pgaccel answers
+/// as `unnest()`s in a select list (`unnest(array)` and the JSON set
+/// functions): its name (lower case), argument, alias and ordinality.
+fn set_call(factor: &TableFactor) -> Option<(String, Expr, Option<TableAlias>, bool)> {
     match factor {
         TableFactor::UNNEST {
             alias,
@@ -810,37 +812,231 @@ fn unnest_parts(factor: &TableFactor) -> Option<(Expr, Option<TableAlias>, bool)
             with_ordinality,
             with_offset: false,
             ..
-        } if array_exprs.len() == 1 => {
-            Some((array_exprs[0].clone(), alias.clone(), *with_ordinality))
-        }
+        } if array_exprs.len() == 1 => Some((
+            "unnest".to_owned(),
+            array_exprs[0].clone(),
+            alias.clone(),
+            *with_ordinality,
+        )),
         TableFactor::Table {
             name,
             alias,
-            args: Some(args),
+            args: Some(datafusion::sql::sqlparser::ast::TableFunctionArgs { args, .. }),
             with_ordinality,
             ..
-        } if last_part(name).eq_ignore_ascii_case("unnest") => match args.args.as_slice() {
-            [FunctionArg::Unnamed(FunctionArgExpr::Expr(array))] => {
-                Some((array.clone(), alias.clone(), *with_ordinality))
+        }
+        // `CROSS JOIN LATERAL f(t.x)`.
+        | TableFactor::Function {
+            name,
+            alias,
+            args,
+            with_ordinality,
+            ..
+        } => {
+            let function = last_part(name).to_lowercase();
+            if function != "unnest" && !json_set_function(&function) {
+                return None;
             }
-            _ => None,
-        },
+            match args.as_slice() {
+                [FunctionArg::Unnamed(FunctionArgExpr::Expr(argument))] => Some((
+                    function,
+                    argument.clone(),
+                    alias.clone(),
+                    *with_ordinality,
+                )),
+                _ => None,
+            }
+        }
         _ => None,
     }
 }
 
+/// The columns a set-returning function of [`set_call`] gives in FROM.
+struct SetColumns {
+    /// Each column's values, as a select-list expression whose rows go in
+    /// step with the others', and its name.
+    columns: Vec<(Expr, Ident)>,
+    /// The 1-based position of each row, for `WITH ORDINALITY`.
+    ordinality: Expr,
+    /// Whether the alias alone (`SELECT e FROM jsonb_array_elements(...)
+    /// e`) reads the first column, as for a function of one column.
+    bare_alias: bool,
+}
+
+impl SetColumns {
+    /// The name of the position column: the alias's next column, or
+    /// `ordinality`.
+    fn ordinality_name(&self, alias: Option<&TableAlias>) -> Ident {
+        alias
+            .and_then(|alias| alias.columns.get(self.columns.len()))
+            .map_or_else(|| Ident::new("ordinality"), |c| c.name.clone())
+    }
+
+    /// The names of the columns, with the position's with `ordinality`.
+    fn names(&self, ordinality: bool, alias: Option<&TableAlias>) -> Vec<Ident> {
+        self.columns
+            .iter()
+            .map(|(_, name)| name.clone())
+            .chain(ordinality.then(|| self.ordinality_name(alias)))
+            .collect()
+    }
+
+    /// The select list giving these columns (and, with `ordinality`, the
+    /// position).
+    fn select_items(&self, ordinality: bool, alias: Option<&TableAlias>) -> String {
+        let mut items: Vec<String> = self
+            .columns
+            .iter()
+            .map(|(values, name)| format!("{values} AS {name}"))
+            .collect();
+        if ordinality {
+            items.push(format!(
+                "{} AS {}",
+                self.ordinality,
+                self.ordinality_name(alias)
+            ));
+        }
+        items.join(", ")
+    }
+}
+
+/// The columns of `function(argument)` in FROM, named as PostgreSQL names
+/// them: `unnest` and `json_object_keys` by the alias (or their own name),
+/// the JSON element functions `value`, the `json_each` family `key` and
+/// `value`; names the alias lists come first. With `keep_empty` (a `LEFT
+/// JOIN LATERAL ... ON true`), an argument giving no rows gives one row of
+/// NULLs.
+fn set_columns(
+    function: &str,
+    argument: &Expr,
+    alias: Option<&TableAlias>,
+    keep_empty: bool,
+) -> Option<SetColumns> {
+    let listed = |index: usize| {
+        alias
+            .and_then(|alias| alias.columns.get(index))
+            .map(|c| c.name.clone())
+    };
+    let by_alias = |own: &str| {
+        listed(0)
+            .unwrap_or_else(|| alias.map_or_else(|| Ident::new(own), |alias| alias.name.clone()))
+    };
+    let bare_alias = alias.is_some_and(|alias| alias.columns.is_empty());
+    let kind = if function.starts_with("jsonb") {
+        "jsonb"
+    } else {
+        "json"
+    };
+    let as_text = function.ends_with("_text");
+    let members = |part: &str| {
+        call(
+            super::json::MEMBERS,
+            vec![argument.clone(), string(function), string(part)],
+        )
+    };
+    let unnest = |list: Expr| {
+        let list = if keep_empty {
+            call(super::outer_unnest::OR_NULL_ELEMENT, vec![list])
+        } else {
+            list
+        };
+        call("unnest", vec![list])
+    };
+    // An unnested document keeps no type of its own.
+    let typed = |values: Expr| {
+        if as_text {
+            values
+        } else {
+            call(&format!("pgaccel_{kind}"), vec![values])
+        }
+    };
+    let (columns, rows, bare_alias) = match function {
+        "unnest" => (
+            vec![(unnest(argument.clone()), by_alias("unnest"))],
+            argument.clone(),
+            bare_alias,
+        ),
+        "json_object_keys" | "jsonb_object_keys" => (
+            vec![(unnest(members("keys")), by_alias(function))],
+            members("keys"),
+            bare_alias,
+        ),
+        name if json_elements_function(name) => {
+            let elements = call(
+                super::json::ELEMENTS,
+                vec![
+                    argument.clone(),
+                    string(kind),
+                    Expr::value(Value::Boolean(as_text)),
+                ],
+            );
+            (
+                vec![(
+                    typed(unnest(elements.clone())),
+                    listed(0).unwrap_or_else(|| Ident::new("value")),
+                )],
+                elements,
+                bare_alias,
+            )
+        }
+        "json_each" | "jsonb_each" | "json_each_text" | "jsonb_each_text" => (
+            vec![
+                (
+                    unnest(members("keys")),
+                    listed(0).unwrap_or_else(|| Ident::new("key")),
+                ),
+                (
+                    typed(unnest(members(if as_text { "text" } else { "values" }))),
+                    listed(1).unwrap_or_else(|| Ident::new("value")),
+                ),
+            ],
+            members("keys"),
+            // The alias alone is the row (a composite value).
+            false,
+        ),
+        _ => return None,
+    };
+    let positions = parse_expr(&format!(
+        "range(CAST(1 AS BIGINT), CAST(cardinality({rows}) AS BIGINT) + 1)"
+    ))?;
+    Some(SetColumns {
+        columns,
+        ordinality: unnest(positions),
+        bare_alias,
+    })
+}
+
 /// `FROM t ... CROSS JOIN unnest(t.a) WITH ORDINALITY AS u(x, n)` (or
-/// `FROM t, unnest(a) u`): each row of `t` once per element of its array,
-/// which DataFusion cannot join laterally. `t` becomes `(SELECT *, unnest(t.a) AS x, unnest(range(1,
+/// `FROM t, unnest(a) u`, or `jsonb_array_elements(t.j -> 'k') e`,
+/// `jsonb_each(t.j)` and the other functions of [`set_call`]): each row of
+/// `t` once per element, which DataFusion cannot join laterally. `t`
+/// becomes `(SELECT *, unnest(t.a) AS x, unnest(range(1,
 /// cardinality(t.a) + 1)) AS n FROM t) AS t`, the same rows (select-list
-/// unnests of equal length go in step), and `u.x` becomes `t.x`. Only for a
-/// plain table `t` named by the array's qualifier and an inner join.
+/// unnests of equal length go in step), and `u.x` becomes `t.x`. Only for
+/// a table, CTE or subquery `t` named by the argument's qualifier and an
+/// inner join (or a left one `ON true`),
+/// and when the select list's `*` keeps PostgreSQL's column order; `t.*`
+/// excludes the new columns.
+/// A FROM item a lateral set function's rows can be added to: a table (or
+/// a CTE) or an aliased subquery, not itself lateral.
+fn plain_relation(factor: &TableFactor) -> bool {
+    matches!(
+        factor,
+        TableFactor::Table { args: None, .. }
+            | TableFactor::Derived {
+                lateral: false,
+                alias: Some(_),
+                ..
+            }
+    )
+}
+
 fn unnest_into_relation(select: &mut Select) {
     use datafusion::sql::sqlparser::ast::{Join, JoinConstraint, JoinOperator};
     // `FROM t, unnest(t.a) u` is `FROM t CROSS JOIN unnest(t.a) u`.
     let mut at = 1;
     while at < select.from.len() {
-        if select.from[at].joins.is_empty() && unnest_parts(&select.from[at].relation).is_some() {
+        if select.from[at].joins.is_empty() && set_call(&select.from[at].relation).is_some() {
             let item = select.from.remove(at);
             select.from[at - 1].joins.push(Join {
                 relation: item.relation,
@@ -851,28 +1047,63 @@ fn unnest_into_relation(select: &mut Select) {
             at += 1;
         }
     }
+    let star = select
+        .projection
+        .iter()
+        .any(|item| matches!(item, SelectItem::Wildcard(_)));
+    let qualified_stars: Vec<String> = select
+        .projection
+        .iter()
+        .filter_map(|item| match item {
+            SelectItem::QualifiedWildcard(
+                datafusion::sql::sqlparser::ast::SelectItemQualifiedWildcardKind::ObjectName(name),
+                _,
+            ) => Some(last_part(name).to_lowercase()),
+            _ => None,
+        })
+        .collect();
     let mut renamed: Vec<(String, Ident)> = Vec::new();
+    let mut bare: Vec<(String, Ident, Ident)> = Vec::new();
+    let mut excluded: Vec<(String, Vec<ObjectName>)> = Vec::new();
+    // The columns added to each table so far.
+    let mut added: Vec<(String, String)> = Vec::new();
+    // `e.*` of a function's alias: its columns, now the table's.
+    let mut own_stars: Vec<(String, Ident, Vec<Ident>)> = Vec::new();
     for table in &mut select.from {
         let mut index = 0;
         while index < table.joins.len() {
             let join = &table.joins[index];
-            let inner = match &join.join_operator {
-                JoinOperator::CrossJoin(JoinConstraint::None) => true,
-                JoinOperator::Inner(JoinConstraint::On(Expr::Value(value)))
-                | JoinOperator::Join(JoinConstraint::On(Expr::Value(value))) => {
-                    matches!(value.value, Value::Boolean(true))
-                }
-                _ => false,
+            let on_true = |constraint: &JoinConstraint| {
+                matches!(constraint, JoinConstraint::On(Expr::Value(value))
+                    if matches!(value.value, Value::Boolean(true)))
             };
-            let Some((array, alias, ordinality)) = unnest_parts(&join.relation).filter(|_| inner)
+            // An inner join keeps the rows the function gives; a left one
+            // (`LEFT JOIN LATERAL ... ON true`) also an outer row it gives
+            // none for.
+            let keep_empty = match &join.join_operator {
+                JoinOperator::CrossJoin(JoinConstraint::None) => Some(false),
+                JoinOperator::Inner(constraint) | JoinOperator::Join(constraint)
+                    if on_true(constraint) =>
+                {
+                    Some(false)
+                }
+                JoinOperator::Left(constraint) | JoinOperator::LeftOuter(constraint)
+                    if on_true(constraint) =>
+                {
+                    Some(true)
+                }
+                _ => None,
+            };
+            let Some(((function, argument, alias, ordinality), keep_empty)) =
+                set_call(&join.relation).zip(keep_empty)
             else {
                 index += 1;
                 continue;
             };
-            // The table the array is a column of: the one its qualifier
-            // names (also within an expression, `ARRAY[t.a, t.b]`), or for
-            // an unqualified column the only one before it.
-            let qualifier = match &array {
+            // The table the argument reads: the one its qualifier names
+            // (also within an expression, `ARRAY[t.a, t.b]`), or for an
+            // unqualified column the only one before it.
+            let qualifier = match &argument {
                 Expr::CompoundIdentifier(parts) if parts.len() == 2 => parts[0].clone(),
                 other if !matches!(other, Expr::Identifier(_)) => match single_qualifier(other) {
                     Some(qualifier) => qualifier,
@@ -882,11 +1113,7 @@ fn unnest_into_relation(select: &mut Select) {
                     }
                 },
                 Expr::Identifier(_) if index == 0 => match factor_name(&table.relation) {
-                    Some(name)
-                        if matches!(table.relation, TableFactor::Table { args: None, .. }) =>
-                    {
-                        Ident::new(name)
-                    }
+                    Some(name) if plain_relation(&table.relation) => Ident::new(name),
                     _ => {
                         index += 1;
                         continue;
@@ -897,37 +1124,42 @@ fn unnest_into_relation(select: &mut Select) {
                     continue;
                 }
             };
-            let target = std::iter::once(&mut table.relation)
-                .chain(table.joins[..index].iter_mut().map(|j| &mut j.relation))
-                .find(|factor| {
-                    matches!(factor, TableFactor::Table { args: None, .. })
-                        && factor_name(factor).as_deref() == Some(&qualifier.value.to_lowercase())
+            let target_name = qualifier.value.to_lowercase();
+            let position = std::iter::once(&table.relation)
+                .chain(table.joins[..index].iter().map(|j| &j.relation))
+                .position(|factor| {
+                    plain_relation(factor) && factor_name(factor).as_deref() == Some(&target_name)
                 });
-            let Some(target) = target else {
+            // `SELECT *` lists the new columns where the table's end: right
+            // only when the function comes right after it.
+            let keeps_order = !star || position == Some(index);
+            let Some(columns) = set_columns(&function, &argument, alias.as_ref(), keep_empty)
+                .filter(|_| keeps_order)
+            else {
                 index += 1;
                 continue;
             };
-            let (value_name, ordinality_name) = match &alias {
-                Some(alias) => (
-                    alias
-                        .columns
-                        .first()
-                        .map_or_else(|| alias.name.clone(), |c| c.name.clone()),
-                    alias
-                        .columns
-                        .get(1)
-                        .map_or_else(|| Ident::new("ordinality"), |c| c.name.clone()),
-                ),
-                None => (Ident::new("unnest"), Ident::new("ordinality")),
+            // Two functions over one table must name their columns apart
+            // (`a.value` and `b.value` would be one column of `t`).
+            let names = columns.names(ordinality, alias.as_ref());
+            if names
+                .iter()
+                .any(|name| added.contains(&(target_name.clone(), name.value.to_lowercase())))
+            {
+                index += 1;
+                continue;
+            }
+            let Some(target) = std::iter::once(&mut table.relation)
+                .chain(table.joins[..index].iter_mut().map(|j| &mut j.relation))
+                .nth(position.unwrap_or(usize::MAX))
+            else {
+                index += 1;
+                continue;
             };
-            let positions = if ordinality {
-                format!(
-                    ", unnest(range(CAST(1 AS BIGINT), CAST(cardinality({array}) AS BIGINT) + 1)) AS {ordinality_name}"
-                )
-            } else {
-                String::new()
-            };
-            let sql = format!("SELECT *, unnest({array}) AS {value_name}{positions} FROM {target}");
+            let sql = format!(
+                "SELECT *, {} FROM {target}",
+                columns.select_items(ordinality, alias.as_ref())
+            );
             let Ok(subquery) = datafusion::sql::sqlparser::parser::Parser::new(
                 &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
             )
@@ -947,23 +1179,109 @@ fn unnest_into_relation(select: &mut Select) {
                 }),
                 sample: None,
             };
+            added.extend(
+                names
+                    .iter()
+                    .map(|name| (target_name.clone(), name.value.to_lowercase())),
+            );
+            // `t.*` is still the table's own columns.
+            if qualified_stars.contains(&target_name) {
+                let names = names
+                    .iter()
+                    .map(|name| ObjectName::from(vec![name.clone()]));
+                match excluded.iter_mut().find(|(table, _)| *table == target_name) {
+                    Some((_, columns)) => columns.extend(names),
+                    None => excluded.push((target_name.clone(), names.collect())),
+                }
+            }
             if let Some(alias) = &alias {
-                renamed.push((alias.name.value.to_lowercase(), qualifier));
+                let alias_name = alias.name.value.to_lowercase();
+                own_stars.push((alias_name.clone(), qualifier.clone(), names.clone()));
+                if columns.bare_alias && function != "unnest" {
+                    bare.push((
+                        alias_name.clone(),
+                        qualifier.clone(),
+                        columns.columns[0].1.clone(),
+                    ));
+                }
+                renamed.push((alias_name, qualifier));
             }
             table.joins.remove(index);
         }
     }
+    for item in &mut select.projection {
+        if let SelectItem::QualifiedWildcard(
+            datafusion::sql::sqlparser::ast::SelectItemQualifiedWildcardKind::ObjectName(name),
+            options,
+        ) = item
+            && options.opt_exclude.is_none()
+            && let Some((_, columns)) = excluded
+                .iter()
+                .find(|(table, _)| *table == last_part(name).to_lowercase())
+        {
+            options.opt_exclude =
+                Some(datafusion::sql::sqlparser::ast::ExcludeSelectItem::Multiple(columns.clone()));
+        }
+    }
+    let mut items = Vec::with_capacity(select.projection.len());
+    for item in select.projection.drain(..) {
+        let star = match &item {
+            SelectItem::QualifiedWildcard(
+                datafusion::sql::sqlparser::ast::SelectItemQualifiedWildcardKind::ObjectName(name),
+                _,
+            ) => own_stars
+                .iter()
+                .find(|(alias, _, _)| *alias == last_part(name).to_lowercase()),
+            _ => None,
+        };
+        match star {
+            Some((_, qualifier, names)) => {
+                items.extend(names.iter().map(|name| SelectItem::ExprWithAlias {
+                    expr: Expr::CompoundIdentifier(vec![qualifier.clone(), name.clone()]),
+                    alias: name.clone(),
+                }))
+            }
+            None => items.push(item),
+        }
+    }
+    select.projection = items;
     if renamed.is_empty() {
         return;
     }
-    let _ = datafusion::sql::sqlparser::ast::visit_expressions_mut(select, |expr| {
-        if let Expr::CompoundIdentifier(parts) = expr
-            && parts.len() == 2
-            && let Some((_, qualifier)) = renamed
+    // The alias alone in the select list names its column, as in
+    // PostgreSQL (`SELECT e` is column `e`, not `value`).
+    for item in &mut select.projection {
+        if let SelectItem::UnnamedExpr(Expr::Identifier(ident)) = item
+            && bare
                 .iter()
-                .find(|(alias, _)| *alias == parts[0].value.to_lowercase())
+                .any(|(alias, _, _)| *alias == ident.value.to_lowercase())
         {
-            parts[0] = qualifier.clone();
+            *item = SelectItem::ExprWithAlias {
+                expr: Expr::Identifier(ident.clone()),
+                alias: ident.clone(),
+            };
+        }
+    }
+    let _ = datafusion::sql::sqlparser::ast::visit_expressions_mut(select, |expr| {
+        match expr {
+            Expr::CompoundIdentifier(parts) if parts.len() == 2 => {
+                if let Some((_, qualifier)) = renamed
+                    .iter()
+                    .find(|(alias, _)| *alias == parts[0].value.to_lowercase())
+                {
+                    parts[0] = qualifier.clone();
+                }
+            }
+            // The alias alone of a one-column JSON function is its value.
+            Expr::Identifier(ident) => {
+                if let Some((_, qualifier, column)) = bare
+                    .iter()
+                    .find(|(alias, _, _)| *alias == ident.value.to_lowercase())
+                {
+                    *expr = Expr::CompoundIdentifier(vec![qualifier.clone(), column.clone()]);
+                }
+            }
+            _ => {}
         }
         ControlFlow::<()>::Continue(())
     });
@@ -979,6 +1297,21 @@ fn json_elements_function(name: &str) -> bool {
             | "json_array_elements_text"
             | "jsonb_array_elements_text"
     )
+}
+
+/// Whether `name` is a set-returning JSON function pgaccel answers in FROM:
+/// the element functions, the `json_each` family and `json_object_keys`.
+fn json_set_function(name: &str) -> bool {
+    json_elements_function(name)
+        || matches!(
+            name,
+            "json_each"
+                | "jsonb_each"
+                | "json_each_text"
+                | "jsonb_each_text"
+                | "json_object_keys"
+                | "jsonb_object_keys"
+        )
 }
 
 /// Whether `expr` reads any column.
@@ -1238,7 +1571,7 @@ fn lateral_values(factor: &TableFactor, calls: &mut Vec<(String, Expr)>) -> bool
         }
         ("pg_partition_ancestors", [relation]) => vec![relation.clone()],
         // Set-returning: one row per element, not one value.
-        _ if json_elements_function(&function) => return false,
+        _ if json_set_function(&function) => return false,
         _ if TABLE_FUNCTIONS.contains(&function.as_str()) || *with_ordinality => return false,
         _ => vec![call(&function, arguments)],
     };
@@ -1290,8 +1623,41 @@ const TABLE_FUNCTIONS: &[&str] = &[
 
 /// A function that returns one value, in FROM (`FROM string_to_array(...)
 /// AS s`): a one-row relation whose column is named by the alias, as in
-/// PostgreSQL.
+/// PostgreSQL. The JSON set functions over constants, and `unnest()` with
+/// `WITH ORDINALITY`, become the select list of their columns (see
+/// [`set_columns`]); over another FROM item's columns (a lateral call,
+/// which [`unnest_into_relation`] did not answer) they are left to be
+/// refused.
 fn scalar_function_as_table(factor: &mut TableFactor) {
+    if let Some((function, argument, alias, ordinality)) = set_call(factor)
+        && (function != "unnest" || ordinality)
+    {
+        if references_columns(&argument) {
+            return;
+        }
+        let alias = alias.unwrap_or_else(|| TableAlias {
+            explicit: true,
+            name: Ident::new(function.clone()),
+            columns: Vec::new(),
+            at: None,
+        });
+        let Some(columns) = set_columns(&function, &argument, Some(&alias), false) else {
+            return;
+        };
+        let items = columns.select_items(ordinality, Some(&alias));
+        if let Some(subquery) = parse_query(&format!("SELECT {items}")) {
+            *factor = TableFactor::Derived {
+                lateral: false,
+                subquery,
+                alias: Some(TableAlias {
+                    columns: Vec::new(),
+                    ..alias
+                }),
+                sample: None,
+            };
+        }
+        return;
+    }
     let TableFactor::Table {
         name,
         alias,
@@ -1303,53 +1669,47 @@ fn scalar_function_as_table(factor: &mut TableFactor) {
         return;
     };
     let function = last_part(name).to_lowercase();
-    if TABLE_FUNCTIONS.contains(&function.as_str()) {
+    if TABLE_FUNCTIONS.contains(&function.as_str()) || json_set_function(&function) {
         return;
     }
-    let alias = alias.take().unwrap_or_else(|| TableAlias {
+    let alias = alias.clone().unwrap_or_else(|| TableAlias {
         explicit: true,
         name: Ident::new(function.clone()),
         columns: Vec::new(),
         at: None,
     });
-    // The JSON element functions name their column `value`; a function of
-    // one value takes the relation's name.
-    let named_value = json_elements_function(&function);
-    let column = alias.columns.first().map_or_else(
-        || {
-            if named_value {
-                Ident::new("value")
-            } else {
-                alias.name.clone()
-            }
-        },
-        |c| c.name.clone(),
+    let column = alias
+        .columns
+        .first()
+        .map_or_else(|| alias.name.clone(), |c| c.name.clone());
+    let sql = format!(
+        "SELECT {} AS {column}",
+        call(&function, table_arguments(args))
     );
-    let arguments = table_arguments(args);
-    // Over another FROM item's columns (a lateral call) the JSON element
-    // functions are not answered: the unnest would lose the column's name.
-    if named_value && arguments.iter().any(references_columns) {
-        return;
+    if let Some(subquery) = parse_query(&sql) {
+        *factor = TableFactor::Derived {
+            lateral: false,
+            subquery,
+            alias: Some(TableAlias {
+                columns: Vec::new(),
+                ..alias
+            }),
+            sample: None,
+        };
     }
-    let sql = format!("SELECT {} AS {column}", call(&function, arguments));
-    let Ok(mut statements) = datafusion::sql::sqlparser::parser::Parser::parse_sql(
+}
+
+/// `sql`, one query, parsed as PostgreSQL.
+fn parse_query(sql: &str) -> Option<Box<Query>> {
+    let mut statements = datafusion::sql::sqlparser::parser::Parser::parse_sql(
         &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
-        &sql,
-    ) else {
-        return;
-    };
-    let Some(Statement::Query(subquery)) = statements.pop() else {
-        return;
-    };
-    *factor = TableFactor::Derived {
-        lateral: false,
-        subquery,
-        alias: Some(TableAlias {
-            columns: Vec::new(),
-            ..alias
-        }),
-        sample: None,
-    };
+        sql,
+    )
+    .ok()?;
+    match statements.pop() {
+        Some(Statement::Query(query)) if statements.is_empty() => Some(query),
+        _ => None,
+    }
 }
 
 fn last_part(name: &ObjectName) -> String {
@@ -2059,27 +2419,12 @@ fn function_call(function: &Function) -> Option<Expr> {
                 call("arrow_cast", vec![value, string("Utf8")])
             })
         }
-        // The elements of a JSON array, one row each.
-        name if json_elements_function(name) => {
+        // The elements of a JSON array, or the keys of an object, one row
+        // each: the one column these functions give in FROM.
+        name if json_elements_function(name) || name.ends_with("_object_keys") => {
             let [document] = <[Expr; 1]>::try_from(arguments(function)).ok()?;
-            let kind = if name.starts_with("jsonb") {
-                "jsonb"
-            } else {
-                "json"
-            };
-            let as_text = name.ends_with("_text");
-            let elements = call(
-                "unnest",
-                vec![call(
-                    super::json::ELEMENTS,
-                    vec![document, string(kind), Expr::value(Value::Boolean(as_text))],
-                )],
-            );
-            Some(if as_text {
-                elements
-            } else {
-                call(&format!("pgaccel_{kind}"), vec![elements])
-            })
+            let columns = set_columns(name, &document, None, false)?;
+            columns.columns.into_iter().next().map(|(values, _)| values)
         }
         // `num_nulls(a, b, ...)` and `num_nonnulls(...)`: integer counts.
         "num_nulls" | "num_nonnulls" => {
@@ -2133,6 +2478,48 @@ fn function_call(function: &Function) -> Option<Expr> {
                 super::json::AGGREGATED_JSON
             };
             Some(call(array, vec![Expr::Function(values)]))
+        }
+        // `json_object_agg(k, v ...)` as the object of the members
+        // `array_agg(pgaccel_json_object_member(to_json(k), to_json(v)) ...)`,
+        // with the same ORDER BY, FILTER and window (DISTINCT is left to
+        // be refused, as for json_agg).
+        name @ ("json_object_agg" | "jsonb_object_agg") => {
+            use datafusion::sql::sqlparser::ast::DuplicateTreatment;
+            let jsonb = name == "jsonb_object_agg";
+            let mut members = function.clone();
+            members.name = ObjectName::from(vec![Ident::new("array_agg")]);
+            let FunctionArguments::List(list) = &mut members.args else {
+                return None;
+            };
+            if list.duplicate_treatment == Some(DuplicateTreatment::Distinct) {
+                return None;
+            }
+            let [
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(key)),
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(value)),
+            ] = list.args.as_slice()
+            else {
+                return None;
+            };
+            // The key as JSON, as PostgreSQL writes it (a timestamp in ISO
+            // 8601), read as text by the member function.
+            let member = call(
+                super::json::OBJECT_MEMBER,
+                vec![
+                    call("to_json", vec![key.clone()]),
+                    call(
+                        if jsonb { "to_jsonb" } else { "to_json" },
+                        vec![value.clone()],
+                    ),
+                ],
+            );
+            list.args = vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(member))];
+            let object = if jsonb {
+                super::json::JSONB_OBJECT_AGG
+            } else {
+                super::json::JSON_OBJECT_AGG
+            };
+            Some(call(object, vec![Expr::Function(members)]))
         }
         // PostgreSQL removes and replaces every matching element;
         // DataFusion's functions of these names only the first.
@@ -3839,6 +4226,32 @@ mod tests {
         assert_eq!(
             rewrite("SELECT * FROM generate_series(1, 3) WITH ORDINALITY AS t"),
             "SELECT * FROM pgaccel_generate_series_ordinality(1, 3) AS t (t, ordinality)"
+        );
+    }
+
+    #[test]
+    fn lateral_json_set_functions_move_into_their_table() {
+        // Two columns that go in step, `e.key` read from the table.
+        assert_eq!(
+            rewrite("SELECT d.id, e.key FROM docs d, jsonb_each_text(d.j) e"),
+            "SELECT d.id, d.key FROM (SELECT *, unnest(pgaccel_json_members(d.j, 'jsonb_each_text', 'keys')) AS key, unnest(pgaccel_json_members(d.j, 'jsonb_each_text', 'text')) AS value FROM docs d) AS d"
+        );
+        // The alias alone is the element, named as the alias; a left join
+        // keeps a row without elements.
+        assert_eq!(
+            rewrite("SELECT e FROM docs d LEFT JOIN LATERAL jsonb_array_elements(d.j) e ON true"),
+            "SELECT d.value AS e FROM (SELECT *, pgaccel_jsonb(unnest(pgaccel_or_null_element(pgaccel_json_elements(d.j, 'jsonb', false)))) AS value FROM docs d) AS d"
+        );
+        // `d.*` stays the table's columns.
+        assert_eq!(
+            rewrite("SELECT d.* FROM docs d, jsonb_object_keys(d.j) k"),
+            "SELECT d.* EXCLUDE (k) FROM (SELECT *, unnest(pgaccel_json_members(d.j, 'jsonb_object_keys', 'keys')) AS k FROM docs d) AS d"
+        );
+        // `SELECT *` with the function apart from its table would list
+        // its column elsewhere: left to be refused.
+        assert_eq!(
+            rewrite("SELECT * FROM docs d, customers c, jsonb_array_elements(d.j) e"),
+            "SELECT * FROM docs d, customers c CROSS JOIN jsonb_array_elements(d.j) e"
         );
     }
 

@@ -98,6 +98,11 @@ use super::error::PgError;
 use super::sqlstate;
 use crate::accelerator::PG_TYPE_METADATA;
 
+mod edit;
+mod sets;
+
+pub(crate) use sets::{JSON_OBJECT_AGG, JSONB_OBJECT_AGG, MEMBERS, OBJECT_MEMBER};
+
 /// `\u0000` in a string that must be decoded (not in sqlstate.rs).
 const UNTRANSLATABLE_CHARACTER: &str = "22P05";
 /// A document nested deeper than [`MAX_DEPTH`].
@@ -2214,6 +2219,9 @@ pub fn register(state: &mut SessionState) -> Result<()> {
     state.register_udf(Arc::new(ScalarUDF::new_from_impl(AggregatedElement {
         signature: datafusion::logical_expr::Signature::any(2, Volatility::Immutable),
     })))?;
+    for function in edit::udfs().into_iter().chain(sets::udfs()) {
+        state.register_udf(function)?;
+    }
     for jsonb in [false, true] {
         state.register_udf(Arc::new(ScalarUDF::new_from_impl(AggregatedArray {
             jsonb,
@@ -3803,15 +3811,71 @@ impl datafusion::logical_expr::planner::ExprPlanner for JsonOperators {
         use datafusion::logical_expr::planner::PlannerResult;
         use datafusion::logical_expr::{ExprSchemable, expr::ScalarFunction};
         use datafusion::sql::sqlparser::ast::BinaryOperator;
-        // jsonb's editing operators (`j - 'key'`, `j || '{...}'`, `j #-
-        // path`) are not written yet: refused, never read as text's.
-        let jsonb_left = expr.left.to_field(schema).is_ok_and(|(_, field)| {
-            field.metadata().get(PG_TYPE_METADATA).map(String::as_str) == Some("jsonb")
-        });
+        let is_jsonb = |side: &datafusion::logical_expr::Expr| {
+            side.to_field(schema).is_ok_and(|(_, field)| {
+                field.metadata().get(PG_TYPE_METADATA).map(String::as_str) == Some("jsonb")
+            })
+        };
+        // A string literal with no type of its own takes the other
+        // operand's, as PostgreSQL's `unknown` does.
+        let untyped = |side: &datafusion::logical_expr::Expr| {
+            matches!(
+                side,
+                datafusion::logical_expr::Expr::Literal(
+                    ScalarValue::Utf8(_) | ScalarValue::Null,
+                    _
+                )
+            )
+        };
+        let is_text = |side: &datafusion::logical_expr::Expr| {
+            matches!(
+                side.get_type(schema),
+                Ok(DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
+            )
+        };
+        // `@>` and `<@` between arrays (an untyped literal beside an array
+        // is one) are the array operators'.
+        let is_list = |side: &datafusion::logical_expr::Expr| {
+            matches!(
+                side.get_type(schema),
+                Ok(DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..))
+            )
+        };
+        let jsonb_operands = !is_list(&expr.left) && !is_list(&expr.right);
+        let (jsonb_left, jsonb_right) = (is_jsonb(&expr.left), is_jsonb(&expr.right));
+        let edit = match expr.op {
+            BinaryOperator::Minus if jsonb_left => Some(edit::DELETE),
+            BinaryOperator::StringConcat
+                if (jsonb_left && (jsonb_right || untyped(&expr.right)))
+                    || (jsonb_right && untyped(&expr.left)) =>
+            {
+                Some(edit::CONCAT)
+            }
+            BinaryOperator::QuestionPipe => Some(edit::EXISTS_ANY),
+            BinaryOperator::QuestionAnd => Some(edit::EXISTS_ALL),
+            _ => None,
+        };
+        if let Some(function) = edit {
+            let udf = edit::udfs()
+                .into_iter()
+                .find(|f| f.name() == function)
+                .ok_or_else(|| {
+                    datafusion::common::DataFusionError::Internal(format!("no function {function}"))
+                })?;
+            return Ok(PlannerResult::Planned(
+                datafusion::logical_expr::Expr::ScalarFunction(ScalarFunction::new_udf(
+                    udf,
+                    vec![expr.left, expr.right],
+                )),
+            ));
+        }
+        // `j || text` (text concatenation in PostgreSQL, whose result is
+        // hard to foresee here) and `j #- path` are refused, never read as
+        // something else.
         if jsonb_left
             && matches!(
                 expr.op,
-                BinaryOperator::Minus | BinaryOperator::StringConcat | BinaryOperator::HashMinus
+                BinaryOperator::StringConcat | BinaryOperator::HashMinus
             )
         {
             return Err(datafusion::common::DataFusionError::External(Box::new(
@@ -3821,6 +3885,24 @@ impl datafusion::logical_expr::planner::ExprPlanner for JsonOperators {
                 ),
             )));
         }
+        // `a <@ b` is `b @> a`.
+        if expr.op == BinaryOperator::ArrowAt && jsonb_operands && is_text(&expr.right) {
+            let udf = functions()
+                .into_iter()
+                .find(|f| f.name() == "pgaccel_jsonb_contains")
+                .map(|f| Arc::new(ScalarUDF::new_from_impl(f)))
+                .ok_or_else(|| {
+                    datafusion::common::DataFusionError::Internal(
+                        "no function pgaccel_jsonb_contains".to_owned(),
+                    )
+                })?;
+            return Ok(PlannerResult::Planned(
+                datafusion::logical_expr::Expr::ScalarFunction(ScalarFunction::new_udf(
+                    udf,
+                    vec![expr.right, expr.left],
+                )),
+            ));
+        }
         let function = match expr.op {
             BinaryOperator::Arrow => "pgaccel_json_get",
             BinaryOperator::LongArrow => "pgaccel_json_get_text",
@@ -3828,11 +3910,7 @@ impl datafusion::logical_expr::planner::ExprPlanner for JsonOperators {
             BinaryOperator::HashLongArrow => "pgaccel_json_path_text",
             BinaryOperator::Question => "pgaccel_jsonb_exists",
             BinaryOperator::AtArrow => {
-                let is_text = matches!(
-                    expr.left.get_type(schema),
-                    Ok(DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
-                );
-                if !is_text {
+                if !jsonb_operands || !is_text(&expr.left) {
                     return Ok(PlannerResult::Original(expr));
                 }
                 "pgaccel_jsonb_contains"

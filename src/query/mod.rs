@@ -10,6 +10,7 @@
 mod activity;
 mod age;
 mod array_dims;
+mod array_operators;
 mod array_types;
 mod bytea;
 pub mod caching;
@@ -45,6 +46,7 @@ mod names;
 mod numeric;
 mod ordered_set;
 pub mod origins;
+mod outer_unnest;
 mod outer_using;
 mod overflow;
 pub mod parameterize;
@@ -152,6 +154,7 @@ pub fn engine(
         Arc::new(json::JsonOperators),
         Arc::new(interval_arithmetic::IntervalOperators),
         Arc::new(unknown_literals::ArrayLiterals),
+        Arc::new(array_operators::ArrayOperators),
         Arc::new(subscripts::ArraySubscripts),
         Arc::new(table_qualifiers::TableQualifiers),
         Arc::new(bytea::SubstringPlanner),
@@ -196,6 +199,10 @@ pub fn engine(
     )?;
     series::register(&mut state);
     json::register(&mut state)?;
+    datafusion::execution::FunctionRegistry::register_udf(
+        &mut state,
+        Arc::new(outer_unnest::udf()),
+    )?;
     for function in pg_types::functions()
         .into_iter()
         .chain(temporal::functions())

@@ -247,6 +247,24 @@ fn postgres_message(error: &DataFusionError, code: &str) -> String {
                 .unwrap_or(refusal)
                 .to_owned()
         }
+        // A function's own "function f(bigint) does not exist" (or
+        // "operator does not exist: ..."), without the coercion failure
+        // DataFusion wraps it in.
+        (_, UNDEFINED_FUNCTION) if message.contains(COERCION_FAILED) => {
+            let inner = message
+                .split_once(COERCION_FAILED)
+                .map_or(message.as_str(), |(_, inner)| inner);
+            let inner = inner.split(". No function matches").next().unwrap_or(inner);
+            let inner = inner
+                .rsplit_once("ERROR 42883: ")
+                .or_else(|| inner.rsplit_once("Error during planning: "))
+                .map_or(inner, |(_, words)| words);
+            if inner.contains("does not exist") {
+                inner.to_owned()
+            } else {
+                message
+            }
+        }
         (DataFusionError::ArrowError(arrow, _), NUMERIC_OUT_OF_RANGE) => match arrow.as_ref() {
             ArrowError::CastError(cast) => match out_of_range_type(cast) {
                 Some(type_name) => format!("{type_name} out of range"),
@@ -456,6 +474,9 @@ fn plan_code(message: &str) -> &'static str {
         SYNTAX_ERROR
     }
 }
+
+/// How DataFusion says a function's own argument coercion failed.
+const COERCION_FAILED: &str = "user-defined coercion failed with: ";
 
 /// How DataFusion prints a `NotImplemented` error it wraps into another.
 const NOT_IMPLEMENTED: &str = "this feature is not implemented: ";

@@ -441,7 +441,7 @@ fn spelled(text: &str, data_type: &DataType) -> Option<ScalarValue> {
     }
 }
 
-/// `array_col = '{1,2,3}'`: the text is read as the array's type while the
+/// `array_col = '{1,2,3}'` (or `@>`, `<@`, `&&`): the text is read as the array's type while the
 /// SQL is planned, before DataFusion's type checks refuse a list compared
 /// with text (the analyzer rule above comes too late for them).
 #[derive(Debug)]
@@ -485,6 +485,9 @@ impl datafusion::logical_expr::planner::ExprPlanner for ArrayLiterals {
                 | BinaryOperator::LtEq
                 | BinaryOperator::Gt
                 | BinaryOperator::GtEq
+                | BinaryOperator::AtArrow
+                | BinaryOperator::ArrowAt
+                | BinaryOperator::PGOverlap
         ) {
             return Ok(PlannerResult::Original(expr));
         }
