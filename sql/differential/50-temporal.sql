@@ -169,3 +169,5 @@ SELECT id, make_interval(days => id, hours => id * 2) FROM nums WHERE id < 4 ORD
 SELECT 'infinity'::date, '-infinity'::date, date 'infinity' > date '9999-12-31', date '-infinity' < date '0001-01-01';
 SELECT id, d FROM times WHERE d < 'infinity'::date ORDER BY id;
 SELECT max(x), min(x) FROM (VALUES (date 'infinity'), (date '2024-01-01'), ('-infinity'::date)) v(x);
+SELECT pg_typeof(localtimestamp), pg_typeof(localtime), localtimestamp - now()::timestamp < interval '1 second', pg_typeof(transaction_timestamp()), statement_timestamp() >= now();
+SELECT date '2024-01-01' + time '10:00' < localtimestamp, current_date = localtimestamp::date;

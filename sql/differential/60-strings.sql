@@ -88,3 +88,4 @@ SELECT length(sha256(convert_to(t, 'UTF8'))), octet_length(t::bytea) FROM texts 
 SELECT convert_from('\xff'::bytea, 'UTF8');
 SELECT length(t), octet_length(t), bit_length(t), char_length(t), character_length(v), substr(t, 2, 3), substring(t from 2), substring(t, 1, 2), length(c), octet_length(c) FROM texts ORDER BY id;
 SELECT substr('hello', 0, 3), substr('hello', -1), substring('hello' FROM 2 FOR 2), length('héllo'), octet_length('héllo');
+SELECT 'hello' ^@ 'he', 'hello' ^@ 'lo', NULL ^@ 'a';

@@ -322,9 +322,37 @@ impl Compatibility {
                 pattern,
                 escape_char: Some(escape),
             } => like(*negated, *any, value, pattern, escape, true),
-            Expr::Function(function) => self
-                .row_to_json(function)
-                .or_else(|| function_call(function)),
+            Expr::Function(function) => {
+                let dotall = regex_function_dotall(function);
+                let function = dotall.as_ref().unwrap_or(function);
+                self.row_to_json(function)
+                    .or_else(|| function_call(function))
+                    .or_else(|| dotall.clone().map(Expr::Function))
+            }
+            // `a ^@ b` is `starts_with(a, b)`.
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::PGStartsWith,
+                right,
+            } => Some(call(
+                "starts_with",
+                vec![(**left).clone(), (**right).clone()],
+            )),
+            Expr::BinaryOp { left, op, right }
+                if matches!(
+                    op,
+                    BinaryOperator::PGRegexMatch
+                        | BinaryOperator::PGRegexIMatch
+                        | BinaryOperator::PGRegexNotMatch
+                        | BinaryOperator::PGRegexNotIMatch
+                ) && !is_dotall(right) =>
+            {
+                Some(Expr::BinaryOp {
+                    left: left.clone(),
+                    op: op.clone(),
+                    right: Box::new(dotall_pattern(right)),
+                })
+            }
             Expr::Substring {
                 expr: text,
                 substring_from: Some(pattern),
@@ -2359,6 +2387,28 @@ fn function_call(function: &Function) -> Option<Expr> {
             "unnest",
             vec![call("regexp_split_to_array", arguments(function))],
         )),
+        // `LOCALTIMESTAMP` and `LOCALTIME`: the session clock's reading now.
+        "localtimestamp" | "localtime" if matches!(function.args, FunctionArguments::None) => {
+            use datafusion::sql::sqlparser::ast::TimezoneInfo;
+            let local = if function_name(function) == "localtime" {
+                DataType::Time(None, TimezoneInfo::None)
+            } else {
+                DataType::Timestamp(None, TimezoneInfo::None)
+            };
+            Some(cast_to(call("now", Vec::new()), local))
+        }
+        // `transaction_timestamp()` is `now()`; `statement_timestamp()` the
+        // statement's start, which `now()` gives here.
+        "transaction_timestamp" | "statement_timestamp" => Some(call("now", Vec::new())),
+        "string_to_table" => Some(call(
+            "unnest",
+            vec![call("string_to_array", arguments(function))],
+        )),
+        // Every match's captures (`g`), or the first's; no row without one.
+        "regexp_matches" => Some(call(
+            "unnest",
+            vec![call(super::regex::MATCHES, arguments(function))],
+        )),
         "generate_subscripts" => {
             let array = arguments(function).into_iter().next()?;
             let from = if is_vector(&array) { 0 } else { 1 };
@@ -2581,10 +2631,73 @@ fn regexp_substring(text: &Expr, pattern: &Expr) -> Expr {
     call(
         "array_element",
         vec![
-            call("regexp_match", vec![text.clone(), pattern.clone()]),
+            call("regexp_match", vec![text.clone(), dotall_pattern(pattern)]),
             number("1"),
         ],
     )
+}
+
+/// What PostgreSQL's regular expressions do by default and the engine's
+/// (Rust's `regex`) do only with the `s` flag: `.` and `[^x]` match a
+/// newline too (`E'a\nb' ~ 'a.b'` holds). `^` and `$` match at the ends of
+/// the text only, in both.
+const DOTALL: &str = "(?s)";
+
+/// Whether `pattern` already begins with [`DOTALL`].
+fn is_dotall(pattern: &Expr) -> bool {
+    matches!(pattern, Expr::Value(value)
+        if matches!(&value.value, Value::SingleQuotedString(text) if text.starts_with(DOTALL)))
+}
+
+/// `pattern` read as PostgreSQL reads a regular expression: a literal
+/// with [`DOTALL`] before it, any other value `'(?s)' || (pattern)` (NULL
+/// stays NULL).
+fn dotall_pattern(pattern: &Expr) -> Expr {
+    match pattern {
+        Expr::Value(value) => match &value.value {
+            Value::SingleQuotedString(text) if !text.starts_with(DOTALL) => {
+                string(&format!("{DOTALL}{text}"))
+            }
+            _ => pattern.clone(),
+        },
+        other => Expr::Nested(Box::new(Expr::BinaryOp {
+            left: Box::new(string(DOTALL)),
+            op: BinaryOperator::StringConcat,
+            right: Box::new(Expr::Nested(Box::new(other.clone()))),
+        })),
+    }
+}
+
+/// A call of a regular-expression function whose pattern (the second
+/// argument) is not yet read as PostgreSQL reads it: the call with
+/// [`dotall_pattern`].
+fn regex_function_dotall(function: &Function) -> Option<Function> {
+    if !matches!(
+        function_name(function).as_str(),
+        "regexp_replace"
+            | "regexp_match"
+            | "regexp_matches"
+            | "regexp_like"
+            | "regexp_count"
+            | "regexp_instr"
+            | "regexp_substr"
+            | "regexp_split_to_array"
+            | "regexp_split_to_table"
+    ) {
+        return None;
+    }
+    let mut function = function.clone();
+    let FunctionArguments::List(list) = &mut function.args else {
+        return None;
+    };
+    let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(pattern))) = list.args.get_mut(1) else {
+        return None;
+    };
+    if is_dotall(pattern) {
+        return None;
+    }
+    *pattern = dotall_pattern(pattern);
+    Some(function)
 }
 
 /// Select-list constructs DataFusion plans elsewhere only:
@@ -3889,7 +4002,7 @@ fn similar_to(
         Some(Value::SingleQuotedString(text)) if text.chars().count() == 1 => text.chars().next(),
         Some(_) => return None,
     };
-    let mut regex = String::from("^(?:");
+    let mut regex = format!("{DOTALL}^(?:");
     let mut in_bracket = false;
     let mut chars = pattern.chars();
     while let Some(c) = chars.next() {
@@ -4147,7 +4260,7 @@ mod tests {
         );
         assert_eq!(
             rewrite("SELECT generate_series(1, 3), substring(x FROM 'a(b)')"),
-            "SELECT CAST(unnest(generate_series(1, 3)) AS INT) AS generate_series, array_element(regexp_match(x, 'a(b)'), 1)"
+            "SELECT CAST(unnest(generate_series(1, 3)) AS INT) AS generate_series, array_element(regexp_match(x, '(?s)a(b)'), 1)"
         );
     }
 

@@ -754,6 +754,24 @@ impl ScalarUDFImpl for WidthBucket {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        // `width_bucket(operand, thresholds)`: both of one comparable type.
+        if let [operand, DataType::List(item) | DataType::LargeList(item)] = arg_types {
+            let common = match (operand, item.data_type()) {
+                (DataType::Null, other) | (other, DataType::Null) => Some(other.clone()),
+                (a, b) if a == b => Some(a.clone()),
+                (a, b) => {
+                    datafusion::logical_expr::type_coercion::binary::comparison_coercion(a, b)
+                }
+            };
+            return match common.filter(|common| !common.is_nested()) {
+                Some(common) => Ok(vec![common.clone(), DataType::new_list(common, true)]),
+                None => Err(DataFusionError::Plan(format!(
+                    "function width_bucket({}, {}) does not exist",
+                    super::json::pg_type_name(operand),
+                    super::json::pg_type_name(&arg_types[1])
+                ))),
+            };
+        }
         let [operand, low, high, count] = arg_types else {
             return Err(DataFusionError::Plan(
                 "function width_bucket() takes an operand, two bounds and a count".to_owned(),
@@ -799,6 +817,10 @@ impl ScalarUDFImpl for WidthBucket {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let (arrays, scalar) = super::functions::argument_arrays(&args)?;
+        if let [operands, thresholds] = arrays.as_slice() {
+            let buckets = threshold_buckets(operands, thresholds.as_list::<i32>())?;
+            return super::functions::columnar(Arc::new(buckets), scalar);
+        }
         let counts = arrays[3].as_primitive::<Int32Type>();
         let rows = counts.len();
         let mut out = Int32Builder::with_capacity(rows);
@@ -824,9 +846,73 @@ impl ScalarUDFImpl for WidthBucket {
     }
 }
 
+/// `width_bucket(operand, thresholds)`, row by row: how many of the
+/// (ascending) thresholds are at most the operand, found by bisection as
+/// PostgreSQL's `width_bucket_array` does; NULL for a NULL operand or
+/// array, `22004` for a NULL threshold.
+fn threshold_buckets(
+    operands: &ArrayRef,
+    thresholds: &datafusion::arrow::array::ListArray,
+) -> Result<datafusion::arrow::array::Int32Array> {
+    use datafusion::arrow::row::{RowConverter, SortField};
+    let converter = RowConverter::new(vec![SortField::new(operands.data_type().clone())])?;
+    let operand_rows = converter.convert_columns(std::slice::from_ref(operands))?;
+    let values = thresholds.values();
+    let threshold_rows = converter.convert_columns(std::slice::from_ref(values))?;
+    let mut out = Int32Builder::with_capacity(operands.len());
+    for row in 0..operands.len() {
+        if operands.is_null(row) || thresholds.is_null(row) {
+            out.append_null();
+            continue;
+        }
+        let range =
+            thresholds.value_offsets()[row] as usize..thresholds.value_offsets()[row + 1] as usize;
+        if range.clone().any(|at| values.is_null(at)) {
+            return Err(DataFusionError::External(Box::new(PgError::new(
+                sqlstate::NULL_VALUE_NOT_ALLOWED,
+                "thresholds array must not contain NULLs",
+            ))));
+        }
+        let operand = operand_rows.row(row);
+        let (mut low, mut high) = (range.start, range.end);
+        while low < high {
+            let middle = low + (high - low) / 2;
+            if threshold_rows.row(middle) <= operand {
+                low = middle + 1;
+            } else {
+                high = middle;
+            }
+        }
+        out.append_value(i32::try_from(low - range.start).unwrap_or(i32::MAX));
+    }
+    Ok(out.finish())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thresholds_are_counted_by_bisection() {
+        let operands: ArrayRef = Arc::new(datafusion::arrow::array::Int32Array::from(vec![
+            Some(5),
+            Some(0),
+            None,
+            Some(9),
+        ]));
+        let thresholds =
+            datafusion::arrow::array::ListArray::from_iter_primitive::<Int32Type, _, _>(vec![
+                Some(vec![Some(1), Some(3), Some(5), Some(7)]),
+                Some(vec![Some(1), Some(2)]),
+                Some(vec![Some(1)]),
+                Some(vec![]),
+            ]);
+        let buckets: Vec<Option<i32>> = threshold_buckets(&operands, &thresholds)
+            .unwrap()
+            .iter()
+            .collect();
+        assert_eq!(buckets, vec![Some(3), Some(0), None, Some(0)]);
+    }
 
     #[test]
     fn buckets_as_postgres() {

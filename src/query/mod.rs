@@ -54,6 +54,7 @@ pub mod pg_types;
 pub mod planner;
 mod pruning;
 mod quote_ident;
+mod regex;
 mod resolve;
 mod row_values;
 mod series;
@@ -75,6 +76,7 @@ mod to_char;
 mod unknown_literals;
 mod using_joins;
 mod zero_results;
+mod zoned_casts;
 
 use std::sync::Arc;
 
@@ -147,7 +149,9 @@ pub fn engine(
         Arc::new(interval_arithmetic::IntervalAverages),
     ];
     rules.extend(state.analyzer().rules.iter().cloned());
-    // After type coercion, which adds the implicit casts to text.
+    // After type coercion, which adds the implicit casts to text and
+    // between timestamps.
+    rules.push(Arc::new(zoned_casts::ZonedCasts));
     rules.push(Arc::new(text_casts::TextCasts));
     // pgaccel's JSON operators come before DataFusion's own planners.
     let mut planners: Vec<Arc<dyn datafusion::logical_expr::planner::ExprPlanner>> = vec![
@@ -203,6 +207,9 @@ pub fn engine(
         &mut state,
         Arc::new(outer_unnest::udf()),
     )?;
+    for function in regex::udfs() {
+        datafusion::execution::FunctionRegistry::register_udf(&mut state, function)?;
+    }
     for function in pg_types::functions()
         .into_iter()
         .chain(temporal::functions())

@@ -94,7 +94,8 @@ pub struct Session {
     info: SessionInfo,
     settings: Settings,
     /// Identifies the names statements resolve against (database and
-    /// search path), for the shared plan cache.
+    /// search path) and the time zone they are planned in, for the shared
+    /// plan cache.
     scope_key: String,
     search_path: Vec<String>,
     output: Arc<Output>,
@@ -911,7 +912,8 @@ impl Session {
         self.info.settings.store(Arc::new(self.settings.clone()));
         let output = self.settings.output();
         let zone = Some(output.zone.engine_name());
-        if self.state.config().options().execution.time_zone != zone {
+        let zone_changed = self.state.config().options().execution.time_zone != zone;
+        if zone_changed {
             self.state.config_mut().options_mut().execution.time_zone = zone;
         }
         // The functions of a statement read the options current when it runs.
@@ -920,13 +922,23 @@ impl Session {
         if *self.output != output {
             self.output = Arc::new(output);
         }
+        // A plan depends on the time zone too: a timestamp read as a
+        // timestamptz, or a timestamptz as a date, is read on the session
+        // zone's clock when the statement is planned.
         let search_path = self.settings.search_path();
-        if search_path != self.search_path || self.scope_key.is_empty() {
+        if search_path != self.search_path || zone_changed || self.scope_key.is_empty() {
             self.scope_key = format!(
-                "{}\u{0}{}\u{0}{}",
+                "{}\u{0}{}\u{0}{}\u{0}{}",
                 self.info.identity.database,
                 self.info.identity.user,
-                search_path.join(",")
+                search_path.join(","),
+                self.state
+                    .config()
+                    .options()
+                    .execution
+                    .time_zone
+                    .as_deref()
+                    .unwrap_or_default()
             );
             self.search_path = search_path;
         }

@@ -103,6 +103,15 @@ pub fn from_datafusion(error: DataFusionError) -> PgError {
             "The query needs more memory than runtime.query.memory_limit allows: {why}"
         ));
     }
+    if let Some(overflow) = numeric_field_overflow(&root.message()) {
+        return overflow;
+    }
+    if let Some((_, rest)) = root.message().split_once("Cannot cast string '")
+        && let Some((text, target)) = rest.split_once("' to value of Decimal")
+        && !target.is_empty()
+    {
+        return numeric_input_error(text);
+    }
     if code == UNDEFINED_FUNCTION
         && let Some(name) = missing_builtin(&root.message())
     {
@@ -123,6 +132,30 @@ pub fn from_datafusion(error: DataFusionError) -> PgError {
         .with_hint(format!("call {name}() in the select list"));
     }
     self::error(code, postgres_message(root, code))
+}
+
+/// A value cast to a `numeric(p, s)` it does not fit, which Arrow reports
+/// as `1070 is too large to store in a Decimal128 of precision 3. Max is
+/// 999`: PostgreSQL's `22003` with its detail.
+fn numeric_field_overflow(message: &str) -> Option<PgError> {
+    let (_, rest) = message.split_once("is too large to store in a Decimal128 of precision ")?;
+    let (precision, rest) = rest.split_once(". Max is ")?;
+    let precision: u32 = precision.trim().parse().ok()?;
+    let max = rest.split_whitespace().next()?;
+    let scale = max.split_once('.').map_or(0, |(_, fraction)| {
+        fraction.trim_end_matches('.').len() as u32
+    });
+    let digits = precision.checked_sub(scale)?;
+    let bound = if digits == 0 {
+        "1".to_owned()
+    } else {
+        format!("10^{digits}")
+    };
+    Some(
+        error(NUMERIC_OUT_OF_RANGE, "numeric field overflow").with_detail(format!(
+            "A field with precision {precision}, scale {scale} must round to an absolute value less than {bound}."
+        )),
+    )
 }
 
 /// How DataFusion's physical planner says it met a subquery left in the
@@ -361,6 +394,23 @@ fn arrow_code(error: &ArrowError) -> &'static str {
 
 /// PostgreSQL's words for text Arrow could not read as a number or a
 /// boolean ("Cannot cast string '2.5' to value of Int32 type").
+/// PostgreSQL's answer to text that is not a `numeric`: `22P02`, except
+/// for the values `numeric` has in PostgreSQL and not here (`NaN`,
+/// `Infinity`, `-Infinity`), which are refused (`0A000`).
+pub fn numeric_input_error(text: &str) -> PgError {
+    let special = text.trim().trim_start_matches(['+', '-']).to_lowercase();
+    if matches!(special.as_str(), "nan" | "infinity" | "inf") {
+        return error(
+            FEATURE_NOT_SUPPORTED,
+            format!("the numeric value \"{}\" is not supported", text.trim()),
+        );
+    }
+    error(
+        INVALID_TEXT_REPRESENTATION,
+        format!("invalid input syntax for type numeric: \"{text}\""),
+    )
+}
+
 fn number_input(message: &str) -> Option<String> {
     let (_, rest) = message.split_once("Cannot cast string '")?;
     let (value, rest) = rest.split_once("' to value of ")?;
@@ -502,6 +552,30 @@ mod tests {
 
     fn code(error: PgError) -> String {
         error.code
+    }
+
+    #[test]
+    fn a_numeric_too_wide_for_its_field_is_22003() {
+        let overflow = numeric_field_overflow(
+            "Invalid argument error: 1069.6 is too large to store in a Decimal128 of precision 4. Max is 999.9",
+        )
+        .unwrap();
+        assert_eq!(overflow.code, NUMERIC_OUT_OF_RANGE);
+        assert_eq!(overflow.message, "numeric field overflow");
+        assert_eq!(
+            overflow.detail.as_deref(),
+            Some(
+                "A field with precision 4, scale 1 must round to an absolute value less than 10^3."
+            )
+        );
+        let fraction = numeric_field_overflow(
+            "1.5 is too large to store in a Decimal128 of precision 2. Max is 0.99",
+        )
+        .unwrap();
+        assert_eq!(
+            fraction.detail.as_deref(),
+            Some("A field with precision 2, scale 2 must round to an absolute value less than 1.")
+        );
     }
 
     #[test]

@@ -565,12 +565,9 @@ fn text_value(
         return text_array(&text, &pg_type_of(field.data_type()));
     }
     Ok(match *pg_type {
-        Type::NUMERIC if target.is_none() => decimal_text(&text).ok_or_else(|| {
-            PgError::new(
-                sqlstate::INVALID_TEXT_REPRESENTATION,
-                format!("invalid input syntax for type numeric: \"{text}\""),
-            )
-        })?,
+        Type::NUMERIC if target.is_none() => {
+            decimal_text(&text).ok_or_else(|| sqlstate::numeric_input_error(&text))?
+        }
         Type::DATE if text.trim().eq_ignore_ascii_case("infinity") => {
             ScalarValue::Date32(Some(text::DATE_INFINITY))
         }

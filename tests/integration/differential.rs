@@ -319,6 +319,53 @@ async fn every_corpus_query_answers_as_postgres_answers() {
     );
 }
 
+/// Under a session `TimeZone` other than UTC (pgjdbc sets the JVM's zone),
+/// a `timestamptz` is read on the session's clock: cast to a date or a
+/// time, compared with a date or with text, its fields extracted. Each
+/// query of `sql/differential/zoned/session_zones.sql` runs under several
+/// zones on both servers, the same text planned again in each zone, so a
+/// plan cached in one zone must not answer in another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timestamptz_reads_the_session_clock() {
+    let (_source, _server, primary, replica) = served_fixture("zoned", "").await;
+    let text = std::fs::read_to_string(corpus_dir().join("zoned/session_zones.sql")).unwrap();
+    let queries: Vec<&str> = text
+        .lines()
+        .filter(|line| !line.trim().is_empty() && !line.trim_start().starts_with("--"))
+        .collect();
+    assert!(queries.len() >= 15, "{} zoned queries", queries.len());
+    let mut differ = Vec::new();
+    for zone in [
+        "Asia/Tokyo",
+        "UTC",
+        "America/New_York",
+        "Asia/Kolkata",
+        "-02",
+    ] {
+        for client in [&primary, &replica] {
+            client
+                .batch_execute(&format!("SET TimeZone = '{zone}'"))
+                .await
+                .unwrap();
+        }
+        for sql in &queries {
+            for (protocol, expected, got) in answers(&primary, &replica, sql).await {
+                if expected != got {
+                    differ.push(format!(
+                        "{zone} ({protocol}): {sql}\n    PostgreSQL {expected:?}\n    pgaccel    {got:?}"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{} answers differ from PostgreSQL's:\n{}",
+        differ.len(),
+        differ.join("\n")
+    );
+}
+
 /// What a client sees of a failed statement: SQLSTATE, message, position.
 async fn failure(client: &Client, sql: &str) -> (String, String, Option<u32>) {
     let error = client.simple_query(sql).await.expect_err(sql);

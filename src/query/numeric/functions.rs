@@ -1491,10 +1491,7 @@ impl ScalarUDFImpl for ToNumeric {
             } else if let Some(texts) = &texts {
                 let text = texts.as_string::<i32>().value(row);
                 parse_numeric(text).ok_or_else(|| {
-                    DataFusionError::External(Box::new(PgError::new(
-                        sqlstate::INVALID_TEXT_REPRESENTATION,
-                        format!("invalid input syntax for type numeric: \"{text}\""),
-                    )))
+                    DataFusionError::External(Box::new(sqlstate::numeric_input_error(text)))
                 })?
             } else {
                 number_at(array, row).ok_or_else(out_of_range)?

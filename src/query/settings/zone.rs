@@ -41,6 +41,19 @@ impl SessionZone {
         if let Some(zone) = ZONES_BY_LOWERCASE.get(&trimmed.to_lowercase()) {
             return Some((SessionZone::Named(*zone), zone.name().to_owned()));
         }
+        // A number is hours east of UTC (`'-02'` is two hours west), as
+        // PostgreSQL reads it before trying POSIX's west-positive offsets,
+        // and is shown in POSIX form (`<-02>+02`).
+        if let Ok(hours) = trimmed.parse::<f64>()
+            && hours.is_finite()
+            && hours.abs() < 168.0
+        {
+            let east = (hours * 3600.0).round() as i32;
+            let spelled = Self::posix_for_east_seconds(east);
+            if spelled != trimmed {
+                return Self::parse(&spelled);
+            }
+        }
         let (abbreviation, offset) = posix(trimmed)?;
         Some((
             SessionZone::Fixed {
@@ -55,7 +68,12 @@ impl SessionZone {
     /// ZONE <number>` and `SET TIME ZONE INTERVAL ...` store it.
     pub fn posix_for_east_seconds(east: i32) -> String {
         let name = iso_offset(east);
-        let west = iso_offset(-east);
+        // PostgreSQL writes UTC itself as `<+00>-00`.
+        let west = if east == 0 {
+            "-00".to_owned()
+        } else {
+            iso_offset(-east)
+        };
         format!("<{name}>{west}")
     }
 
@@ -173,5 +191,22 @@ mod tests {
         );
         assert_eq!(zone.engine_name(), "+02:00");
         assert_eq!(iso_offset(-(5 * 3600 + 1800)), "-05:30");
+    }
+
+    #[test]
+    fn a_number_is_hours_east() {
+        let (zone, name) = SessionZone::parse("-02").unwrap();
+        assert_eq!(name, "<-02>+02");
+        assert_eq!(
+            zone,
+            SessionZone::Fixed {
+                east: -7200,
+                abbreviation: "-02".to_owned()
+            }
+        );
+        let (zone, name) = SessionZone::parse("5.5").unwrap();
+        assert_eq!(name, "<+05:30>-05:30");
+        assert_eq!(zone.engine_name(), "+05:30");
+        assert_eq!(SessionZone::parse("0").unwrap().1, "<+00>-00");
     }
 }
