@@ -8,7 +8,8 @@
 //!   `timestamptz` (`placed >= date '2024-01-02'`, `placed >=
 //!   '2024-01-02'`) is wall-clock time in the session zone;
 //! - `extract()`/`date_part()` of a `timestamptz` count its fields on that
-//!   clock (`epoch` excepted, which counts seconds since 1970 in UTC).
+//!   clock (`epoch` excepted, which counts seconds since 1970 in UTC);
+//! - `timestamptz ± interval` adds months and days on that clock.
 //!
 //! Values keep their instant in Arrow's `Timestamp(_, Some("UTC"))`, whose
 //! casts to and from wall-clock types use UTC's clock: such casts become
@@ -30,8 +31,8 @@ use datafusion::common::tree_node::Transformed;
 use datafusion::common::{DFSchema, Result, ScalarValue};
 use datafusion::logical_expr::expr::{ScalarFunction, TryCast};
 use datafusion::logical_expr::{
-    Cast, ColumnarValue, Expr, ExprSchemable, LogicalPlan, ScalarFunctionArgs, ScalarUDF,
-    ScalarUDFImpl, Signature, Volatility,
+    BinaryExpr, Cast, ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator,
+    ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use datafusion::optimizer::AnalyzerRule;
 
@@ -43,11 +44,21 @@ pub struct ZonedCasts;
 
 impl AnalyzerRule for ZonedCasts {
     fn analyze(&self, plan: LogicalPlan, config: &ConfigOptions) -> Result<LogicalPlan> {
-        let utc = config.execution.time_zone.as_deref().is_none_or(is_utc);
-        if utc {
+        let Some(zone) = config
+            .execution
+            .time_zone
+            .as_deref()
+            .filter(|zone| !is_utc(zone))
+        else {
             return Ok(plan);
-        }
-        super::numeric::rewrite_expressions(plan, rewrite)
+        };
+        let zone: Arc<str> = Arc::from(zone);
+        super::numeric::rewrite_expressions(plan, |expr, schema| {
+            match on_session_clock(&expr, schema, &zone) {
+                Some(rewritten) => Ok(Transformed::yes(rewritten)),
+                None => rewrite(expr, schema),
+            }
+        })
     }
 
     fn name(&self) -> &str {
@@ -168,6 +179,46 @@ fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         Some(rewritten) => Transformed::yes(rewritten),
         None => Transformed::no(expr),
     })
+}
+
+/// `timestamptz ± interval`: PostgreSQL adds the months and days on the
+/// session clock (`+ interval '1 day'` across a daylight-saving change
+/// keeps the time of day) and the time in absolute terms, as the engine
+/// does in the zone a value's type names. The value is relabelled with the
+/// session zone for the sum (which changes no instant), and the sum with
+/// the value's own zone again.
+fn on_session_clock(expr: &Expr, schema: &DFSchema, zone: &Arc<str>) -> Option<Expr> {
+    let Expr::BinaryExpr(BinaryExpr { left, op, right }) = expr else {
+        return None;
+    };
+    if !matches!(op, Operator::Plus | Operator::Minus) {
+        return None;
+    }
+    let relabel = |value: &Expr, to: DataType| Expr::Cast(Cast::new(Box::new(value.clone()), to));
+    let (left_type, right_type) = (left.get_type(schema).ok()?, right.get_type(schema).ok()?);
+    let (instant, interval_first) = match (&left_type, &right_type) {
+        (DataType::Timestamp(_, Some(_)), DataType::Interval(_)) => (&left_type, false),
+        (DataType::Interval(_), DataType::Timestamp(_, Some(_))) if *op == Operator::Plus => {
+            (&right_type, true)
+        }
+        _ => return None,
+    };
+    let DataType::Timestamp(unit, Some(tz)) = instant else {
+        return None;
+    };
+    if **tz == **zone {
+        return None;
+    }
+    let on_clock = DataType::Timestamp(*unit, Some(Arc::clone(zone)));
+    let (left, right) = if interval_first {
+        ((**left).clone(), relabel(right, on_clock))
+    } else {
+        (relabel(left, on_clock), (**right).clone())
+    };
+    Some(relabel(
+        &Expr::BinaryExpr(BinaryExpr::new(Box::new(left), *op, Box::new(right))),
+        instant.clone(),
+    ))
 }
 
 /// Whether `expr` is one of [`WallClock`]'s conversions.

@@ -20,3 +20,6 @@ SELECT '2024-03-10 02:30'::timestamptz, '2024-06-01 12:00'::timestamptz, '2024-0
 SELECT date '2024-01-01' + placed::time FROM orders WHERE id = 1;
 SELECT min(placed)::date, max(placed::date), min(placed::timestamp) FROM orders;
 SELECT pg_typeof(localtimestamp), localtimestamp - now()::timestamp < interval '1 second', now()::date = current_date;
+SELECT id, tstz - interval '1 day', tstz + interval '1 month', tstz - interval '2 hours', interval '1 day' + tstz FROM times ORDER BY id;
+SELECT count(*) FROM orders WHERE placed >= timestamptz '2024-03-10 12:00+00' - interval '30 days';
+SELECT date_trunc('day', placed + interval '1 day')::date AS next_day, count(*) FROM orders GROUP BY 1 ORDER BY 1 LIMIT 3;
