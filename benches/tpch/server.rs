@@ -52,8 +52,9 @@ pub struct Pgaccel {
     dir: TempDir,
 }
 
-/// The binary to run: `--pgaccel PATH`, else the release build in `$CARGO_TARGET_DIR`,
-/// else `./target/release/pgaccel`.
+/// The binary to run: `--pgaccel PATH`, else the one built with this bench (in the
+/// same profile's folder), else the release build in `$CARGO_TARGET_DIR`, else
+/// `./target/release/pgaccel`.
 pub fn locate_binary(explicit: Option<&Path>) -> Result<PathBuf> {
     if let Some(path) = explicit {
         return if path.is_file() {
@@ -64,20 +65,25 @@ pub fn locate_binary(explicit: Option<&Path>) -> Result<PathBuf> {
     }
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from);
-    [
-        target.join("release/pgaccel"),
-        PathBuf::from("target/release/pgaccel"),
-    ]
-    .into_iter()
-    .find(|path| path.is_file())
-    .ok_or_else(|| {
-        format!(
-            "no pgaccel binary at {}/release/pgaccel or ./target/release/pgaccel: \
+    // A bench runs as `<target>/<profile>/deps/<bench>-<hash>`.
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.join("pgaccel")));
+    beside
+        .into_iter()
+        .chain([
+            target.join("release/pgaccel"),
+            PathBuf::from("target/release/pgaccel"),
+        ])
+        .find(|path| path.is_file())
+        .ok_or_else(|| {
+            format!(
+                "no pgaccel binary at {}/release/pgaccel or ./target/release/pgaccel: \
                  run `cargo build --release` first, pass --pgaccel PATH, or use --baseline-only",
-            target.display()
-        )
-        .into()
-    })
+                target.display()
+            )
+            .into()
+        })
 }
 
 impl Pgaccel {

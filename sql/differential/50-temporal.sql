@@ -171,3 +171,4 @@ SELECT id, d FROM times WHERE d < 'infinity'::date ORDER BY id;
 SELECT max(x), min(x) FROM (VALUES (date 'infinity'), (date '2024-01-01'), ('-infinity'::date)) v(x);
 SELECT pg_typeof(localtimestamp), pg_typeof(localtime), localtimestamp - now()::timestamp < interval '1 second', pg_typeof(transaction_timestamp()), statement_timestamp() >= now();
 SELECT date '2024-01-01' + time '10:00' < localtimestamp, current_date = localtimestamp::date;
+SELECT clock_timestamp() >= now(), clock_timestamp() < now() + interval '1 hour', pg_typeof(clock_timestamp());

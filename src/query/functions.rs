@@ -374,6 +374,21 @@ pub fn register(state: &mut SessionState) -> Result<()> {
             Volatility::Stable,
             started,
         ),
+        // Read each time it is called (per batch of rows, where PostgreSQL
+        // reads it per row), unlike `now()`, which holds still for a
+        // statement or a transaction.
+        function(
+            "clock_timestamp",
+            none(),
+            timestamptz(),
+            Volatility::Volatile,
+            |_, _| {
+                Ok(ScalarValue::TimestampMicrosecond(
+                    Some(chrono::Utc::now().timestamp_micros()),
+                    Some("UTC".into()),
+                ))
+            },
+        ),
         function(
             "pg_conf_load_time",
             none(),

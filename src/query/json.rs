@@ -99,6 +99,7 @@ use super::sqlstate;
 use crate::accelerator::PG_TYPE_METADATA;
 
 mod edit;
+mod set_path;
 mod sets;
 
 pub(crate) use sets::{JSON_OBJECT_AGG, JSONB_OBJECT_AGG, MEMBERS, OBJECT_MEMBER};
@@ -957,13 +958,25 @@ fn write_string(out: &mut String, text: &str) {
 
 /// A value in jsonb's text form.
 fn write_jsonb(out: &mut String, value: &Value<'_>) {
-    write_document(out, value, false);
+    write_document(out, value, Layout::Jsonb);
 }
 
 /// A value as `jsonb_pretty` prints it: four spaces a level, every element
 /// on a line of its own, empty containers as an opening and a closing line.
 fn write_pretty(out: &mut String, value: &Value<'_>) {
-    write_document(out, value, true);
+    write_document(out, value, Layout::Pretty);
+}
+
+/// How a document is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// jsonb's output: `{"a": [1, 2]}`.
+    Jsonb,
+    /// `jsonb_pretty`'s.
+    Pretty,
+    /// Without blanks, as PostgreSQL's json functions that rebuild a
+    /// document write it: `{"a":[1,2]}`.
+    Compact,
 }
 
 /// Where the writer is in an open container.
@@ -972,9 +985,15 @@ enum Cursor<'v, 'a> {
     Object(std::slice::Iter<'v, (Cow<'a, str>, Node<'a>)>),
 }
 
-/// Writes a value compact (`{"a": [1, 2]}`) or pretty, walking it with a
-/// heap stack of open containers rather than recursing.
-fn write_document(out: &mut String, root: &Value<'_>, pretty: bool) {
+/// Writes a value in `layout`, walking it with a heap stack of open
+/// containers rather than recursing.
+fn write_document(out: &mut String, root: &Value<'_>, layout: Layout) {
+    let pretty = layout == Layout::Pretty;
+    let (comma, colon) = match layout {
+        Layout::Jsonb => (", ", ": "),
+        Layout::Pretty => (",", ": "),
+        Layout::Compact => (",", ":"),
+    };
     let newline = |out: &mut String, level: usize| {
         out.push('\n');
         (0..level).for_each(|_| out.push_str("    "));
@@ -1010,14 +1029,14 @@ fn write_document(out: &mut String, root: &Value<'_>, pretty: bool) {
         match element {
             Some((key, item)) => {
                 if !std::mem::take(first) {
-                    out.push_str(if pretty { "," } else { ", " });
+                    out.push_str(comma);
                 }
                 if pretty {
                     newline(out, level);
                 }
                 if let Some(key) = key {
                     write_string(out, key);
-                    out.push_str(": ");
+                    out.push_str(colon);
                 }
                 next = Some(&item.value);
             }
@@ -2219,7 +2238,11 @@ pub fn register(state: &mut SessionState) -> Result<()> {
     state.register_udf(Arc::new(ScalarUDF::new_from_impl(AggregatedElement {
         signature: datafusion::logical_expr::Signature::any(2, Volatility::Immutable),
     })))?;
-    for function in edit::udfs().into_iter().chain(sets::udfs()) {
+    for function in edit::udfs()
+        .into_iter()
+        .chain(sets::udfs())
+        .chain(set_path::udfs())
+    {
         state.register_udf(function)?;
     }
     for jsonb in [false, true] {
@@ -3843,6 +3866,16 @@ impl datafusion::logical_expr::planner::ExprPlanner for JsonOperators {
         };
         let jsonb_operands = !is_list(&expr.left) && !is_list(&expr.right);
         let (jsonb_left, jsonb_right) = (is_jsonb(&expr.left), is_jsonb(&expr.right));
+        // PostgreSQL has no `jsonb - jsonb`; the delete function would read
+        // the right document as a key and answer with the left one unchanged.
+        if expr.op == BinaryOperator::Minus && jsonb_left && jsonb_right {
+            return Err(datafusion::common::DataFusionError::External(Box::new(
+                PgError::new(
+                    sqlstate::UNDEFINED_FUNCTION,
+                    "operator does not exist: jsonb - jsonb",
+                ),
+            )));
+        }
         let edit = match expr.op {
             BinaryOperator::Minus if jsonb_left => Some(edit::DELETE),
             BinaryOperator::StringConcat

@@ -113,6 +113,10 @@ pub struct Session {
     /// When the statement in flight began executing: `query_duration_ms`
     /// runs from here to its last row sent (or its error).
     statement_started: Option<std::time::Instant>,
+    /// When the client's latest Query or Execute message arrived: PostgreSQL's
+    /// `statement_timestamp()`, shared by every statement of a
+    /// multi-statement Query, and `now()` of a transaction it starts.
+    received: chrono::DateTime<Utc>,
 }
 
 impl Session {
@@ -177,6 +181,7 @@ impl Session {
             activity,
             ended_block: false,
             statement_started: None,
+            received: Utc::now(),
         };
         session.settings_changed();
         session.reported = session.settings.reported().into_iter().collect();
@@ -383,6 +388,18 @@ impl Session {
         Ok(())
     }
 
+    /// A Query or Execute message arrived: the statements it runs start now.
+    pub fn message_received(&mut self) {
+        self.received = Utc::now();
+    }
+
+    /// `now()` from here to the end of the transaction: when the message
+    /// that starts it arrived, as in PostgreSQL.
+    fn mark_transaction_start(&mut self) {
+        self.state.mark_start_execution();
+        self.state.execution_props_mut().query_execution_start_time = Some(self.received);
+    }
+
     /// Marks the start of a statement: `now()` is the statement's start
     /// outside a block and the block's start inside one, as in PostgreSQL;
     /// and `pg_stat_activity` shows it.
@@ -391,7 +408,7 @@ impl Session {
         let now = Utc::now();
         let in_block = self.block.is_some();
         if !in_block {
-            self.state.mark_start_execution();
+            self.mark_transaction_start();
         }
         self.activity.update(|backend| {
             backend.state = "active";
@@ -711,7 +728,7 @@ impl Session {
             pins: Arc::new(Pins::default()),
         });
         self.apply_modes(modes, Scope::Local)?;
-        self.state.mark_start_execution();
+        self.mark_transaction_start();
         self.activity
             .update(|backend| backend.xact_start = Some(Utc::now()));
         Ok(Outcome::Done("BEGIN".to_owned()))

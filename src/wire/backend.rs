@@ -271,6 +271,7 @@ impl Backend {
     }
 
     async fn run_simple(&mut self, sql: &str) -> Step<()> {
+        self.session.message_received();
         match self.session.prepare_simple(sql).await? {
             SimpleQuery::One(one) => {
                 self.session.admit(&one.prepared)?;
@@ -761,6 +762,7 @@ impl Backend {
                 return Ok(());
             };
             self.session.admit(&prepared)?;
+            self.session.message_received();
             self.session.begin_statement(&portal.statement.sql);
             let outcome = match self.portal_fetch(&prepared).await {
                 Some(outcome) => outcome,

@@ -288,6 +288,45 @@ async fn errors_in_a_block_fail_every_statement_with_25p02_until_rollback() {
     }));
 }
 
+/// `now()` holds still for a transaction and starts with the message that
+/// opened it, on pgaccel as on PostgreSQL: the statements of one Query share
+/// it, a block keeps it across messages (simple and extended), and the next
+/// transaction reads a later one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn now_is_the_start_of_the_transaction() {
+    let (_source, server) = serve_items("now").await;
+    let replica = server.client().await;
+    let primary = connect(SOURCE_DSN).await;
+    for (who, client) in [("pgaccel", &replica), ("PostgreSQL", &primary)] {
+        let rows = simple_rows(
+            client,
+            "BEGIN; SELECT now()::text; SELECT pg_sleep(0.05)::text; SELECT now()::text; \
+             COMMIT; SELECT now()::text",
+        )
+        .await;
+        let times: Vec<_> = [&rows[0], &rows[2], &rows[3]]
+            .map(|row| row[0].clone().expect("now() is not NULL"))
+            .to_vec();
+        assert!(
+            times.iter().all(|time| *time == times[0]),
+            "{who}: one Query, one now(): {times:?}"
+        );
+        let now = client.prepare("SELECT now()::text").await.unwrap();
+        let read = async || -> String { client.query_one(&now, &[]).await.unwrap().get(0) };
+        client.batch_execute("BEGIN").await.unwrap();
+        let first = read().await;
+        client.batch_execute("SELECT pg_sleep(0.05)").await.unwrap();
+        let second = read().await;
+        client.batch_execute("COMMIT").await.unwrap();
+        let after = read().await;
+        assert_eq!(first, second, "{who}: now() within a block");
+        assert!(
+            after > first,
+            "{who}: the next transaction: {after} after {first}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transaction_reads_one_version_across_a_refresh() {
     let (source, server) = serve_items("snapshot").await;
