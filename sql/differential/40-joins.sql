@@ -108,3 +108,13 @@ SELECT id, i4, (SELECT count(*) FROM nums m WHERE m.i4 < n.i4) FROM nums n ORDER
 SELECT c.id, (SELECT avg(qty) FROM orders o WHERE o.customer_id <> c.id AND o.qty > 7)::numeric(10,3) FROM customers c WHERE c.id < 4 ORDER BY 1;
 SELECT c.id, (SELECT count(*) + 1 FROM orders o WHERE o.id < c.id) FROM customers c WHERE c.id < 4 ORDER BY 1;
 SELECT id, (SELECT min(d) FROM times u WHERE u.d > t.d) FROM times t ORDER BY id;
+SELECT c.region, s.total FROM (SELECT DISTINCT region FROM customers) c, LATERAL (SELECT count(*) AS total FROM customers c2 WHERE c2.region IS NOT DISTINCT FROM c.region) s ORDER BY 1 NULLS FIRST;
+SELECT c.id, s.total FROM customers c, LATERAL (SELECT count(*) AS total FROM customers c2 WHERE c2.region IS DISTINCT FROM c.region) s ORDER BY 1;
+SELECT c.id, s.n, s.m FROM customers c, LATERAL (SELECT count(*) AS n, max(c2.id) AS m FROM customers c2 WHERE c2.since < c.since AND c2.region = c.region) s ORDER BY s.n DESC, 1 LIMIT 5;
+SELECT c.id, s.* FROM customers c LEFT JOIN LATERAL (SELECT count(*), sum(o.amount) FROM orders o WHERE o.customer_id = c.id AND o.placed < c.since + interval '30 days') s ON true ORDER BY 1;
+SELECT c.region, sum(n) FROM customers c CROSS JOIN LATERAL (SELECT count(*) AS n FROM orders o WHERE o.customer_id = c.id AND o.qty > 2) s GROUP BY 1 ORDER BY 1 NULLS FIRST;
+SELECT c.id, n FROM customers c JOIN LATERAL (SELECT count(*) AS n FROM orders o WHERE o.customer_id = c.id AND o.amount > 100) s ON true WHERE n > 1 ORDER BY n, c.id;
+SELECT * FROM customers c, LATERAL (SELECT count(*) AS n FROM orders o WHERE o.customer_id < c.id) s ORDER BY c.id;
+SELECT c.id, x FROM customers c, LATERAL (SELECT coalesce(sum(o.amount), 0) FROM orders o WHERE o.customer_id <> c.id AND o.id < 5) s(x) WHERE x > 10 ORDER BY x DESC, 1;
+SELECT c.id, s.n FROM customers c, LATERAL (SELECT count(*) AS n FROM orders o WHERE o.customer_id < c.id GROUP BY o.status) s ORDER BY 1, 2;
+SELECT c.id, s.n FROM customers c, LATERAL (SELECT count(*) AS n FROM orders o WHERE o.customer_id = c.id GROUP BY o.status) s ORDER BY 1, 2;

@@ -158,6 +158,7 @@ impl VisitorMut for Compatibility {
         name_cte_union_columns(query);
         self.using_wildcards += mark_using_wildcard(query, self.using_wildcards);
         lateral_scalar_functions(query);
+        super::lateral_aggregate::lateral_aggregates(query);
         distinct_on_over_subqueries(query);
         ControlFlow::Continue(())
     }

@@ -37,6 +37,7 @@ mod functions;
 pub mod interval;
 mod interval_arithmetic;
 pub mod json;
+mod lateral_aggregate;
 mod lateral_limit;
 mod literals;
 mod lookup;

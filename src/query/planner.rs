@@ -746,6 +746,7 @@ async fn plan_once(state: &SessionState, statement: Statement) -> Result<Logical
         LogicalPlan::Copy(_) => Err(sqlstate::read_only("COPY")),
         _ => {
             refuse_correlated_unnest(&plan)?;
+            refuse_unequal_lateral_aggregates(&plan)?;
             super::subqueries::subqueries_below_aggregates(plan)
                 .and_then(super::subqueries::in_subqueries_in_projections)
                 .and_then(super::subqueries::correlated_aggregates_as_joins)
@@ -1048,6 +1049,66 @@ fn refuse_correlated_unnest(plan: &LogicalPlan) -> Result<(), PgError> {
             sqlstate::FEATURE_NOT_SUPPORTED,
             "unnest() of a column of the outer query inside a subquery is not supported; \
              unnest it in the outer query's select list instead",
+        ));
+    }
+    Ok(())
+}
+
+/// A LATERAL subquery that aggregates and reads the outer row other than in
+/// an equality (`o.at < c.since`): DataFusion fails on it while optimizing,
+/// with a misleading "no field" error. An ungrouped one was already read as
+/// scalar subqueries (see [`super::lateral_aggregate`]); the others are
+/// refused here.
+fn refuse_unequal_lateral_aggregates(plan: &LogicalPlan) -> Result<(), PgError> {
+    use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+    use datafusion::logical_expr::{BinaryExpr, Expr as LogicalExpr, Operator};
+    let unequal = |predicate: &LogicalExpr| {
+        datafusion::logical_expr::utils::split_conjunction(predicate)
+            .into_iter()
+            .any(|conjunct| {
+                conjunct.contains_outer()
+                    && !matches!(
+                        conjunct,
+                        LogicalExpr::BinaryExpr(BinaryExpr { op: Operator::Eq, left, right })
+                            if left.contains_outer() != right.contains_outer()
+                    )
+            })
+    };
+    let mut refused = false;
+    let _ = plan.apply(|node| {
+        let LogicalPlan::Join(join) = node else {
+            return Ok(TreeNodeRecursion::Continue);
+        };
+        for side in [join.left.as_ref(), join.right.as_ref()] {
+            let mut lateral = side;
+            while let LogicalPlan::SubqueryAlias(alias) = lateral {
+                lateral = alias.input.as_ref();
+            }
+            let LogicalPlan::Subquery(subquery) = lateral else {
+                continue;
+            };
+            let (mut aggregates, mut unequal_filter) = (false, false);
+            let _ = subquery.subquery.apply(|below| {
+                match below {
+                    LogicalPlan::Aggregate(_) => aggregates = true,
+                    LogicalPlan::Filter(filter) => unequal_filter |= unequal(&filter.predicate),
+                    _ => {}
+                }
+                Ok(TreeNodeRecursion::Continue)
+            });
+            refused |= aggregates && unequal_filter;
+        }
+        Ok(if refused {
+            TreeNodeRecursion::Stop
+        } else {
+            TreeNodeRecursion::Continue
+        })
+    });
+    if refused {
+        return Err(PgError::new(
+            sqlstate::FEATURE_NOT_SUPPORTED,
+            "a LATERAL subquery that aggregates is supported only when it is correlated by \
+             equalities, or without GROUP BY; compute the value with a scalar subquery instead",
         ));
     }
     Ok(())
