@@ -85,3 +85,4 @@ SELECT status, percentile_disc(ARRAY[0.2, 0.4]) WITHIN GROUP (ORDER BY placed) F
 SELECT pg_typeof(percentile_disc(ARRAY[0.5]) WITHIN GROUP (ORDER BY amount)), pg_typeof(percentile_cont(ARRAY[0.5]) WITHIN GROUP (ORDER BY qty)) FROM orders;
 SELECT percentile_cont(ARRAY[0.5, 1.5]) WITHIN GROUP (ORDER BY qty) FROM orders;
 SELECT percentile_disc(ARRAY['0.5'::float8]) WITHIN GROUP (ORDER BY d_day_name) FROM date_dim;
+SELECT sum(x), avg(x) / 7 FROM (VALUES (1e5), (2e5), (3.5e-2)) v(x);

@@ -142,3 +142,7 @@ SELECT 1.5::numeric(2,2);
 SELECT 0.5::numeric(2,2), 12.345::numeric(5,1), -999.4::numeric(3,0);
 SELECT 'NaN'::numeric;
 SELECT 'abc'::numeric;
+SELECT 1e20::numeric / 7, 1e5 / 7, 2.5e3 / 7, 1.50e-3, 1e5::numeric(10,2) / 7, -1e3 / 7, 5e0 + 1, .5e1, 12.5E1 * 2;
+SELECT id, 1E2 * amount, amount / 1e2, amount < 1e2 FROM orders ORDER BY id;
+SELECT log(2, 8), log(10, 1000), log(3, 10), pg_typeof(log(2, 8)), log(2.5, 100);
+SELECT id, log(2, qty) FROM orders WHERE qty > 0 ORDER BY id;

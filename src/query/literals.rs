@@ -153,6 +153,12 @@ impl VisitorMut for IntegerLiterals {
         let Value::Number(text, false) = &value.value else {
             return ControlFlow::Continue(());
         };
+        // `1e5`, `2.5e-3`: written out, so that the engine's decimal has
+        // PostgreSQL's scale and never a negative one.
+        if let Some(plain) = without_exponent(text) {
+            value.value = Value::Number(plain, false);
+            return ControlFlow::Continue(());
+        }
         let (operand, data_type) = if text.parse::<i32>().is_ok() {
             (expr.clone(), DataType::Int(None))
         } else if beyond_decimal(text) {
@@ -172,6 +178,41 @@ impl VisitorMut for IntegerLiterals {
         };
         ControlFlow::Continue(())
     }
+}
+
+/// A number with an exponent that a decimal holds, written without it as
+/// PostgreSQL reads it: the mantissa's digits at scale `max(0, decimals -
+/// exponent)`, with a point so that it stays a numeric (`1e5` is
+/// `100000.`, `1.50e-3` is `0.00150`). `None` for anything else.
+fn without_exponent(text: &str) -> Option<String> {
+    let lower = text.to_ascii_lowercase();
+    let (mantissa, exponent) = lower.split_once('e')?;
+    let exponent = exponent.parse::<i64>().ok()?;
+    if beyond_decimal(text) {
+        return None;
+    }
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if !(whole.bytes().chain(fraction.bytes())).all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let digits = format!("{whole}{fraction}");
+    // Where the point falls in `digits`.
+    let point = whole.len() as i64 + exponent;
+    let plain = if point <= 0 {
+        format!("0.{}{digits}", "0".repeat(point.unsigned_abs() as usize))
+    } else if point as usize >= digits.len() {
+        format!("{digits}{}.", "0".repeat(point as usize - digits.len()))
+    } else {
+        let (integer, decimals) = digits.split_at(point as usize);
+        format!("{integer}.{decimals}")
+    };
+    let integer = plain.split('.').next().unwrap_or_default();
+    let trimmed = integer.trim_start_matches('0');
+    let integer = if trimmed.is_empty() { "0" } else { trimmed };
+    Some(format!(
+        "{integer}.{}",
+        plain.split_once('.').map_or("", |(_, d)| d)
+    ))
 }
 
 /// Whether the number `text` (`1e300`, `2.5E-200`) has more digits before
@@ -226,7 +267,15 @@ mod tests {
     fn numbers_beyond_decimal_become_float8() {
         assert_eq!(
             rewrite("SELECT 1e300, 1.5e-200, 1e10, 0.000001"),
-            "SELECT CAST('1e300' AS DOUBLE PRECISION), CAST('1.5e-200' AS DOUBLE PRECISION), 1e10, 0.000001"
+            "SELECT CAST('1e300' AS DOUBLE PRECISION), CAST('1.5e-200' AS DOUBLE PRECISION), 10000000000., 0.000001"
+        );
+    }
+
+    #[test]
+    fn exponents_are_written_out_at_postgres_scale() {
+        assert_eq!(
+            rewrite("SELECT 1e5, 2.5E3, 1.50e-3, 12.5e1, 0e0, 007e-1, .5e1"),
+            "SELECT 100000., 2500., 0.00150, 125., 0., 0.7, 5."
         );
     }
 

@@ -916,17 +916,19 @@ impl Functions {
             }
             // `sqrt`, `exp`, `ln`, `log` and `power` of exact numbers (one a
             // numeric) are computed in numeric, as PostgreSQL does, at its
-            // result scale; DataFusion computes them in float8.
+            // result scale; DataFusion computes them in float8. `log(b, x)`
+            // has only a numeric form, so integers take it too.
             Expr::ScalarFunction(function)
                 if transcendental::Kind::of(function.name(), function.args.len()).is_some()
                     && function
                         .args
                         .iter()
                         .all(|arg| arg.get_type(schema).is_ok_and(|t| is_exact_number(&t)))
-                    && function
+                    && (function
                         .args
                         .iter()
-                        .any(|arg| arg.get_type(schema).is_ok_and(|t| is_decimal(&t))) =>
+                        .any(|arg| arg.get_type(schema).is_ok_and(|t| is_decimal(&t)))
+                        || (function.name() == "log" && function.args.len() == 2)) =>
             {
                 let kind = transcendental::Kind::of(function.name(), function.args.len())
                     .ok_or_else(|| DataFusionError::Internal("numeric function".into()))?;
