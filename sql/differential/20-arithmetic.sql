@@ -146,3 +146,6 @@ SELECT 1e20::numeric / 7, 1e5 / 7, 2.5e3 / 7, 1.50e-3, 1e5::numeric(10,2) / 7, -
 SELECT id, 1E2 * amount, amount / 1e2, amount < 1e2 FROM orders ORDER BY id;
 SELECT log(2, 8), log(10, 1000), log(3, 10), pg_typeof(log(2, 8)), log(2.5, 100);
 SELECT id, log(2, qty) FROM orders WHERE qty > 0 ORDER BY id;
+SELECT (-2147483648)::int / -1;
+SELECT (-32768)::int2 / (-1)::int2;
+SELECT x / -1 FROM (VALUES (-9223372036854775807::bigint - 1)) v(x);

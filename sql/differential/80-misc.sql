@@ -436,3 +436,4 @@ SELECT count(DISTINCT customer_id), sum(amount), max(amount) FROM orders HAVING 
 WITH RECURSIVE r(n, s) AS (SELECT 1, 1.5 UNION ALL SELECT n + 1, s FROM r WHERE n < 3) SELECT n, s FROM r ORDER BY n;
 WITH RECURSIVE r(n, s) AS (SELECT 1, 1.5 UNION ALL SELECT n + 1, n FROM r WHERE n < 3) SELECT n, s FROM r ORDER BY n;
 WITH RECURSIVE r(n, s) AS (SELECT 1, 1::numeric UNION ALL SELECT n + 1, n FROM r WHERE n < 3) SELECT n, s FROM r ORDER BY n;
+SELECT count(DISTINCT gen_random_uuid()), pg_typeof(gen_random_uuid()), min(length(gen_random_uuid()::text)), min(substr(gen_random_uuid()::text, 15, 1)) FROM orders;

@@ -2401,6 +2401,13 @@ fn function_call(function: &Function) -> Option<Expr> {
         // `transaction_timestamp()` is `now()`; `statement_timestamp()` the
         // statement's start, which `now()` gives here.
         "transaction_timestamp" | "statement_timestamp" => Some(call("now", Vec::new())),
+        // A version 4 UUID for each row, as `uuid`.
+        "gen_random_uuid" if matches!(&function.args, FunctionArguments::List(list) if list.args.is_empty()) => {
+            Some(call(
+                super::pg_types::UUID_FUNCTION,
+                vec![call("uuid", Vec::new())],
+            ))
+        }
         "string_to_table" => Some(call(
             "unnest",
             vec![call("string_to_array", arguments(function))],

@@ -307,6 +307,10 @@ fn postgres_message(error: &DataFusionError, code: &str) -> String {
                 Some(type_name) => format!("{type_name} out of range"),
                 None => message,
             },
+            ArrowError::ArithmeticOverflow(overflow) => match division_overflow_type(overflow) {
+                Some(type_name) => format!("{type_name} out of range"),
+                None => message,
+            },
             _ => message,
         },
         (DataFusionError::SQL(..), _) => syntax_message(&message),
@@ -477,6 +481,19 @@ fn overflow_type(message: &str) -> Option<&'static str> {
         "Int16" => Some("smallint"),
         "Int32" => Some("integer"),
         "Int64" => Some("bigint"),
+        _ => None,
+    }
+}
+
+/// The type whose smallest value an Arrow "Overflow happened on: MIN / -1"
+/// divides: the one overflow Arrow reports without naming a type.
+fn division_overflow_type(message: &str) -> Option<&'static str> {
+    let operation = message.rsplit("Overflow happened on: ").next()?;
+    let dividend = operation.split(' ').next()?.parse::<i64>().ok()?;
+    match dividend {
+        dividend if dividend == i64::from(i16::MIN) => Some("smallint"),
+        dividend if dividend == i64::from(i32::MIN) => Some("integer"),
+        i64::MIN => Some("bigint"),
         _ => None,
     }
 }
@@ -753,6 +770,34 @@ mod tests {
             "{}",
             refused.message
         );
+    }
+
+    #[tokio::test]
+    async fn dividing_the_smallest_integer_by_minus_one_names_its_type() {
+        let ctx = datafusion::prelude::SessionContext::new();
+        for (sql, words) in [
+            (
+                "SELECT CAST(-32768 AS SMALLINT) / CAST(-1 AS SMALLINT)",
+                "smallint out of range",
+            ),
+            (
+                "SELECT column1 / CAST(-1 AS INT) FROM (VALUES (CAST(-2147483648 AS INT)))",
+                "integer out of range",
+            ),
+            (
+                "SELECT (column1 - 1) / CAST(-1 AS BIGINT) \
+                 FROM (VALUES (CAST(-9223372036854775807 AS BIGINT)))",
+                "bigint out of range",
+            ),
+        ] {
+            let result = match ctx.sql(sql).await {
+                Ok(frame) => frame.collect().await.map(|_| ()),
+                Err(error) => Err(error),
+            };
+            let pg = from_datafusion(result.expect_err(sql));
+            assert_eq!(pg.code, NUMERIC_OUT_OF_RANGE, "{sql}");
+            assert_eq!(pg.message, words, "{sql}");
+        }
     }
 
     #[test]
