@@ -186,3 +186,17 @@ SELECT d.id, jsonb_strip_nulls(d.j), jsonb_strip_nulls(jsonb_build_object('x', N
 SELECT json_strip_nulls('{"b" : null, "a" :  [1, null, {"x":null}] , "c": "s", "a": 1.50}'), json_strip_nulls('null'), json_strip_nulls(NULL);
 SELECT d.id, json_strip_nulls(d.j::json) FROM docs d ORDER BY 1;
 SELECT count(*) FROM docs d WHERE jsonb_set(d.j, '{a}', '0') @> '{"a": 0}';
+SELECT json_agg(c ORDER BY id) FROM customers c WHERE id < 4;
+SELECT json_agg(t) FROM (SELECT id, name FROM customers WHERE id < 3 ORDER BY id) t;
+SELECT jsonb_agg(o ORDER BY o.id) FILTER (WHERE o.qty > 2) FROM orders o WHERE o.id < 6;
+SELECT c.region, json_agg(c ORDER BY c.id) FROM customers c WHERE c.id < 6 GROUP BY 1 ORDER BY 1;
+SELECT row_to_json(c), to_json(c), to_jsonb(c) FROM customers c ORDER BY id LIMIT 3;
+SELECT row_to_json(o) FROM orders o WHERE id < 5 ORDER BY id;
+SELECT row_to_json(d) FROM docs d ORDER BY id;
+SELECT row_to_json(t) FROM (SELECT id, since, 1.5::float4 AS f, 1e-7::float8 AS g FROM customers WHERE id < 3) t;
+SELECT c.id, (SELECT row_to_json(o) FROM orders o WHERE o.customer_id = c.id ORDER BY o.id LIMIT 1) FROM customers c ORDER BY 1 LIMIT 4;
+SELECT json_build_object('p', placed, 'j', j, 'f', 1e-7::float8, 'g', 1e20::float8, 'n', NULL, 'a', ARRAY[1,2], 't', 'x"y') FROM orders, docs WHERE orders.id = 1 AND docs.id = 1;
+SELECT json_build_object(1, 2, true, 'x', 2.5, NULL), json_build_object(), pg_typeof(json_build_object('a', 1));
+SELECT json_build_object(NULL, 2);
+SELECT json_build_object('a');
+SELECT json_build_object('id', id, 'since', since, 'r', region) FROM customers ORDER BY id LIMIT 3;

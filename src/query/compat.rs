@@ -327,6 +327,11 @@ impl Compatibility {
                 let dotall = regex_function_dotall(function);
                 let function = dotall.as_ref().unwrap_or(function);
                 self.row_to_json(function)
+                    .map(|row| match &row {
+                        // `json_agg(t)`: the aggregate as any other.
+                        Expr::Function(aggregate) => function_call(aggregate).unwrap_or(row),
+                        _ => row,
+                    })
                     .or_else(|| function_call(function))
                     .or_else(|| dotall.clone().map(Expr::Function))
             }
@@ -435,27 +440,13 @@ impl Compatibility {
         }
     }
 
-    /// `row_to_json(t)` of a derived table `t` of this select whose column
-    /// names are known, as name, value pairs for `pgaccel_row_to_json`.
+    /// `row_to_json(t)` (and the other functions of a whole row, see
+    /// [`super::row_json`]) of a derived table `t` of this select whose
+    /// column names are known.
     fn row_to_json(&self, function: &Function) -> Option<Expr> {
-        if function_name(function) != "row_to_json" {
-            return None;
-        }
-        let arguments = arguments(function);
-        let [Expr::Identifier(alias)] = arguments.as_slice() else {
-            return None;
-        };
+        let alias = super::row_json::whole_row_alias(function)?;
         let columns = self.derived.last()?.get(&alias.value.to_lowercase())?;
-        let pairs = columns
-            .iter()
-            .flat_map(|column| {
-                [
-                    string(&column.value),
-                    Expr::CompoundIdentifier(vec![alias.clone(), column.clone()]),
-                ]
-            })
-            .collect();
-        Some(call("pgaccel_row_to_json", pairs))
+        Some(super::row_json::with_row_object(function, &alias, columns))
     }
 
     /// `xmin` and friends: pgaccel's catalog rows were all written by one
@@ -1748,7 +1739,7 @@ fn last_part(name: &ObjectName) -> String {
     }
 }
 
-fn string(text: &str) -> Expr {
+pub(super) fn string(text: &str) -> Expr {
     Expr::Value(ValueWithSpan::from(Value::SingleQuotedString(
         text.to_owned(),
     )))
@@ -2231,7 +2222,7 @@ fn like(
     })
 }
 
-fn function_name(function: &Function) -> String {
+pub(super) fn function_name(function: &Function) -> String {
     last_part(&function.name).to_lowercase()
 }
 
@@ -2242,7 +2233,7 @@ fn array_arguments(function: &Function, arrays: &[bool]) -> Vec<Expr> {
     super::unknown_literals::wrap_array_literals(&args, arrays).unwrap_or(args)
 }
 
-fn arguments(function: &Function) -> Vec<Expr> {
+pub(super) fn arguments(function: &Function) -> Vec<Expr> {
     match &function.args {
         FunctionArguments::List(list) => list
             .args

@@ -2100,12 +2100,23 @@ enum Operation {
     Exists,
     Typeof(Kind),
     ArrayLength(Kind),
-    /// `jsonb_build_object` (`json_build_object` lives with the catalog
-    /// functions).
-    BuildObject,
+    /// `jsonb_build_object`, `json_build_object`, and the whole rows of
+    /// `row_to_json` (given as name, value pairs).
+    BuildObject(ObjectForm),
     BuildArray(Kind),
     To(Kind),
     Pretty,
+}
+
+/// How [`Operation::BuildObject`] writes its object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum ObjectForm {
+    /// jsonb: `{"a": 1}`, keys sorted.
+    Jsonb,
+    /// `json_build_object`: `{"a" : 1, "b" : 2}`, keys as given.
+    Json,
+    /// A row, as `row_to_json` writes it: `{"a":1,"b":2}`.
+    Row,
 }
 
 impl Operation {
@@ -2128,7 +2139,8 @@ impl Operation {
                 kind,
                 as_text: false,
             } => Some(kind.pg_type()),
-            Operation::BuildObject => Some("jsonb"),
+            Operation::BuildObject(ObjectForm::Jsonb) => Some("jsonb"),
+            Operation::BuildObject(_) => Some("json"),
             Operation::Get { as_text: false } | Operation::Path { as_text: false } => {
                 Some(first.map_or(Kind::Json, |field| Kind::of(field)).pg_type())
             }
@@ -2148,7 +2160,7 @@ struct JsonFunction {
 impl JsonFunction {
     fn new(name: &'static str, operation: Operation) -> Self {
         let signature = match operation {
-            Operation::BuildObject | Operation::BuildArray(_) => Signature::one_of(
+            Operation::BuildObject(_) | Operation::BuildArray(_) => Signature::one_of(
                 vec![TypeSignature::Nullary, TypeSignature::VariadicAny],
                 Volatility::Immutable,
             ),
@@ -2180,7 +2192,9 @@ fn functions() -> Vec<JsonFunction> {
         JsonFunction::new("jsonb_typeof", Typeof(Jsonb)),
         JsonFunction::new("json_array_length", ArrayLength(Json)),
         JsonFunction::new("jsonb_array_length", ArrayLength(Jsonb)),
-        JsonFunction::new("jsonb_build_object", BuildObject),
+        JsonFunction::new("jsonb_build_object", BuildObject(ObjectForm::Jsonb)),
+        JsonFunction::new("json_build_object", BuildObject(ObjectForm::Json)),
+        JsonFunction::new("pgaccel_row_to_json", BuildObject(ObjectForm::Row)),
         JsonFunction::new("json_build_array", BuildArray(Json)),
         JsonFunction::new("jsonb_build_array", BuildArray(Jsonb)),
         JsonFunction::new("to_json", To(Json)),
@@ -2348,6 +2362,9 @@ impl ScalarUDFImpl for Elements {
 /// drop from the first.
 pub const AGGREGATED_ELEMENT: &str = "pgaccel_json_agg_element";
 const STRUCTURED_BREAK: &str = "\n ";
+/// Marks a whole row written as a JSON object (`row_to_json(t)`), which
+/// `json_agg(t)` breaks lines before as it does before any row.
+const ROW_METADATA: &str = "pgaccel.row";
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct AggregatedElement {
@@ -2377,7 +2394,10 @@ impl ScalarUDFImpl for AggregatedElement {
                 | DataType::LargeList(_)
                 | DataType::FixedSizeList(..)
                 | DataType::Struct(_)
-        );
+        ) || args
+            .arg_fields
+            .get(1)
+            .is_some_and(|field| field.metadata().contains_key(ROW_METADATA));
         let mut out = StringBuilder::with_capacity(documents.len(), 0);
         for document in documents.iter() {
             match document {
@@ -2523,14 +2543,14 @@ impl ScalarUDFImpl for JsonFunction {
 
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
         let field = Field::new(self.name, self.operation.returns(), true);
-        Ok(Arc::new(
-            match self.operation.pg_type(args.arg_fields.first()) {
-                Some(pg_type) => {
-                    field.with_metadata([(PG_TYPE_METADATA.to_owned(), pg_type.to_owned())].into())
-                }
-                None => field,
-            },
-        ))
+        let mut metadata = std::collections::HashMap::new();
+        if let Some(pg_type) = self.operation.pg_type(args.arg_fields.first()) {
+            metadata.insert(PG_TYPE_METADATA.to_owned(), pg_type.to_owned());
+        }
+        if self.operation == Operation::BuildObject(ObjectForm::Row) {
+            metadata.insert(ROW_METADATA.to_owned(), "true".to_owned());
+        }
+        Ok(Arc::new(field.with_metadata(metadata)))
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
@@ -2580,7 +2600,7 @@ impl ScalarUDFImpl for JsonFunction {
             Operation::Exists => exists(&args),
             Operation::Typeof(kind) => type_of(&args, kind),
             Operation::ArrayLength(kind) => array_length(&args, kind),
-            Operation::BuildObject | Operation::BuildArray(_) | Operation::To(_) => {
+            Operation::BuildObject(_) | Operation::BuildArray(_) | Operation::To(_) => {
                 build(&args, self.operation)
             }
             Operation::Pretty => pretty(&args),
@@ -2840,33 +2860,43 @@ fn build(args: &ScalarFunctionArgs, operation: Operation) -> Result<ColumnarValu
                 kind
             }
             _ => {
+                let (form, comma, colon, name) = match operation {
+                    Operation::BuildObject(ObjectForm::Json) => {
+                        (Kind::Json, ", ", " : ", "json_build_object")
+                    }
+                    Operation::BuildObject(ObjectForm::Row) => {
+                        (Kind::Json, ",", ":", "row_to_json")
+                    }
+                    _ => (Kind::Jsonb, ", ", ": ", "jsonb_build_object"),
+                };
                 if columns.len() % 2 != 0 {
                     return Err(invalid_parameter(
                         "argument list must have even number of elements",
                     )
-                    .with_hint(
-                        "The arguments of jsonb_build_object() must consist of alternating \
-                         keys and values.",
-                    ));
+                    .with_hint(format!(
+                        "The arguments of {name}() must consist of alternating keys and values."
+                    )));
                 }
                 json.push('{');
                 for (pair, columns) in columns.chunks(2).enumerate() {
                     let (key, value) = (2 * pair, 2 * pair + 1);
                     if pair > 0 {
-                        json.push_str(", ");
+                        json.push_str(comma);
                     }
                     if columns[0].is_null(row_of(key, row)) {
-                        return Err(invalid_parameter(format!(
-                            "argument {}: key must not be null",
-                            key + 1
-                        )));
+                        return Err(if form == Kind::Jsonb {
+                            invalid_parameter(format!("argument {}: key must not be null", key + 1))
+                        } else {
+                            invalid_parameter(format!("argument {} cannot be null", key + 1))
+                                .with_hint("Object keys should be text.")
+                        });
                     }
                     columns[0].write_key(row_of(key, row), &mut json)?;
-                    json.push_str(": ");
+                    json.push_str(colon);
                     columns[1].write(row_of(value, row), &mut json)?;
                 }
                 json.push('}');
-                Kind::Jsonb
+                form
             }
         };
         match kind {

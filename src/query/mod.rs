@@ -57,6 +57,7 @@ mod pruning;
 mod quote_ident;
 mod regex;
 mod resolve;
+mod row_json;
 mod row_values;
 mod series;
 pub mod session;
@@ -343,6 +344,28 @@ fn schema_names(registry: &Registry) -> Vec<String> {
         }
     }
     names
+}
+
+/// The column names of the table `name` (as written in SQL, schema
+/// qualified or in `public`), in order; `None` when the catalog has no
+/// such table.
+pub(crate) async fn column_names_in(state: &SessionState, name: &str) -> Option<Vec<String>> {
+    let reference = TableReference::from(name).resolve(CATALOG, "public");
+    let provider = state
+        .catalog_list()
+        .catalog(&reference.catalog)?
+        .schema(&reference.schema)?
+        .table(&reference.table)
+        .await
+        .ok()??;
+    Some(
+        provider
+            .schema()
+            .fields()
+            .iter()
+            .map(|field| field.name().clone())
+            .collect(),
+    )
 }
 
 /// The primary-key column names of the accelerated table `name` (as written

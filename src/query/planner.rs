@@ -390,6 +390,7 @@ impl Planner {
         }
         super::apply_postgres_names(&mut statement);
         let relations = super::compat::relation_aliases(&statement);
+        super::row_json::rows_to_json(context.state, &mut statement).await;
         super::compat::apply_postgres_compatibility(&mut statement);
         let mut statement = self.rewrite(statement);
         let mut planned = self

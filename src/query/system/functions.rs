@@ -90,19 +90,11 @@ impl ScalarUDFImpl for CatalogFunction {
         &self,
         _args: datafusion::logical_expr::ReturnFieldArgs,
     ) -> Result<datafusion::arrow::datatypes::FieldRef> {
-        let field = datafusion::arrow::datatypes::Field::new(self.name, self.returns.clone(), true);
-        // `json_build_object()` is json, as clients are told.
-        Ok(Arc::new(if self.name == "json_build_object" {
-            field.with_metadata(
-                [(
-                    crate::accelerator::PG_TYPE_METADATA.to_owned(),
-                    "json".to_owned(),
-                )]
-                .into(),
-            )
-        } else {
-            field
-        }))
+        Ok(Arc::new(datafusion::arrow::datatypes::Field::new(
+            self.name,
+            self.returns.clone(),
+            true,
+        )))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
@@ -654,113 +646,6 @@ const ENCODINGS: &[&str] = &[
 fn encoding_name(_: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
     let number = usize::try_from(number(args.first())?).ok();
     text(number.and_then(|n| ENCODINGS.get(n)).copied().unwrap_or(""))
-}
-
-/// `row_to_json()` of a row given as name, value pairs: PostgreSQL's
-/// compact form, `{"a":1,"b":"x"}`.
-fn row_to_json(_: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
-    text(json_object(args, ",", ":")?)
-}
-
-/// `json_build_object(key, value, ...)`, spaced as PostgreSQL spaces it:
-/// `{"a" : 1, "b" : "x"}`.
-fn build_json_object(_: &Call<'_>, args: &[ScalarValue]) -> Option<ScalarValue> {
-    text(json_object(args, ", ", " : ")?)
-}
-
-fn json_object(pairs: &[ScalarValue], between: &str, colon: &str) -> Option<String> {
-    let mut out = String::from("{");
-    for (i, pair) in pairs.chunks(2).enumerate() {
-        if i > 0 {
-            out.push_str(between);
-        }
-        json_string(&mut out, &text_of(pair.first())?);
-        out.push_str(colon);
-        json_value(&mut out, pair.get(1)?);
-    }
-    out.push('}');
-    Some(out)
-}
-
-/// `value` as PostgreSQL writes it in JSON: numbers and booleans bare,
-/// arrays as JSON arrays, timestamps in ISO 8601, everything else as a
-/// string of its text form.
-fn json_value(out: &mut String, value: &ScalarValue) {
-    use std::fmt::Write;
-    if value.is_null() {
-        out.push_str("null");
-        return;
-    }
-    match value {
-        ScalarValue::Boolean(Some(b)) => out.push_str(if *b { "true" } else { "false" }),
-        ScalarValue::Int8(_)
-        | ScalarValue::Int16(_)
-        | ScalarValue::Int32(_)
-        | ScalarValue::Int64(_)
-        | ScalarValue::UInt8(_)
-        | ScalarValue::UInt16(_)
-        | ScalarValue::UInt32(_)
-        | ScalarValue::UInt64(_)
-        | ScalarValue::Decimal128(..)
-        | ScalarValue::Decimal256(..) => {
-            let _ = write!(out, "{value}");
-        }
-        ScalarValue::Float32(Some(f)) if f.is_finite() => {
-            let _ = write!(out, "{f}");
-        }
-        ScalarValue::Float64(Some(f)) if f.is_finite() => {
-            let _ = write!(out, "{f}");
-        }
-        ScalarValue::List(list) => {
-            out.push('[');
-            let elements = ScalarValue::convert_array_to_scalar_vec(list.as_ref())
-                .ok()
-                .and_then(|mut rows| rows.pop().flatten())
-                .unwrap_or_default();
-            for (i, element) in elements.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                json_value(out, element);
-            }
-            out.push(']');
-        }
-        ScalarValue::TimestampSecond(..)
-        | ScalarValue::TimestampMillisecond(..)
-        | ScalarValue::TimestampMicrosecond(..)
-        | ScalarValue::TimestampNanosecond(..) => {
-            let iso = value
-                .cast_to(&DataType::Utf8)
-                .ok()
-                .and_then(|v| text_of(Some(&v)))
-                .unwrap_or_default()
-                .replacen(' ', "T", 1);
-            json_string(out, &iso);
-        }
-        other => json_string(out, &text_of(Some(other)).unwrap_or_default()),
-    }
-}
-
-/// `text` as a JSON string literal, escaped as PostgreSQL escapes it.
-fn json_string(out: &mut String, text: &str) {
-    use std::fmt::Write;
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if u32::from(c) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 /// Each element of a text array with a prefix and suffix; NULL stays NULL,
@@ -1435,18 +1320,6 @@ pub fn register(state: &mut SessionState, system: Arc<System>) -> Result<()> {
             vec![TypeSignature::VariadicAny],
             text_type.clone(),
             format,
-        ),
-        (
-            "pgaccel_row_to_json",
-            vec![TypeSignature::VariadicAny],
-            text_type.clone(),
-            row_to_json,
-        ),
-        (
-            "json_build_object",
-            vec![TypeSignature::VariadicAny],
-            text_type.clone(),
-            build_json_object,
         ),
     ];
     for (name, arguments, returns, body) in definitions {
