@@ -172,3 +172,8 @@ SELECT max(x), min(x) FROM (VALUES (date 'infinity'), (date '2024-01-01'), ('-in
 SELECT pg_typeof(localtimestamp), pg_typeof(localtime), localtimestamp - now()::timestamp < interval '1 second', pg_typeof(transaction_timestamp()), statement_timestamp() >= now();
 SELECT date '2024-01-01' + time '10:00' < localtimestamp, current_date = localtimestamp::date;
 SELECT clock_timestamp() >= now(), clock_timestamp() < now() + interval '1 hour', pg_typeof(clock_timestamp());
+SELECT 'today'::date = current_date, 'tomorrow'::date - 'yesterday'::date, 'epoch'::date, DATE 'today' = current_date, 'now'::date = current_date;
+SELECT 'today'::timestamp = date_trunc('day', localtimestamp), 'tomorrow'::timestamp - 'today'::timestamp, 'epoch'::timestamp, TIMESTAMP 'epoch', 'now'::timestamp <= localtimestamp;
+SELECT 'today'::timestamptz = date_trunc('day', now()), 'epoch'::timestamptz, TIMESTAMPTZ 'epoch', 'now'::timestamptz <= now(), ' Today '::date = current_date;
+SELECT count(*) FROM orders WHERE placed < 'today'::timestamptz AND placed > 'epoch'::timestamptz;
+SELECT count(*) FROM customers WHERE since < 'yesterday'::date;

@@ -390,6 +390,13 @@ impl Compatibility {
             {
                 Some(day)
             }
+            // `date 'today'`, `timestamp 'epoch'`.
+            Expr::TypedString(typed)
+                if let Value::SingleQuotedString(text) = &typed.value.value
+                    && let Some(moment) = special_moment(text, &typed.data_type) =>
+            {
+                Some(moment)
+            }
             // `timestamp 'infinity'`: refused as `'infinity'::timestamp` is.
             Expr::TypedString(typed)
                 if matches!(typed.data_type, DataType::Timestamp(..))
@@ -1810,6 +1817,43 @@ fn like_any(
 }
 
 /// The expression `sql` spells, as PostgreSQL's dialect parses it.
+/// PostgreSQL's special date and time inputs as a `date`, `timestamp` or
+/// `timestamptz`: `'today'`, `'tomorrow'`, `'yesterday'` (midnight on the
+/// session's clock), `'now'` and `'epoch'`. `None` for any other text or
+/// type (`'infinity'` is dealt with apart).
+fn special_moment(text: &str, data_type: &DataType) -> Option<Expr> {
+    use datafusion::sql::sqlparser::ast::TimezoneInfo;
+    let zoned = match data_type {
+        DataType::Date => None,
+        DataType::Timestamp(_, TimezoneInfo::None | TimezoneInfo::WithoutTimeZone) => Some(false),
+        DataType::Timestamp(_, TimezoneInfo::WithTimeZone | TimezoneInfo::Tz) => Some(true),
+        _ => return None,
+    };
+    let day = |offset: &str| format!("CAST(current_date{offset} AS DATE)");
+    let sql = match text.trim().to_ascii_lowercase().as_str() {
+        "today" => day(""),
+        "tomorrow" => day(" + 1"),
+        "yesterday" => day(" - 1"),
+        "now" => match zoned {
+            None => day(""),
+            Some(false) => "CAST(now() AS TIMESTAMP)".to_owned(),
+            Some(true) => "now()".to_owned(),
+        },
+        "epoch" => match zoned {
+            None => "DATE '1970-01-01'".to_owned(),
+            Some(false) => "TIMESTAMP '1970-01-01 00:00:00'".to_owned(),
+            Some(true) => "CAST('1970-01-01 00:00:00+00' AS TIMESTAMPTZ)".to_owned(),
+        },
+        _ => return None,
+    };
+    let sql = match zoned {
+        Some(true) if sql.starts_with("CAST(current_date") => format!("CAST({sql} AS TIMESTAMPTZ)"),
+        Some(false) if sql.starts_with("CAST(current_date") => format!("CAST({sql} AS TIMESTAMP)"),
+        _ => sql,
+    };
+    parse_expr(&sql)
+}
+
 pub(super) fn parse_expr(sql: &str) -> Option<Expr> {
     datafusion::sql::sqlparser::parser::Parser::new(
         &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
@@ -1975,6 +2019,12 @@ fn cast(inner: &Expr, data_type: &DataType, kind: &CastKind) -> Option<Expr> {
         && let Some(day) = infinite_date(text)
     {
         return Some(day);
+    }
+    if let Expr::Value(value) = inner
+        && let Value::SingleQuotedString(text) = &value.value
+        && let Some(moment) = special_moment(text, data_type)
+    {
+        return Some(moment);
     }
     // `$1::numeric`: the parameter keeps its own scale, as an unconstrained
     // numeric does (a cast would give every value DataFusion's default).
