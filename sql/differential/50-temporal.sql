@@ -177,3 +177,7 @@ SELECT 'today'::timestamp = date_trunc('day', localtimestamp), 'tomorrow'::times
 SELECT 'today'::timestamptz = date_trunc('day', now()), 'epoch'::timestamptz, TIMESTAMPTZ 'epoch', 'now'::timestamptz <= now(), ' Today '::date = current_date;
 SELECT count(*) FROM orders WHERE placed < 'today'::timestamptz AND placed > 'epoch'::timestamptz;
 SELECT count(*) FROM customers WHERE since < 'yesterday'::date;
+SELECT count(*) FROM orders WHERE placed < 'today' AND placed > 'epoch';
+SELECT count(*) FROM customers WHERE since < 'yesterday' AND since > 'epoch' AND since <> 'tomorrow';
+SELECT count(*) FROM times WHERE ts < 'now' AND d < 'today' AND tstz BETWEEN 'epoch' AND 'tomorrow';
+SELECT count(*) FROM customers WHERE since IN ('today', 'epoch', '2020-02-07');

@@ -45,7 +45,8 @@ fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
     // type, as in a comparison.
     let as_type_of = |value: &Expr, literal: &Expr| {
         let text = text_literal(literal)?;
-        spelled(text, &value.get_type(schema).ok()?).map(lit)
+        let data_type = value.get_type(schema).ok()?;
+        special_moment(text, &data_type).or_else(|| spelled(text, &data_type).map(lit))
     };
     match &expr {
         Expr::Between(between)
@@ -134,7 +135,7 @@ fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
     let typed = |text_side: &Expr, other: &Expr| -> Option<Expr> {
         let text = text_literal(text_side)?;
         let data_type = other.get_type(schema).ok()?;
-        Some(lit(spelled(text, &data_type)?))
+        special_moment(text, &data_type).or_else(|| Some(lit(spelled(text, &data_type)?)))
     };
     if let Some(literal) = typed(right, left) {
         return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr::new(
@@ -408,6 +409,41 @@ fn text_literal(expr: &Expr) -> Option<&str> {
         ) => Some(text),
         _ => None,
     }
+}
+
+/// `d < 'today'`, `ts >= 'yesterday'`, `t < 'now'`, `t > 'epoch'`: the
+/// special date and time inputs compared with a date or a timestamp, read
+/// when the statement runs (midnight on the session's clock for the days).
+fn special_moment(text: &str, data_type: &DataType) -> Option<Expr> {
+    use datafusion::arrow::datatypes::IntervalDayTime;
+    use datafusion::functions::datetime::expr_fn::{current_date, now};
+    use datafusion::logical_expr::Cast;
+    if !matches!(data_type, DataType::Date32 | DataType::Timestamp(..)) {
+        return None;
+    }
+    let cast = |expr: Expr| Expr::Cast(Cast::new(Box::new(expr), data_type.clone()));
+    let day = |offset: i32| {
+        cast(
+            current_date()
+                + lit(ScalarValue::IntervalDayTime(Some(IntervalDayTime::new(
+                    offset, 0,
+                )))),
+        )
+    };
+    Some(match text.trim().to_ascii_lowercase().as_str() {
+        "today" => day(0),
+        "tomorrow" => day(1),
+        "yesterday" => day(-1),
+        "now" => cast(now()),
+        // 1970-01-01, midnight UTC for a timestamptz whatever the session's
+        // zone.
+        "epoch" => cast(lit(match data_type {
+            DataType::Date32 => ScalarValue::Date32(Some(0)),
+            DataType::Timestamp(_, None) => ScalarValue::TimestampMicrosecond(Some(0), None),
+            _ => ScalarValue::TimestampMicrosecond(Some(0), Some("UTC".into())),
+        })),
+        _ => return None,
+    })
 }
 
 /// The value `text` spells in `data_type`, for the types DataFusion does not

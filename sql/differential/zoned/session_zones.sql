@@ -24,3 +24,4 @@ SELECT id, tstz - interval '1 day', tstz + interval '1 month', tstz - interval '
 SELECT count(*) FROM orders WHERE placed >= timestamptz '2024-03-10 12:00+00' - interval '30 days';
 SELECT date_trunc('day', placed + interval '1 day')::date AS next_day, count(*) FROM orders GROUP BY 1 ORDER BY 1 LIMIT 3;
 SELECT 'today'::timestamptz = date_trunc('day', now()), 'epoch'::timestamptz, TIMESTAMPTZ 'epoch', 'yesterday'::timestamptz < now(), 'tomorrow'::date - current_date;
+SELECT id, tstz > 'epoch', ts > 'epoch', d > 'epoch', tstz < 'today', d < 'tomorrow' FROM times ORDER BY id;
