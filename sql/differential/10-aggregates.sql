@@ -86,3 +86,9 @@ SELECT pg_typeof(percentile_disc(ARRAY[0.5]) WITHIN GROUP (ORDER BY amount)), pg
 SELECT percentile_cont(ARRAY[0.5, 1.5]) WITHIN GROUP (ORDER BY qty) FROM orders;
 SELECT percentile_disc(ARRAY['0.5'::float8]) WITHIN GROUP (ORDER BY d_day_name) FROM date_dim;
 SELECT sum(x), avg(x) / 7 FROM (VALUES (1e5), (2e5), (3.5e-2)) v(x);
+SELECT string_agg(t, '|' ORDER BY id), string_agg(v, ',' ORDER BY v) FROM texts;
+SELECT string_agg(t, '|' ORDER BY id), string_agg(DISTINCT c, ',' ORDER BY c), max(t), min(v), count(DISTINCT c) FROM texts;
+SELECT string_agg(t, '|' ORDER BY id DESC), array_agg(id ORDER BY t NULLS FIRST, id) FROM texts;
+SELECT grp, string_agg(id::text, ',' ORDER BY id) FILTER (WHERE id > 1), string_agg(i4::text, ';' ORDER BY i4 DESC NULLS LAST) FROM nums GROUP BY grp ORDER BY grp NULLS FIRST;
+SELECT string_agg(v, ',' ORDER BY v), string_agg(c, ',' ORDER BY id) FROM texts WHERE t IS NULL;
+SELECT status, string_agg(DISTINCT qty::text, ','), string_agg(id::text, ',' ORDER BY amount DESC NULLS LAST, id) FROM orders WHERE id < 30 GROUP BY status HAVING string_agg(id::text, '' ORDER BY id) <> '' ORDER BY 1;

@@ -149,3 +149,7 @@ SELECT id, log(2, qty) FROM orders WHERE qty > 0 ORDER BY id;
 SELECT (-2147483648)::int / -1;
 SELECT (-32768)::int2 / (-1)::int2;
 SELECT x / -1 FROM (VALUES (-9223372036854775807::bigint - 1)) v(x);
+SELECT coalesce(1.5::numeric, 2.5::float8), greatest(1.5::numeric, 0.5::float8), least(2, 1.5::numeric, 0.25::float4), CASE WHEN true THEN 1.5::numeric ELSE 2.5::float8 END;
+SELECT id, coalesce(n, f8), greatest(i2, n, f8), least(n, f8), CASE WHEN id > 4 THEN n ELSE f8 END, CASE id WHEN 1 THEN f4 WHEN 2 THEN n END FROM nums ORDER BY id;
+SELECT id, coalesce(n, f8, 0), coalesce(f8, n, 0) FROM nums ORDER BY id;
+SELECT sum(CASE WHEN status = 'paid' THEN amount ELSE 0.5::float8 END) FROM orders;

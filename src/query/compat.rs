@@ -165,6 +165,7 @@ impl VisitorMut for Compatibility {
 
     fn pre_visit_select(&mut self, select: &mut Select) -> ControlFlow<()> {
         super::lateral_limit::top_rows_per_outer_row(select);
+        string_aggs_as_arrays(select);
         super::row_values::row_in_subqueries(select);
         expand_pg_expandarray(select);
         unnest_into_relation(select);
@@ -3948,6 +3949,132 @@ fn single_value(query: &Query) -> Option<Expr> {
         }];
     }
     Some(Expr::Subquery(Box::new(rewritten)))
+}
+
+/// `string_agg(x, ',' ORDER BY k)` beside another `string_agg` ordered
+/// otherwise (`string_agg(y, ',' ORDER BY y)`, or `DISTINCT y`, which sorts
+/// by `y`): DataFusion sorts its input once for all of a select's ordered
+/// `string_agg`s and refuses orders that conflict, where `array_agg` sorts
+/// its own values. Each `string_agg` is then written as the `array_agg` of
+/// its non-NULL values (so none gives NULL, as `string_agg` does) joined
+/// by the separator:
+///
+/// ```sql
+/// array_to_string(array_agg(x ORDER BY k) FILTER (WHERE x IS NOT NULL), ',')
+/// ```
+///
+/// Only with a literal separator (a separator per row is not a join).
+fn string_aggs_as_arrays(select: &mut Select) {
+    use datafusion::sql::sqlparser::ast::{DuplicateTreatment, FunctionArgumentClause};
+    let ordering = |function: &Function| -> Option<String> {
+        let FunctionArguments::List(list) = &function.args else {
+            return None;
+        };
+        if function.over.is_some() {
+            return None;
+        }
+        list.clauses
+            .iter()
+            .find_map(|clause| match clause {
+                FunctionArgumentClause::OrderBy(keys) => Some(
+                    keys.iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                ),
+                _ => None,
+            })
+            .or_else(|| {
+                // `DISTINCT` sorts by the value (see [`distinct_in_order`]).
+                (list.duplicate_treatment == Some(DuplicateTreatment::Distinct)
+                    && matches!(function_name(function).as_str(), "array_agg" | "string_agg"))
+                .then(|| list.args.first().map(ToString::to_string))
+                .flatten()
+            })
+    };
+    let mut orders = std::collections::HashSet::new();
+    let mut string_aggs = 0;
+    let mut look = |expr: &Expr| {
+        let _ = datafusion::sql::sqlparser::ast::visit_expressions(expr, |e| {
+            if let Expr::Function(function) = e
+                && function_name(function) == "string_agg"
+                && let Some(order) = ordering(function)
+            {
+                string_aggs += 1;
+                orders.insert(order);
+            }
+            ControlFlow::<()>::Continue(())
+        });
+    };
+    for item in &select.projection {
+        if let SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. } = item {
+            look(expr);
+        }
+    }
+    if let Some(having) = &select.having {
+        look(having);
+    }
+    if string_aggs == 0 || orders.len() < 2 {
+        return;
+    }
+    let rewrite = |expr: &mut Expr| {
+        let _ = datafusion::sql::sqlparser::ast::visit_expressions_mut(expr, |e| {
+            if let Expr::Function(function) = e
+                && function_name(function) == "string_agg"
+                && ordering(function).is_some()
+                && let FunctionArguments::List(list) = &function.args
+                && let [
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(value)),
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(separator @ Expr::Value(_))),
+                ] = list.args.as_slice()
+            {
+                let mut aggregate = function.clone();
+                aggregate.name = ObjectName::from(vec![Ident::new("array_agg")]);
+                // As text: a `character(n)` value without its padding, as
+                // string_agg() reads it.
+                let text = Expr::Cast {
+                    kind: CastKind::Cast,
+                    expr: Box::new(value.clone()),
+                    data_type: DataType::Text,
+                    array: false,
+                    format: None,
+                };
+                if let FunctionArguments::List(list) = &mut aggregate.args {
+                    // `DISTINCT x ORDER BY x` orders by the argument as given.
+                    for clause in &mut list.clauses {
+                        if let FunctionArgumentClause::OrderBy(keys) = clause {
+                            for key in keys.iter_mut().filter(|key| key.expr == *value) {
+                                key.expr = text.clone();
+                            }
+                        }
+                    }
+                    list.args = vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(text))];
+                }
+                let present = Expr::IsNotNull(Box::new(value.clone()));
+                aggregate.filter = Some(Box::new(match aggregate.filter.take() {
+                    Some(filter) => Expr::BinaryOp {
+                        left: Box::new(Expr::Nested(filter)),
+                        op: BinaryOperator::And,
+                        right: Box::new(present),
+                    },
+                    None => present,
+                }));
+                *e = call(
+                    "array_to_string",
+                    vec![Expr::Function(aggregate), separator.clone()],
+                );
+            }
+            ControlFlow::<()>::Continue(())
+        });
+    };
+    for item in &mut select.projection {
+        if let SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. } = item {
+            rewrite(expr);
+        }
+    }
+    if let Some(having) = &mut select.having {
+        rewrite(having);
+    }
 }
 
 /// `array_agg(DISTINCT x)` (or `string_agg`, `json_agg`) with an `ORDER BY

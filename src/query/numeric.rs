@@ -139,6 +139,16 @@ impl Number {
     }
 }
 
+/// `value::float8` (or `float4`, `target`) of a numeric `value`, converted
+/// as PostgreSQL converts it (see [`to_float`]), for rules that add the
+/// cast after this module's rewrite has run.
+pub(crate) fn numeric_to_float(value: Expr, target: DataType) -> Expr {
+    Expr::ScalarFunction(ScalarFunction::new_udf(
+        Arc::new(to_float::function(target)),
+        vec![value],
+    ))
+}
+
 /// PostgreSQL's `select_div_scale`: the scale of `dividend / divisor` given
 /// the operands and their display scales.
 fn div_scale(dividend: Number, dividend_scale: i32, divisor: Number, divisor_scale: i32) -> i32 {

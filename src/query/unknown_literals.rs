@@ -77,6 +77,9 @@ fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         }
         _ => {}
     }
+    if let Some(in_float) = float_branches(&expr, schema) {
+        return Ok(Transformed::yes(in_float));
+    }
     if let Expr::ScalarFunction(function) = &expr {
         return Ok(
             typed_like(function, schema).map_or_else(|| Transformed::no(expr), Transformed::yes)
@@ -390,6 +393,8 @@ fn float_with_numeric(left: &Expr, right: &Expr, schema: &DFSchema) -> Option<(E
     let float8 = |expr: &Expr, t: &DataType| {
         if *t == DataType::Float64 {
             expr.clone()
+        } else if is_numeric(t) {
+            super::numeric::numeric_to_float(expr.clone(), DataType::Float64)
         } else {
             expr.clone()
                 .cast_to(&DataType::Float64, schema)
@@ -397,6 +402,67 @@ fn float_with_numeric(left: &Expr, right: &Expr, schema: &DFSchema) -> Option<(E
         }
     };
     Some((float8(left, &l), float8(right, &r)))
+}
+
+/// `coalesce(n, f)`, `greatest(...)`, `least(...)` and `CASE ... THEN n
+/// ELSE f END` over a float and a numeric: PostgreSQL resolves them to
+/// `float8` (and prints `1.5`), where DataFusion makes a decimal of them
+/// (`1.500000000000000`, or an overflow for a large double). The numerics
+/// are cast to `float8`.
+fn float_branches(expr: &Expr, schema: &DFSchema) -> Option<Expr> {
+    let is_float = |t: &DataType| matches!(t, DataType::Float32 | DataType::Float64);
+    let is_numeric =
+        |t: &DataType| matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..));
+    // The float type they resolve to: float8 if one is, else float4.
+    let mixed = |values: &[&Expr]| {
+        let types: Vec<DataType> = values
+            .iter()
+            .filter_map(|value| value.get_type(schema).ok())
+            .collect();
+        (types.iter().any(is_float) && types.iter().any(is_numeric)).then(|| {
+            if types.contains(&DataType::Float64) {
+                DataType::Float64
+            } else {
+                DataType::Float32
+            }
+        })
+    };
+    let to_float = |value: Expr, target: &DataType| match value.get_type(schema) {
+        Ok(t) if is_numeric(&t) => super::numeric::numeric_to_float(value, target.clone()),
+        _ => value,
+    };
+    match expr {
+        Expr::ScalarFunction(function)
+            if matches!(function.name(), "coalesce" | "greatest" | "least" | "nvl") =>
+        {
+            let target = mixed(&function.args.iter().collect::<Vec<_>>())?;
+            let mut function = function.clone();
+            function.args = function
+                .args
+                .into_iter()
+                .map(|arg| to_float(arg, &target))
+                .collect();
+            Some(Expr::ScalarFunction(function))
+        }
+        Expr::Case(case) => {
+            let branches: Vec<&Expr> = case
+                .when_then_expr
+                .iter()
+                .map(|(_, then)| then.as_ref())
+                .chain(case.else_expr.as_deref())
+                .collect();
+            let target = mixed(&branches)?;
+            let mut case = case.clone();
+            for (_, then) in &mut case.when_then_expr {
+                **then = to_float((**then).clone(), &target);
+            }
+            if let Some(otherwise) = &mut case.else_expr {
+                **otherwise = to_float((**otherwise).clone(), &target);
+            }
+            Some(Expr::Case(case))
+        }
+        _ => None,
+    }
 }
 
 fn text_literal(expr: &Expr) -> Option<&str> {
