@@ -493,7 +493,9 @@ impl Compatibility {
 /// Whether a FROM item joins with `USING` or `NATURAL` (or holds a
 /// derived table whose `SELECT *` does), where `*` lists columns in
 /// PostgreSQL's own order (see [`super::using_joins`]).
-fn lists_using_columns(from: &[datafusion::sql::sqlparser::ast::TableWithJoins]) -> bool {
+pub(super) fn lists_using_columns(
+    from: &[datafusion::sql::sqlparser::ast::TableWithJoins],
+) -> bool {
     use datafusion::sql::sqlparser::ast::{JoinConstraint, JoinOperator};
     fn factor(relation: &TableFactor) -> bool {
         match relation {
@@ -3712,6 +3714,18 @@ pub(super) fn relation_names(select: &Select) -> Vec<String> {
         }
     }
     names
+}
+
+/// Whether `select` is a plain one over a FROM clause: no `DISTINCT`,
+/// `QUALIFY`, named window, `TOP` or `INTO`, which the lateral rewrites do
+/// not carry over.
+pub(super) fn plain_select(select: &Select) -> bool {
+    select.distinct.is_none()
+        && select.qualify.is_none()
+        && select.named_window.is_empty()
+        && select.top.is_none()
+        && select.into.is_none()
+        && !select.from.is_empty()
 }
 
 /// The name a FROM item is known by (its alias, or its table's name),

@@ -27,7 +27,10 @@ use datafusion::sql::sqlparser::ast::{
     Value, visit_expressions, visit_expressions_mut,
 };
 
-use super::compat::{aggregates, conjuncts, is_correlation, references, relation_names};
+use super::compat::{
+    aggregates, conjuncts, is_correlation, lists_using_columns, plain_select, references,
+    relation_names,
+};
 
 /// Rewrites the lateral single-row aggregates of `query`'s select, as the
 /// module doc says.
@@ -129,15 +132,7 @@ fn single_row(factor: &TableFactor) -> Option<Columns> {
     };
     let ungrouped = matches!(&inner.group_by, GroupByExpr::Expressions(exprs, modifiers)
         if exprs.is_empty() && modifiers.is_empty());
-    if !ungrouped
-        || inner.having.is_some()
-        || inner.distinct.is_some()
-        || inner.qualify.is_some()
-        || !inner.named_window.is_empty()
-        || inner.top.is_some()
-        || inner.into.is_some()
-        || inner.from.is_empty()
-    {
+    if !ungrouped || inner.having.is_some() || !plain_select(inner) {
         return None;
     }
     // One row whatever matches: an aggregate, and no window.
@@ -407,19 +402,7 @@ fn replace_references(
 /// join merges columns (`USING`, `NATURAL`); `false` otherwise, and nothing
 /// changed.
 fn star_by_relation(select: &mut Select) -> bool {
-    let merges = select.from.iter().flat_map(|t| &t.joins).any(|join| {
-        matches!(
-            &join.join_operator,
-            JoinOperator::Join(c)
-                | JoinOperator::Inner(c)
-                | JoinOperator::Left(c)
-                | JoinOperator::LeftOuter(c)
-                | JoinOperator::Right(c)
-                | JoinOperator::RightOuter(c)
-                | JoinOperator::FullOuter(c)
-                if matches!(c, JoinConstraint::Using(_) | JoinConstraint::Natural)
-        )
-    });
+    let merges = lists_using_columns(&select.from);
     let names = relation_names(select);
     if merges || names.iter().any(String::is_empty) {
         return false;

@@ -192,14 +192,7 @@ fn numbered(factor: &TableFactor, expanded: &[String]) -> Option<Rewrite> {
         }
         datafusion::sql::sqlparser::ast::GroupByExpr::All(_) => return None,
     };
-    if (!grouped && inner.having.is_some())
-        || inner.distinct.is_some()
-        || inner.qualify.is_some()
-        || !inner.named_window.is_empty()
-        || inner.top.is_some()
-        || inner.into.is_some()
-        || inner.from.is_empty()
-    {
+    if (!grouped && inner.having.is_some()) || !super::compat::plain_select(inner) {
         return None;
     }
     // Plain tables only: a nested subquery or function could read the

@@ -346,18 +346,27 @@ fn schema_names(registry: &Registry) -> Vec<String> {
     names
 }
 
-/// The column names of the table `name` (as written in SQL, schema
-/// qualified or in `public`), in order; `None` when the catalog has no
-/// such table.
-pub(crate) async fn column_names_in(state: &SessionState, name: &str) -> Option<Vec<String>> {
+/// The table `name` (as written in SQL, schema qualified or in `public`)
+/// of the catalog, if there is one.
+async fn table_in(
+    state: &SessionState,
+    name: &str,
+) -> Option<Arc<dyn datafusion::catalog::TableProvider>> {
     let reference = TableReference::from(name).resolve(CATALOG, "public");
-    let provider = state
+    state
         .catalog_list()
         .catalog(&reference.catalog)?
         .schema(&reference.schema)?
         .table(&reference.table)
         .await
-        .ok()??;
+        .ok()?
+}
+
+/// The column names of the table `name` (as written in SQL, schema
+/// qualified or in `public`), in order; `None` when the catalog has no
+/// such table.
+pub(crate) async fn column_names_in(state: &SessionState, name: &str) -> Option<Vec<String>> {
+    let provider = table_in(state, name).await?;
     Some(
         provider
             .schema()
@@ -372,14 +381,7 @@ pub(crate) async fn column_names_in(state: &SessionState, name: &str) -> Option<
 /// in SQL) resolves to; `None` when it is not one, is not loaded yet, or has
 /// no primary key.
 pub async fn key_columns_in(state: &SessionState, name: &str) -> Option<Vec<String>> {
-    let reference = TableReference::from(name).resolve(CATALOG, "public");
-    let provider = state
-        .catalog_list()
-        .catalog(&reference.catalog)?
-        .schema(&reference.schema)?
-        .table(&reference.table)
-        .await
-        .ok()??;
+    let provider = table_in(state, name).await?;
     if let Some(table) = provider.downcast_ref::<AcceleratedTable>() {
         return lookup::key_column_names(&*table.acceleration().current()?);
     }
