@@ -177,7 +177,14 @@ impl VisitorMut for Rows {
             self.columns.entry(table).or_default();
             return ControlFlow::Continue(());
         }
-        let Some(columns) = self.columns.get(&table).filter(|c| !c.is_empty()) else {
+        // A column of the same name is what the name means, as in
+        // PostgreSQL (`to_json(status) FROM status`).
+        let Some(columns) = self.columns.get(&table).filter(|columns| {
+            !columns.is_empty()
+                && !columns
+                    .iter()
+                    .any(|column| column.eq_ignore_ascii_case(&alias.value))
+        }) else {
             return ControlFlow::Continue(());
         };
         let columns: Vec<Ident> = columns
