@@ -437,3 +437,5 @@ WITH RECURSIVE r(n, s) AS (SELECT 1, 1.5 UNION ALL SELECT n + 1, s FROM r WHERE 
 WITH RECURSIVE r(n, s) AS (SELECT 1, 1.5 UNION ALL SELECT n + 1, n FROM r WHERE n < 3) SELECT n, s FROM r ORDER BY n;
 WITH RECURSIVE r(n, s) AS (SELECT 1, 1::numeric UNION ALL SELECT n + 1, n FROM r WHERE n < 3) SELECT n, s FROM r ORDER BY n;
 SELECT count(DISTINCT gen_random_uuid()), pg_typeof(gen_random_uuid()), min(length(gen_random_uuid()::text)), min(substr(gen_random_uuid()::text, 15, 1)) FROM orders;
+SELECT * FROM (VALUES (1, 1.5), (2, 3)) v(a, b) ORDER BY a;
+SELECT a, b FROM (VALUES (1, 2.50), (2, 3.75), (3, NULL)) v(a, b) ORDER BY a;

@@ -200,3 +200,5 @@ SELECT json_build_object(1, 2, true, 'x', 2.5, NULL), json_build_object(), pg_ty
 SELECT json_build_object(NULL, 2);
 SELECT json_build_object('a');
 SELECT json_build_object('id', id, 'since', since, 'r', region) FROM customers ORDER BY id LIMIT 3;
+SELECT array_remove(ARRAY[1, NULL, 2, NULL], NULL), array_remove(ARRAY['a', NULL], NULL), array_remove(ARRAY[1, 2], NULL), array_remove(NULL::int[], NULL);
+SELECT id, array_remove(scores, NULL), array_remove(tags, 'red'), array_remove(scores, 5), array_remove(scores, CASE WHEN id > 4 THEN NULL ELSE 1 END) FROM {schema}.docs ORDER BY id;

@@ -221,7 +221,8 @@ impl VisitorMut for Compatibility {
         ControlFlow::Continue(())
     }
 
-    fn post_visit_select(&mut self, _select: &mut Select) -> ControlFlow<()> {
+    fn post_visit_select(&mut self, select: &mut Select) -> ControlFlow<()> {
+        interval_named_window_offsets(select);
         self.relations.pop();
         self.outputs.pop();
         self.derived.pop();
@@ -667,23 +668,30 @@ fn name_cte_union_columns(query: &mut Query) {
 /// (read as PostgreSQL reads it, see [`super::pg_types::INTERVAL_FUNCTION`])
 /// is spelled in months, days and nanoseconds.
 fn interval_frame_offsets(expr: &mut Expr) {
-    use datafusion::sql::sqlparser::ast::{Interval, WindowFrameBound, WindowType};
+    use datafusion::sql::sqlparser::ast::WindowType;
     let Expr::Function(function) = expr else {
         return;
     };
     let Some(WindowType::WindowSpec(spec)) = &mut function.over else {
         return;
     };
-    let Some(frame) = &mut spec.window_frame else {
-        return;
-    };
-    for bound in std::iter::once(&mut frame.start_bound).chain(frame.end_bound.as_mut()) {
-        let (WindowFrameBound::Preceding(Some(offset)) | WindowFrameBound::Following(Some(offset))) =
-            bound
-        else {
-            continue;
-        };
-        let Expr::Function(call) = offset.as_ref() else {
+    interval_spec_offsets(spec);
+}
+
+/// [`interval_frame_offsets`] of the windows a select names.
+fn interval_named_window_offsets(select: &mut Select) {
+    use datafusion::sql::sqlparser::ast::{NamedWindowDefinition, NamedWindowExpr};
+    for NamedWindowDefinition(_, window) in &mut select.named_window {
+        if let NamedWindowExpr::WindowSpec(spec) = window {
+            interval_spec_offsets(spec);
+        }
+    }
+}
+
+fn interval_spec_offsets(spec: &mut datafusion::sql::sqlparser::ast::WindowSpec) {
+    use datafusion::sql::sqlparser::ast::Interval;
+    for offset in super::literals::spec_offsets(spec) {
+        let Expr::Function(call) = &*offset else {
             continue;
         };
         if function_name(call) != super::pg_types::INTERVAL_FUNCTION {
@@ -699,7 +707,7 @@ fn interval_frame_offsets(expr: &mut Expr) {
         let Ok(interval) = super::interval::parse_interval(&text) else {
             continue;
         };
-        **offset = Expr::Interval(Interval {
+        *offset = Expr::Interval(Interval {
             value: Box::new(string(&format!(
                 "{} months {} days {} nanoseconds",
                 interval.months, interval.days, interval.nanoseconds
@@ -2625,10 +2633,22 @@ fn function_call(function: &Function) -> Option<Expr> {
         }
         // PostgreSQL removes and replaces every matching element;
         // DataFusion's functions of these names only the first.
-        "array_remove" => Some(call(
-            "array_remove_all",
-            array_arguments(function, &[true, false]),
-        )),
+        // Removing NULL removes the NULL elements: PostgreSQL compares
+        // with `IS NOT DISTINCT FROM`.
+        "array_remove" => match array_arguments(function, &[true, false]).as_slice() {
+            [array, Expr::Value(value)] if value.value == Value::Null => {
+                Some(call("array_compact", vec![array.clone()]))
+            }
+            [array, element] => Some(case_when(
+                Expr::IsNull(Box::new(element.clone())),
+                call("array_compact", vec![array.clone()]),
+                Some(call(
+                    "array_remove_all",
+                    vec![array.clone(), element.clone()],
+                )),
+            )),
+            _ => None,
+        },
         "array_replace" => Some(call(
             "array_replace_all",
             array_arguments(function, &[true, false, false]),
@@ -2738,6 +2758,7 @@ fn regex_function_dotall(function: &Function) -> Option<Function> {
     ) {
         return None;
     }
+    let replace = function_name(function) == "regexp_replace";
     let mut function = function.clone();
     let FunctionArguments::List(list) = &mut function.args else {
         return None;
@@ -2749,7 +2770,48 @@ fn regex_function_dotall(function: &Function) -> Option<Function> {
         return None;
     }
     *pattern = dotall_pattern(pattern);
+    if replace
+        && let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(value)))) =
+            list.args.get_mut(2)
+        && let Value::SingleQuotedString(text) | Value::EscapedStringLiteral(text) =
+            &mut value.value
+    {
+        *text = engine_replacement(text);
+    }
     Some(function)
+}
+
+/// A `regexp_replace()` replacement in PostgreSQL's syntax (`\1`..`\9` a
+/// group, `\&` the whole match, `\\` a backslash, anything else as
+/// written) in the engine's: `${1}`, `${0}`, and `$$` for a `$`. The
+/// engine also reads a backslash before digits as a group, so a literal
+/// backslash is followed by a reference to no group (which adds nothing).
+fn engine_replacement(text: &str) -> String {
+    const BACKSLASH: &str = "\\${pgaccel_none}";
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '$' => out.push_str("$$"),
+            '\\' => match chars.peek() {
+                Some(digit @ '1'..='9') => {
+                    out.push_str(&format!("${{{digit}}}"));
+                    chars.next();
+                }
+                Some('&') => {
+                    out.push_str("${0}");
+                    chars.next();
+                }
+                Some('\\') => {
+                    out.push_str(BACKSLASH);
+                    chars.next();
+                }
+                _ => out.push_str(BACKSLASH),
+            },
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// Select-list constructs DataFusion plans elsewhere only:
@@ -3980,6 +4042,7 @@ fn single_value(query: &Query) -> Option<Expr> {
 /// Only with a literal separator (a separator per row is not a join).
 fn string_aggs_as_arrays(select: &mut Select) {
     use datafusion::sql::sqlparser::ast::{DuplicateTreatment, FunctionArgumentClause};
+    // Called on `string_agg`s only.
     let ordering = |function: &Function| -> Option<String> {
         let FunctionArguments::List(list) = &function.args else {
             return None;
@@ -4000,10 +4063,9 @@ fn string_aggs_as_arrays(select: &mut Select) {
             })
             .or_else(|| {
                 // `DISTINCT` sorts by the value (see [`distinct_in_order`]).
-                (list.duplicate_treatment == Some(DuplicateTreatment::Distinct)
-                    && matches!(function_name(function).as_str(), "array_agg" | "string_agg"))
-                .then(|| list.args.first().map(ToString::to_string))
-                .flatten()
+                (list.duplicate_treatment == Some(DuplicateTreatment::Distinct))
+                    .then(|| list.args.first().map(ToString::to_string))
+                    .flatten()
             })
     };
     let mut orders = std::collections::HashSet::new();
@@ -4612,5 +4674,19 @@ mod tests {
             rewrite("SELECT ARRAY(SELECT x FROM t)"),
             "SELECT coalesce((SELECT array_agg(x) FROM t), make_array())"
         );
+    }
+
+    #[test]
+    fn regexp_replacements_are_read_as_postgres_reads_them() {
+        // Groups, the whole match, a backslash, a dollar, and a backslash
+        // before anything else.
+        assert_eq!(engine_replacement(r"<\1>"), "<${1}>");
+        assert_eq!(engine_replacement(r"[\&]"), "[${0}]");
+        assert_eq!(engine_replacement(r"\\\1"), r"\${pgaccel_none}${1}");
+        assert_eq!(engine_replacement("$0"), "$$0");
+        assert_eq!(engine_replacement(r"\x"), r"\${pgaccel_none}x");
+        assert_eq!(engine_replacement(r"end\"), r"end\${pgaccel_none}");
+        // `\10` is the first group and a zero.
+        assert_eq!(engine_replacement(r"\10"), "${1}0");
     }
 }

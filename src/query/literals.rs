@@ -19,8 +19,9 @@
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    CastKind, DataType, Expr, GroupByExpr, LimitClause, OrderByKind, Query, Select, Statement,
-    UnaryOperator, Value, VisitMut, VisitorMut, WindowFrameBound, WindowType,
+    CastKind, DataType, Expr, GroupByExpr, LimitClause, NamedWindowDefinition, NamedWindowExpr,
+    OrderByKind, Query, Select, Statement, UnaryOperator, Value, VisitMut, VisitorMut,
+    WindowFrameBound, WindowSpec, WindowType,
 };
 
 /// Types the integer literals of a query statement as PostgreSQL would.
@@ -80,6 +81,23 @@ fn frame_offsets(expr: &mut Expr) -> Vec<&mut Expr> {
     let Some(WindowType::WindowSpec(spec)) = &mut function.over else {
         return Vec::new();
     };
+    spec_offsets(spec)
+}
+
+/// The frame offsets of the windows a select names (`WINDOW w AS (ORDER
+/// BY k ROWS 1 PRECEDING)`).
+fn named_window_offsets(select: &mut Select) -> impl Iterator<Item = &mut Expr> {
+    select
+        .named_window
+        .iter_mut()
+        .flat_map(|NamedWindowDefinition(_, window)| match window {
+            NamedWindowExpr::WindowSpec(spec) => spec_offsets(spec),
+            NamedWindowExpr::NamedWindow(_) => Vec::new(),
+        })
+}
+
+/// The offsets of `spec`'s frame.
+pub(super) fn spec_offsets(spec: &mut WindowSpec) -> Vec<&mut Expr> {
     let Some(frame) = &mut spec.window_frame else {
         return Vec::new();
     };
@@ -112,11 +130,13 @@ impl VisitorMut for IntegerLiterals {
 
     fn pre_visit_select(&mut self, select: &mut Select) -> ControlFlow<()> {
         mark_positions(group_by_exprs(select), true);
+        mark_positions(named_window_offsets(select), true);
         ControlFlow::Continue(())
     }
 
     fn post_visit_select(&mut self, select: &mut Select) -> ControlFlow<()> {
         mark_positions(group_by_exprs(select), false);
+        mark_positions(named_window_offsets(select), false);
         ControlFlow::Continue(())
     }
 

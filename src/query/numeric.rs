@@ -396,7 +396,8 @@ pub fn postgres_numerics(
 /// every value at one scale, so it is refused.
 fn refuse_mixed_scale_unions(plan: &LogicalPlan) -> Result<()> {
     use datafusion::common::tree_node::TreeNodeRecursion;
-    let mut mixed = false;
+    let mut mixed = None;
+    let summed = summed_values(plan);
     plan.apply_with_subqueries(|node| {
         if let LogicalPlan::Union(union) = node {
             for column in 0..union.schema.fields().len() {
@@ -430,17 +431,104 @@ fn refuse_mixed_scale_unions(plan: &LogicalPlan) -> Result<()> {
                     && scales.iter().all(Option::is_some)
                     && scales.windows(2).any(|pair| pair[0] != pair[1])
                 {
-                    mixed = true;
+                    mixed = Some("a UNION of numerics of different scales");
                     return Ok(TreeNodeRecursion::Stop);
                 }
             }
         }
+        if let LogicalPlan::Values(values) = node
+            && !summed.contains(&std::ptr::from_ref(values))
+            && mixed_scale_values(values)
+        {
+            mixed = Some("a VALUES list of numerics of different scales");
+            return Ok(TreeNodeRecursion::Stop);
+        }
         Ok(TreeNodeRecursion::Continue)
     })?;
-    if mixed {
-        return Err(refused("a UNION of numerics of different scales"));
+    match mixed {
+        Some(what) => Err(refused(what)),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// The `VALUES` lists of `plan` read only by `sum`, `avg` and `count`
+/// without grouping by a numeric: their results' scale is the largest of
+/// the rows', as in PostgreSQL, whatever scale each row had.
+fn summed_values(plan: &LogicalPlan) -> Vec<*const datafusion::logical_expr::Values> {
+    let mut summed = Vec::new();
+    let _ = plan.apply_with_subqueries(|node| {
+        if let LogicalPlan::Aggregate(aggregate) = node
+            && aggregate.aggr_expr.iter().all(|expr| {
+                matches!(expr.clone().unalias(), Expr::AggregateFunction(function)
+                if matches!(function.func.name(), "sum" | "avg" | AVG | AVG_WITH_SCALE | "count")
+                    && function.params.args.iter().all(|arg| {
+                        matches!(arg, Expr::Column(_) | Expr::Literal(..))
+                    }))
+            })
+            && aggregate.group_expr.iter().all(|expr| {
+                expr.get_type(aggregate.input.schema())
+                    .is_ok_and(|t| !is_decimal(&t))
+            })
+        {
+            let mut input = aggregate.input.as_ref();
+            loop {
+                match input {
+                    LogicalPlan::SubqueryAlias(alias) => input = &alias.input,
+                    LogicalPlan::Projection(projection)
+                        if projection
+                            .expr
+                            .iter()
+                            .all(|e| matches!(e.clone().unalias(), Expr::Column(_))) =>
+                    {
+                        input = &projection.input;
+                    }
+                    LogicalPlan::Values(values) => {
+                        summed.push(std::ptr::from_ref(values));
+                        break;
+                    }
+                    _ => break,
+                }
+            }
+        }
+        Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+    });
+    summed
+}
+
+/// Whether a numeric column of a `VALUES` list has rows of different
+/// scales (`VALUES (1.5), (3)`): PostgreSQL prints each at its own
+/// (`1.5`, `3`), where the column has one. A row's scale is its value's
+/// before the cast to the column's type that the list adds.
+fn mixed_scale_values(values: &datafusion::logical_expr::Values) -> bool {
+    let empty = datafusion::common::DFSchema::empty();
+    values
+        .schema
+        .fields()
+        .iter()
+        .enumerate()
+        .filter(|(_, field)| is_decimal(field.data_type()))
+        .any(|(column, field)| {
+            let scales: Vec<i8> = values
+                .values
+                .iter()
+                .filter_map(|row| {
+                    let mut expr = row.get(column)?;
+                    if let Expr::Cast(cast) = expr
+                        && cast.field.data_type() == field.data_type()
+                    {
+                        expr = &cast.expr;
+                    }
+                    match expr.get_type(&empty).ok()? {
+                        DataType::Decimal128(_, scale) | DataType::Decimal256(_, scale) => {
+                            Some(scale)
+                        }
+                        t if t.is_integer() => Some(0),
+                        _ => None,
+                    }
+                })
+                .collect();
+            scales.windows(2).any(|pair| pair[0] != pair[1])
+        })
 }
 
 /// Whether column `column` of `plan` is a NULL constant (`SELECT
@@ -2338,15 +2426,27 @@ mod tests {
     #[test]
     fn floats_convert_with_fifteen_digits() {
         // Each expected value is PostgreSQL 15's `SELECT x::float8::numeric`.
-        assert_eq!(shown(float_numeric(0.1)), "0.1");
-        assert_eq!(shown(float_numeric(1e20)), "100000000000000000000");
-        assert_eq!(shown(float_numeric(1.5e-5)), "0.000015");
+        assert_eq!(shown(float_numeric(0.1, FLOAT8_DIGITS)), "0.1");
         assert_eq!(
-            shown(float_numeric(123_456_789.123_456_79)),
+            shown(float_numeric(1e20, FLOAT8_DIGITS)),
+            "100000000000000000000"
+        );
+        assert_eq!(shown(float_numeric(1.5e-5, FLOAT8_DIGITS)), "0.000015");
+        assert_eq!(
+            shown(float_numeric(123_456_789.123_456_79, FLOAT8_DIGITS)),
             "123456789.123457"
         );
-        assert_eq!(shown(float_numeric(-2.5)), "-2.5");
-        assert!(float_numeric(f64::NAN).is_none());
+        assert_eq!(shown(float_numeric(-2.5, FLOAT8_DIGITS)), "-2.5");
+        assert!(float_numeric(f64::NAN, FLOAT8_DIGITS).is_none());
+        // A float4 keeps 6 digits: `0.1::float4::numeric` is 0.1.
+        assert_eq!(
+            shown(float_numeric(f64::from(0.1f32), FLOAT4_DIGITS)),
+            "0.1"
+        );
+        assert_eq!(
+            shown(float_numeric(f64::from(123_456.79f32), FLOAT4_DIGITS)),
+            "123457"
+        );
     }
 
     #[test]

@@ -1386,13 +1386,19 @@ pub(super) fn parse_numeric(text: &str) -> Option<Number> {
     })
 }
 
-/// A float as PostgreSQL converts it to numeric: 15 significant digits,
-/// trailing zeros dropped.
-pub(super) fn float_numeric(value: f64) -> Option<Number> {
+/// The significant digits of a `float8` converted to numeric (C's `DBL_DIG`).
+pub(super) const FLOAT8_DIGITS: usize = 15;
+/// The significant digits of a `float4` converted to numeric (C's `FLT_DIG`).
+pub(super) const FLOAT4_DIGITS: usize = 6;
+
+/// A float as PostgreSQL converts it to numeric: 15 significant digits
+/// (`FLOAT8_DIGITS`), 6 for a `float4` (`FLOAT4_DIGITS`), trailing zeros
+/// dropped.
+pub(super) fn float_numeric(value: f64, digits: usize) -> Option<Number> {
     if !value.is_finite() {
         return None;
     }
-    let text = format!("{value:.14e}");
+    let text = format!("{value:.*e}", digits - 1);
     let (mantissa, exponent) = text.split_once('e')?;
     let exponent: i32 = exponent.parse().ok()?;
     let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
@@ -1466,6 +1472,10 @@ impl ScalarUDFImpl for ToNumeric {
             }
             _ => None,
         };
+        let digits = match array.data_type() {
+            DataType::Float16 | DataType::Float32 => FLOAT4_DIGITS,
+            _ => FLOAT8_DIGITS,
+        };
         let texts = match (&floats, array.data_type()) {
             (None, t) if !is_exact_number(t) => {
                 Some(datafusion::arrow::compute::cast(array, &DataType::Utf8)?)
@@ -1482,7 +1492,7 @@ impl ScalarUDFImpl for ToNumeric {
                 let value = floats
                     .as_primitive::<datafusion::arrow::datatypes::Float64Type>()
                     .value(row);
-                float_numeric(value).ok_or_else(|| {
+                float_numeric(value, digits).ok_or_else(|| {
                     DataFusionError::External(Box::new(PgError::new(
                         sqlstate::FEATURE_NOT_SUPPORTED,
                         format!("{value} as a numeric is not supported"),
