@@ -492,7 +492,22 @@ fn summed_values(plan: &LogicalPlan) -> Vec<*const datafusion::logical_expr::Val
         }
         Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
     });
+    // A list read elsewhere too (a CTE read twice) is not only summed.
+    let mut everywhere = Vec::new();
+    let _ = plan.apply_with_subqueries(|node| {
+        if let LogicalPlan::Values(values) = node {
+            everywhere.push(std::ptr::from_ref(values));
+        }
+        Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+    });
+    let count = |list: &[*const datafusion::logical_expr::Values], values| {
+        list.iter().filter(|&&other| other == values).count()
+    };
     summed
+        .iter()
+        .copied()
+        .filter(|&values| count(&summed, values) == count(&everywhere, values))
+        .collect()
 }
 
 /// Whether a numeric column of a `VALUES` list has rows of different
