@@ -176,9 +176,6 @@ impl Runtime {
     ) {
         for dataset in self.registry.iter() {
             let accelerated = dataset.config.acceleration.enabled;
-            if !accelerated {
-                dataset.mark_ready();
-            }
             let dataset_streams = dataset.config.acceleration.refresh_mode == RefreshMode::Changes;
             let (dataset, setup) = (Arc::clone(dataset), snapshots.remove(&dataset.name()));
             let shutdown = self.shutdown.clone();

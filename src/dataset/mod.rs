@@ -428,10 +428,18 @@ impl Dataset {
     }
 
     /// Marks a dataset with nothing to refresh (acceleration disabled) as
-    /// ready at registration.
+    /// ready, once its source answered.
     pub fn mark_ready(&self) {
         let mut state = self.state();
         self.set_status(&mut state, DatasetStatus::Ready);
+        self.ever_ready.store(true, Ordering::Release);
+    }
+
+    /// A dataset without acceleration whose source failed the first time:
+    /// it counts as ready for the runtime (its queries fail with the
+    /// source's error, and the others need not wait for it), and keeps its
+    /// Error status.
+    pub fn first_attempt_made(&self) {
         self.ever_ready.store(true, Ordering::Release);
     }
 

@@ -164,6 +164,9 @@ impl VisitorMut for Compatibility {
     }
 
     fn pre_visit_select(&mut self, select: &mut Select) -> ControlFlow<()> {
+        if let Some(selection) = &mut select.selection {
+            filtering_any(selection);
+        }
         super::lateral_limit::top_rows_per_outer_row(select);
         string_aggs_as_arrays(select);
         super::row_values::row_in_subqueries(select);
@@ -236,13 +239,22 @@ impl VisitorMut for Compatibility {
                 left,
                 compare_op,
                 right,
-                ..
-            } => quantified_subquery(left, compare_op, right, false),
+                is_some,
+            } => quantified_subquery(left, compare_op, right, false).or_else(|| {
+                (*compare_op == BinaryOperator::Eq && !*is_some).then(|| any_equal(left, right))?
+            }),
             Expr::AllOp {
                 left,
                 compare_op,
                 right,
-            } => quantified_subquery(left, compare_op, right, true),
+            } => quantified_subquery(left, compare_op, right, true).or_else(|| {
+                (*compare_op == BinaryOperator::NotEq)
+                    .then(|| any_equal(left, right))?
+                    .map(|any| Expr::UnaryOp {
+                        op: datafusion::sql::sqlparser::ast::UnaryOperator::Not,
+                        expr: Box::new(Expr::Nested(Box::new(any))),
+                    })
+            }),
             _ => None,
         };
         if let Some(replacement) = replacement {
@@ -3421,6 +3433,89 @@ fn first_row(query: &mut Query) -> bool {
 /// count its rows and NULLs for the cases the comparison alone does not
 /// settle (no rows: ANY is false and ALL true; a NULL on either side and
 /// no deciding value: NULL).
+/// The `x = ANY(array)` conjuncts of a WHERE clause, where a NULL drops
+/// the row as false does: marked (with the `SOME` spelling, which means
+/// the same) so that [`any_equal`] leaves them to the engine's plain
+/// membership test, which filters and prunes as before.
+fn filtering_any(expr: &mut Expr) {
+    match expr {
+        Expr::Nested(inner) => filtering_any(inner),
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::And,
+            right,
+        } => {
+            filtering_any(left);
+            filtering_any(right);
+        }
+        Expr::AnyOp {
+            compare_op: BinaryOperator::Eq,
+            is_some,
+            ..
+        } => *is_some = true,
+        _ => {}
+    }
+}
+
+/// `x = ANY(array)` with PostgreSQL's NULLs: true when an element equals
+/// `x`, else NULL when `x` or an element is NULL, else false (and false
+/// for an empty array, NULL for a NULL one); `x <> ALL(array)` is its
+/// negation. The engine's membership test ignores NULLs. `None` for a
+/// subquery, and for an array written as a string, which the catalog
+/// rewrites read.
+fn any_equal(left: &Expr, right: &Expr) -> Option<Expr> {
+    let mut array = right;
+    while let Expr::Nested(inner) = array {
+        array = inner;
+    }
+    if matches!(array, Expr::Subquery(_))
+        || matches!(array, Expr::Value(value) if matches!(value.value, Value::SingleQuotedString(_)))
+    {
+        return None;
+    }
+    let array = Expr::Nested(Box::new(array.clone()));
+    let cardinality = |of: Expr| call("cardinality", vec![of]);
+    let null = || Expr::Value(Value::Null.into());
+    use datafusion::sql::sqlparser::ast::CaseWhen;
+    use datafusion::sql::sqlparser::ast::helpers::attached_token::AttachedToken;
+    Some(Expr::Case {
+        case_token: AttachedToken::empty(),
+        end_token: AttachedToken::empty(),
+        operand: None,
+        conditions: vec![
+            CaseWhen {
+                condition: Expr::IsNull(Box::new(array.clone())),
+                result: null(),
+            },
+            CaseWhen {
+                condition: Expr::BinaryOp {
+                    left: Box::new(cardinality(array.clone())),
+                    op: BinaryOperator::Eq,
+                    right: Box::new(number("0")),
+                },
+                result: Expr::Value(Value::Boolean(false).into()),
+            },
+            CaseWhen {
+                condition: call("array_has", vec![array.clone(), left.clone()]),
+                result: Expr::Value(Value::Boolean(true).into()),
+            },
+            CaseWhen {
+                condition: Expr::BinaryOp {
+                    left: Box::new(Expr::IsNull(Box::new(left.clone()))),
+                    op: BinaryOperator::Or,
+                    right: Box::new(Expr::BinaryOp {
+                        left: Box::new(cardinality(call("array_compact", vec![array.clone()]))),
+                        op: BinaryOperator::Lt,
+                        right: Box::new(cardinality(array)),
+                    }),
+                },
+                result: null(),
+            },
+        ],
+        else_result: Some(Box::new(Expr::Value(Value::Boolean(false).into()))),
+    })
+}
+
 fn quantified_subquery(
     left: &Expr,
     op: &datafusion::sql::sqlparser::ast::BinaryOperator,

@@ -1328,7 +1328,7 @@ fn jsonb_exists(value: &Value<'_>, key: &str) -> bool {
 /// The elements of a PostgreSQL array literal (`{a,"b c",NULL}`) as
 /// `text[]` input reads them. More dimensions (`{{a},{b}}`) are flattened,
 /// as the path operators flatten them.
-fn array_literal(text: &str) -> Result<Vec<Option<String>>, PgError> {
+pub(super) fn array_literal(text: &str) -> Result<Vec<Option<String>>, PgError> {
     let malformed = |detail: &str| {
         PgError::new(
             sqlstate::INVALID_TEXT_REPRESENTATION,

@@ -11,6 +11,7 @@ mod activity;
 mod age;
 mod array_dims;
 mod array_operators;
+mod array_text;
 mod array_types;
 mod bytea;
 pub mod caching;

@@ -259,6 +259,17 @@ fn subquery_name(query: &Query) -> Option<String> {
 
 /// PostgreSQL's internal name of a type in a cast (`1::integer` → `int4`).
 fn type_name(data_type: &DataType) -> String {
+    use datafusion::sql::sqlparser::ast::ArrayElemTypeDef;
+    // An array type is named by its element type (`'{1}'::int[]` is
+    // `int4`), as PostgreSQL names it by its last name without bounds.
+    if let DataType::Array(
+        ArrayElemTypeDef::AngleBracket(element)
+        | ArrayElemTypeDef::SquareBracket(element, _)
+        | ArrayElemTypeDef::Parenthesis(element),
+    ) = data_type
+    {
+        return type_name(element);
+    }
     let text = data_type.to_string().to_lowercase();
     // A schema-qualified type (`pg_catalog.text`) names itself without it.
     let text = match text.split('(').next().unwrap_or(&text).rsplit_once('.') {

@@ -127,7 +127,9 @@ fn rewrite_rules() -> Vec<Arc<dyn SqlStatementRewriteRule>> {
         Arc::new(RewriteArrayAnyAllOperation),
         Arc::new(PrependUnqualifiedPgTableName),
         Arc::new(StripCallableQualifier),
-        Arc::new(FixArrayLiteral),
+        // In place of the catalog crate's `FixArrayLiteral`, which splits
+        // the text at every comma and reads `NULL` as a value.
+        Arc::new(super::array_text::ArrayTextLiterals),
         Arc::new(CurrentUserVariableToSessionUserFunctionCall),
         Arc::new(StripCollate),
         Arc::new(RewritePgCatalogOperator),

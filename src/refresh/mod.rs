@@ -334,9 +334,16 @@ impl Refresher {
     async fn connect_with_retries(&mut self) {
         let mut retries = 0;
         loop {
+            // A dataset without acceleration is ready once its source
+            // answered, or failed to, the first time: queries before that
+            // would find no table to read.
+            let federated_only = !self.dataset.config.acceleration.enabled;
             match self.connect().await {
                 Ok(()) => {
                     self.dataset.source_recovered();
+                    if federated_only {
+                        self.dataset.mark_ready();
+                    }
                     return;
                 }
                 Err(error) => {
@@ -344,6 +351,9 @@ impl Refresher {
                         matches!(error, RefreshError::Source(SourceError::Connect { .. }));
                     metrics::refresh_failed(&self.dataset.name(), error.reason());
                     self.dataset.refresh_failed(error.to_string());
+                    if federated_only {
+                        self.dataset.first_attempt_made();
+                    }
                     self.report_failure(&error, unreachable);
                     if !unreachable {
                         return;
