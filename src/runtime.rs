@@ -150,7 +150,10 @@ impl Runtime {
         runtime.tracker.spawn(wire::serve(
             pg_listener,
             Arc::clone(&runtime.engine),
-            config.runtime.pg.max_connections,
+            wire::Limits {
+                max_connections: config.runtime.pg.max_connections,
+                connection_threads: config.runtime.pg.connection_threads,
+            },
             security,
             wire::Drain {
                 token: runtime.shutdown.clone(),

@@ -13,6 +13,22 @@
 /// runtime).
 pub const QUERY_THREADS: &str = "query-worker";
 
+thread_local! {
+    static LANE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks the calling thread as a connection lane: a single-threaded
+/// runtime whose connections share the thread, where nothing may block
+/// in place.
+pub(crate) fn mark_lane() {
+    LANE.with(|lane| lane.set(true));
+}
+
+/// Whether the calling thread is a connection lane.
+pub(crate) fn on_lane() -> bool {
+    LANE.with(std::cell::Cell::get)
+}
+
 /// The nice value of the `refresh-worker` threads.
 pub const REFRESH_NICE: i32 = 10;
 

@@ -13,10 +13,17 @@
 //! keeps the cost per changed row constant on average.
 //!
 //! Keys are hashed column by column with DataFusion's vectorized hashing,
-//! which handles every column type and composite keys alike. The table stores
-//! only each row's hash and location (16 bytes a row, no allocation per key);
-//! a lookup compares the key columns of every candidate with its hash, so a
-//! hash collision can never return a wrong row.
+//! which handles every column type and composite keys alike. The index
+//! stores only each row's hash (32 bits of it) and location, 12 bytes a row
+//! and no allocation per key; a lookup compares the key columns of every
+//! candidate with its hash, so a hash collision can never return a wrong
+//! row.
+//!
+//! The base is an array sorted by hash with a directory on the hash's top
+//! bits, not a hash table: a hash table keeps a quarter to a half of its
+//! slots empty, which for a table of a few million rows is more memory than
+//! the rows' own entries. A lookup reads the directory, then binary-searches
+//! a run of about [`PER_BUCKET`] entries.
 
 use datafusion::arrow::array::{Array, ArrayRef, RecordBatch};
 use datafusion::arrow::compute::cast;
@@ -37,8 +44,84 @@ pub struct RowRef {
 
 #[derive(Debug, Clone, Copy)]
 struct Entry {
-    hash: u64,
+    hash: u32,
     at: RowRef,
+}
+
+/// The hash an index keeps of a key: the top half of DataFusion's.
+fn short(hash: u64) -> u32 {
+    (hash >> 32) as u32
+}
+
+/// The 32 bits kept spread over 64 for the hash table of the delta, which
+/// picks slots by the low bits and tags them with the top ones.
+fn spread(hash: u32) -> u64 {
+    u64::from(hash).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// Entries per directory slot of a sorted base, on average.
+const PER_BUCKET: usize = 32;
+
+/// Entries sorted by hash, with `starts[p]` the first entry whose hash's
+/// top `bits` bits are `p` or more (and one more slot: the length).
+#[derive(Debug, Clone, Default)]
+struct Sorted {
+    entries: Vec<Entry>,
+    starts: Vec<usize>,
+    bits: u32,
+}
+
+impl Sorted {
+    fn new(mut entries: Vec<Entry>) -> Sorted {
+        entries.sort_unstable_by_key(|entry| entry.hash);
+        let bits = match entries.len() / PER_BUCKET {
+            0 => 0,
+            buckets => buckets.ilog2().min(24),
+        };
+        let mut starts = Vec::with_capacity((1 << bits) + 1);
+        let mut at = 0;
+        for prefix in 0..1u64 << bits {
+            while at < entries.len() && Self::prefix_of(entries[at].hash, bits) < prefix {
+                at += 1;
+            }
+            starts.push(at);
+        }
+        starts.push(entries.len());
+        Sorted {
+            entries,
+            starts,
+            bits,
+        }
+    }
+
+    fn prefix_of(hash: u32, bits: u32) -> u64 {
+        u64::from(hash) >> (32 - bits)
+    }
+
+    /// The entries with this hash.
+    fn with_hash(&self, hash: u32) -> &[Entry] {
+        if self.entries.is_empty() {
+            return &[];
+        }
+        let prefix = Self::prefix_of(hash, self.bits) as usize;
+        let bucket = &self.entries[self.starts[prefix]..self.starts[prefix + 1]];
+        let from = bucket.partition_point(|entry| entry.hash < hash);
+        let to = bucket.partition_point(|entry| entry.hash <= hash);
+        &bucket[from..to]
+    }
+
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    fn bytes(&self) -> usize {
+        self.entries.capacity() * std::mem::size_of::<Entry>()
+            + self.starts.capacity() * std::mem::size_of::<usize>()
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -50,8 +133,11 @@ pub struct PrimaryKeyIndex {
     /// Every row with a non-NULL key as of the last fold; a key the data
     /// repeats (a declared key it does not honour) has several entries and
     /// lookups return them all. Shared by the versions that extend it.
-    base: Arc<HashTable<Entry>>,
-    /// Rows indexed since the last fold.
+    base: Arc<Sorted>,
+    /// Rows of a first build, before its fold makes them the base: kept
+    /// in an array, so that building costs no more than the base will.
+    building: Vec<Entry>,
+    /// Rows indexed since the last fold, once there is a base.
     delta: HashTable<Entry>,
     /// Rows of `base` that are gone since the last fold.
     removed: HashSet<RowRef>,
@@ -72,8 +158,9 @@ impl PrimaryKeyIndex {
             columns,
             types,
             hasher: RandomState::with_seed(0x7067_6163),
-            base: Arc::new(HashTable::new()),
-            delta: HashTable::with_capacity(rows),
+            base: Arc::new(Sorted::default()),
+            building: Vec::with_capacity(rows),
+            delta: HashTable::new(),
             removed: HashSet::new(),
         })
     }
@@ -102,12 +189,19 @@ impl PrimaryKeyIndex {
             if keys.iter().any(|key| key.is_null(row)) {
                 continue;
             }
-            let at = RowRef {
-                batch: batch_number,
-                row: row as u32,
+            let entry = Entry {
+                hash: short(hash),
+                at: RowRef {
+                    batch: batch_number,
+                    row: row as u32,
+                },
             };
-            self.delta
-                .insert_unique(hash, Entry { hash, at }, |entry| entry.hash);
+            if self.base.is_empty() && self.removed.is_empty() && self.delta.is_empty() {
+                self.building.push(entry);
+            } else {
+                self.delta
+                    .insert_unique(spread(entry.hash), entry, |entry| spread(entry.hash));
+            }
         }
         Ok(())
     }
@@ -119,6 +213,15 @@ impl PrimaryKeyIndex {
         batch_number: u32,
         batch: &RecordBatch,
     ) -> Result<(), ArrowError> {
+        // The batch's rows are all in the base (never rewritten since the
+        // last fold), all in the delta, or all in a first build.
+        if !self.building.is_empty() {
+            let before = self.building.len();
+            self.building.retain(|entry| entry.at.batch != batch_number);
+            if self.building.len() < before {
+                return Ok(());
+            }
+        }
         let keys = self.key_columns(batch);
         let hashes = self.hashes(&keys, batch.num_rows())?;
         for (row, hash) in hashes.into_iter().enumerate() {
@@ -126,9 +229,10 @@ impl PrimaryKeyIndex {
                 batch: batch_number,
                 row: row as u32,
             };
-            // The batch's rows are all in the base (never rewritten since the
-            // last fold) or all in the delta.
-            match self.delta.find_entry(hash, |entry| entry.at == at) {
+            match self
+                .delta
+                .find_entry(spread(short(hash)), |entry| entry.at == at)
+            {
                 Ok(entry) => {
                     entry.remove();
                 }
@@ -154,7 +258,7 @@ impl PrimaryKeyIndex {
             let mut rows = Vec::new();
             if keys.iter().all(|key| key.is_valid(row)) {
                 let mut wanted: Option<Vec<ScalarValue>> = None;
-                for entry in self.candidates(hash) {
+                for entry in self.candidates(short(hash)) {
                     let wanted = match &wanted {
                         Some(wanted) => wanted,
                         None => wanted.insert(
@@ -186,7 +290,7 @@ impl PrimaryKeyIndex {
         let Some(probe) = self.probe(key)? else {
             return Ok(Vec::new());
         };
-        let hash = self.hashes(&probe, 1)?[0];
+        let hash = short(self.hashes(&probe, 1)?[0]);
         let wanted = probe
             .iter()
             .map(|array| ScalarValue::try_from_array(array, 0))
@@ -245,50 +349,60 @@ impl PrimaryKeyIndex {
         Ok(true)
     }
 
-    /// The live entries with this hash, in the delta and the base.
-    fn candidates(&self, hash: u64) -> impl Iterator<Item = &Entry> {
+    /// The live entries with this hash, in the delta and the base (and a
+    /// first build not yet folded, read through: no lookup reaches an index
+    /// before its version is published, and publishing folds it).
+    fn candidates(&self, hash: u32) -> impl Iterator<Item = &Entry> {
         self.delta
-            .iter_hash(hash)
+            .iter_hash(spread(hash))
             .chain(
                 self.base
-                    .iter_hash(hash)
+                    .with_hash(hash)
+                    .iter()
                     .filter(|entry| !self.removed.contains(&entry.at)),
             )
+            .chain(self.building.iter())
             .filter(move |entry| entry.hash == hash)
     }
 
     /// Folds the changes into a new base when they have grown large enough
-    /// (a first build becomes the base as it is, without copying).
+    /// (a first build becomes the base as it is, sorted in place).
     pub fn fold_if_due(&mut self) {
-        let changes = self.delta.len() + self.removed.len();
         if self.base.is_empty() && self.removed.is_empty() {
+            let mut entries = std::mem::take(&mut self.building);
+            entries.extend(self.delta.drain());
             // Sized for the rows expected: far fewer came, so give the
             // rest back.
-            if self.delta.capacity() > 2 * self.delta.len().max(FOLD_AT_LEAST) {
-                self.delta.shrink_to_fit(|entry| entry.hash);
+            if entries.capacity() > 2 * entries.len().max(FOLD_AT_LEAST) {
+                entries.shrink_to_fit();
             }
-            self.base = Arc::new(std::mem::take(&mut self.delta));
+            self.base = Arc::new(Sorted::new(entries));
             return;
         }
+        let changes = self.delta.len() + self.removed.len() + self.building.len();
         if changes <= FOLD_AT_LEAST.max(self.base.len() / FOLD_FRACTION) {
             return;
         }
-        let mut base = HashTable::with_capacity(self.base.len() + self.delta.len());
+        let mut entries =
+            Vec::with_capacity(self.base.len() + self.delta.len() + self.building.len());
         let kept = self
             .base
+            .entries
             .iter()
             .filter(|entry| !self.removed.contains(&entry.at));
-        for entry in kept.chain(self.delta.iter()) {
-            base.insert_unique(entry.hash, *entry, |entry| entry.hash);
-        }
-        self.base = Arc::new(base);
+        entries.extend(kept.chain(self.delta.iter()).chain(self.building.iter()));
+        self.base = Arc::new(Sorted::new(entries));
+        self.building = Vec::new();
         self.delta = HashTable::new();
         self.removed = HashSet::new();
     }
 
     /// Heap memory of the index (reported with the acceleration's size).
     pub fn bytes(&self) -> usize {
-        self.base.allocation_size() + self.delta.allocation_size() + self.removed.allocation_size()
+        self.base.bytes()
+            + self.building.capacity() * std::mem::size_of::<Entry>()
+            + self.delta.allocation_size()
+            + self.removed.allocation_size()
     }
 }
 
@@ -334,7 +448,15 @@ mod tests {
         let reserved = sized.bytes();
         sized.insert_batch(0, &full).unwrap();
         sized.fold_if_due();
-        assert_eq!(sized.bytes(), reserved, "no growth past the expected rows");
+        // The entries stay where they were built; the directory is a
+        // word per PER_BUCKET of them.
+        let directory = (20_000 / PER_BUCKET).next_power_of_two() * std::mem::size_of::<usize>();
+        assert!(
+            sized.bytes() <= reserved + directory,
+            "no growth past the expected rows: {} of {reserved}",
+            sized.bytes()
+        );
+        assert_eq!(reserved, 20_000 * 12, "12 bytes a row");
 
         let mut shrunk = PrimaryKeyIndex::new(&schema, vec![0], 1_000_000).unwrap();
         let few = batch(&schema, vec![1, 2], vec!["a", "b"]);
@@ -403,6 +525,77 @@ mod tests {
         ];
         assert!(by_both.lookup(&wrong, at).unwrap().is_empty());
         assert!(by_id.bytes() > 0);
+    }
+
+    /// Every key of a large base is found, before and after changes that
+    /// stay in the delta and changes that fold into a new base.
+    #[test]
+    fn keys_are_found_through_the_directory_and_after_folds() {
+        let schema = schema();
+        let rows = 50_000;
+        let batches: Vec<RecordBatch> = (0..10)
+            .map(|part| {
+                let ids: Vec<i64> = (part * 5_000..(part + 1) * 5_000).collect();
+                let names = vec!["n"; ids.len()];
+                batch(&schema, ids, names)
+            })
+            .collect();
+        let mut index = PrimaryKeyIndex::new(&schema, vec![0], rows as usize).unwrap();
+        for (number, b) in batches.iter().enumerate() {
+            index.insert_batch(number as u32, b).unwrap();
+        }
+        index.fold_if_due();
+        assert!(
+            index.base.bits > 8,
+            "a directory of {} bits",
+            index.base.bits
+        );
+        let mut held = batches.clone();
+        let found = |index: &PrimaryKeyIndex, held: &[RecordBatch], id: i64| {
+            index
+                .lookup(&[ScalarValue::Int64(Some(id))], |n| &held[n as usize])
+                .unwrap()
+        };
+        for id in (0..rows).step_by(7) {
+            let at = found(&index, &held, id);
+            assert_eq!(
+                at,
+                [RowRef {
+                    batch: (id / 5_000) as u32,
+                    row: (id % 5_000) as u32
+                }]
+            );
+        }
+        assert!(found(&index, &held, rows).is_empty());
+        // A small change stays in the delta; batch 1 is replaced by
+        // fewer rows with new ids.
+        index.remove_batch(1, &held[1]).unwrap();
+        held[1] = batch(&schema, vec![rows, rows + 1], vec!["a", "b"]);
+        index.insert_batch(1, &held[1]).unwrap();
+        index.fold_if_due();
+        assert!(!index.removed.is_empty(), "not folded yet");
+        assert!(found(&index, &held, 5_500).is_empty());
+        assert_eq!(
+            found(&index, &held, rows + 1),
+            [RowRef { batch: 1, row: 1 }]
+        );
+        assert_eq!(found(&index, &held, 10_001), [RowRef { batch: 2, row: 1 }]);
+        // A large change folds.
+        for number in [2, 3] {
+            index.remove_batch(number, &held[number as usize]).unwrap();
+        }
+        index.fold_if_due();
+        assert!(index.removed.is_empty() && index.delta.is_empty(), "folded");
+        assert_eq!(index.base.len(), 35_002);
+        assert!(found(&index, &held, 15_000).is_empty());
+        assert_eq!(found(&index, &held, rows), [RowRef { batch: 1, row: 0 }]);
+        assert_eq!(
+            found(&index, &held, 49_999),
+            [RowRef {
+                batch: 9,
+                row: 4_999
+            }]
+        );
     }
 
     #[test]

@@ -137,6 +137,7 @@ pub(crate) struct RawPg {
     pub listen: Option<Scalar>,
     pub tls: Option<RawTls>,
     pub max_connections: Option<Scalar>,
+    pub connection_threads: Option<Scalar>,
     pub auth: Option<RawAuth>,
 }
 

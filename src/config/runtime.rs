@@ -46,6 +46,10 @@ pub struct PgConfig {
     pub tls: Option<TlsConfig>,
     /// Connections beyond this are refused with SQLSTATE 53300.
     pub max_connections: usize,
+    /// The threads connections are served on, each connection on one of
+    /// them for its life (`runtime.pg.connection_threads`; the default is
+    /// one per core). 0 serves them on the query threads instead.
+    pub connection_threads: usize,
     /// `None`: trust, any user may connect without a password.
     pub auth: Option<AuthConfig>,
 }
@@ -229,6 +233,13 @@ fn parse_pg(values: &mut Values<'_, '_>, raw: &RawPg) -> PgConfig {
         u64::from(u32::MAX),
         "a connection limit",
     );
+    let threads = values.integer(
+        "runtime.pg.connection_threads",
+        &raw.connection_threads,
+        0,
+        1024,
+        "a number of threads",
+    );
     PgConfig {
         listen: parse_listen(values, "runtime.pg.listen", &raw.listen, PG_LISTEN_DEFAULT),
         tls: raw
@@ -236,6 +247,10 @@ fn parse_pg(values: &mut Values<'_, '_>, raw: &RawPg) -> PgConfig {
             .as_ref()
             .map(|tls| parse_tls(values, tls, "runtime.pg.tls")),
         max_connections: max.map_or(MAX_CONNECTIONS_DEFAULT, |n| n as usize),
+        connection_threads: threads.map_or_else(
+            || std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+            |n| n as usize,
+        ),
         auth: raw
             .auth
             .as_ref()

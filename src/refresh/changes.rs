@@ -288,7 +288,7 @@ impl Follower {
             )
             .await?;
             require_key(&data, &name, &self.feed.table_name())?;
-            Ok::<_, RefreshError>(Copied::Memory(data))
+            Ok::<_, RefreshError>(Copied::Memory(Box::new(data)))
         }
         .await;
         // Dropping the source ends the copy's transaction (and its snapshot).
@@ -307,7 +307,7 @@ impl Follower {
                 let change = Change::Replace(data.batches());
                 let (published, _) = full::publish_at(
                     acceleration,
-                    data,
+                    *data,
                     change,
                     full::refresh_sql_text(&filter),
                     full::now(),
@@ -767,7 +767,7 @@ fn no_key(dataset: &str, table: &str) -> RefreshError {
 /// published), or in memory, to be published.
 enum Copied {
     InPlace(full::Published),
-    Memory(TableData),
+    Memory(Box<TableData>),
 }
 
 /// What [`copy_aside`] needs.

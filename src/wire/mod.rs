@@ -13,6 +13,7 @@ mod connection;
 mod copy;
 mod encode;
 mod forwarded;
+mod lanes;
 mod numeric;
 mod params;
 pub mod scram;
@@ -50,14 +51,27 @@ use cancel::{CancelRequests, Cancellations};
 pub async fn serve(
     listener: TcpListener,
     engine: Arc<Engine>,
-    max_connections: usize,
+    limits: Limits,
     security: Security,
     drain: Drain,
     tracker: TaskTracker,
 ) {
     let shutdown = drain.token.clone();
     let handlers = Arc::new(Handlers::new(engine, security, drain));
+    let max_connections = limits.max_connections;
     let slots = Arc::new(Semaphore::new(max_connections));
+    let mut lanes = match limits.connection_threads {
+        0 => None,
+        threads => match lanes::Lanes::start(threads, tokio::runtime::Handle::current()) {
+            Ok(lanes) => Some(lanes),
+            Err(error) => {
+                warn!(
+                    "connection threads could not start, connections are served on the query threads: {error}"
+                );
+                None
+            }
+        },
+    };
     loop {
         let (socket, peer) = tokio::select! {
             // No connection is accepted once shutdown began.
@@ -80,7 +94,11 @@ pub async fn serve(
         let _ = socket.set_nodelay(true);
         let handlers = Arc::clone(&handlers);
         let open = crate::metrics::OpenConnection::new();
-        tracker.spawn(async move {
+        // Tracked from here, so that shutdown waits for a connection still
+        // on its way to its thread.
+        let tracked = tracker.token();
+        let serve = move |socket| async move {
+            let _tracked = tracked;
             let _open = open;
             // At shutdown the connection itself ends, once its statement
             // has finished or `drain.timeout` has passed.
@@ -88,8 +106,20 @@ pub async fn serve(
                 debug!(%peer, "connection ended: {error}");
             }
             drop(permit);
-        });
+        };
+        match lanes.as_mut() {
+            Some(lanes) => lanes.serve(socket, serve),
+            None => drop(tokio::spawn(serve(socket))),
+        }
     }
+}
+
+/// How many connections are served, and on how many threads.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_connections: usize,
+    /// 0: on the query runtime's threads.
+    pub connection_threads: usize,
 }
 
 /// Answers a connection over `max_connections` as PostgreSQL does: FATAL
