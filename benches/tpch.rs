@@ -13,6 +13,7 @@
 //! | memory, steady | RSS after load − RSS of a pgaccel with no datasets | `dataset_acceleration_bytes` from `/metrics` | ≤ 1.2x |
 //! | memory during a refresh | highest RSS while `lineitem` is refreshed − RSS of a pgaccel with no datasets | the same Arrow bytes | ≤ 2x |
 //! | refresh isolation: lookup p50/p99 and range-aggregate p99, each on its own connection, during a full refresh of `lineitem` | latency during the refresh | the same, idle, just before | ≤ 1.3x as long |
+//! | the source's share: lookup and range-aggregate p99 while the bench reads PostgreSQL's binary COPY of `lineitem`, no refresh | latency during that read | the same, idle | report |
 //!
 //! Run it (the bench drives a release build of pgaccel, which it does not build):
 //!
@@ -97,6 +98,10 @@ struct Accelerated {
 /// off the query threads; and the highest RSS during that refresh.
 struct Isolation {
     idle: Latencies,
+    /// While PostgreSQL's own binary COPY of lineitem is read and
+    /// discarded, with no refresh: what sharing the CPU with the source
+    /// costs on a machine that runs both, which no refresh can go below.
+    during_copy: Latencies,
     during_refresh: Latencies,
     peak_rss: u64,
 }
@@ -259,7 +264,7 @@ async fn measure_pgaccel(
         )
         .await,
         refresh: server.refresh("lineitem").await,
-        isolation: measure_isolation(&server, &endpoint, keys).await,
+        isolation: measure_isolation(&server, &endpoint, source, keys).await,
         memory,
     })
 }
@@ -270,9 +275,24 @@ async fn measure_pgaccel(
 async fn measure_isolation(
     server: &Pgaccel,
     endpoint: &Endpoint,
+    source: &Source<'_>,
     keys: Arc<Vec<i64>>,
 ) -> Result<Isolation> {
     let idle = latencies(endpoint, &keys, tokio::time::sleep(ISOLATION_IDLE)).await?;
+    let reader = Endpoint::postgres(source.user, source.schema)
+        .connect()
+        .await?;
+    let copied = tokio_util::sync::CancellationToken::new();
+    let copy = async {
+        let outcome = measure::copy_out(&reader, "lineitem").await;
+        copied.cancel();
+        outcome
+    };
+    let (during_copy, copy) = tokio::join!(
+        latencies(endpoint, &keys, copied.clone().cancelled_owned()),
+        copy
+    );
+    copy?;
     let refreshed = tokio_util::sync::CancellationToken::new();
     let sampler = latencies(endpoint, &keys, refreshed.clone().cancelled_owned());
     let peak_rss = async {
@@ -292,6 +312,7 @@ async fn measure_isolation(
     refresh?;
     Ok(Isolation {
         idle,
+        during_copy: during_copy?,
         during_refresh: during_refresh?,
         peak_rss: peak_rss?,
     })
@@ -427,7 +448,28 @@ fn add_rows(
             |i| millis(pick(&i.during_refresh)),
         );
         let idle = ours(accelerated, |a| &a.isolation, |i| millis(pick(&i.idle)));
-        report.add(figure, Kind::MillisRelative, during, idle, target);
+        report.add(figure, Kind::MillisRelative, during, idle.clone(), target);
+    }
+    // The same latencies while only the source works (its COPY of
+    // lineitem read by the bench, no refresh): on a machine that runs the
+    // source too, the part of the figures above that is the source's.
+    for (figure, pick) in [
+        (
+            "lookup p99 during the source's COPY alone vs idle",
+            (|l: &Latencies| l.lookups.p99) as Pick,
+        ),
+        (
+            "aggregate p99 during the source's COPY alone vs idle",
+            |l| l.aggregates.p99,
+        ),
+    ] {
+        let during = ours(
+            accelerated,
+            |a| &a.isolation,
+            |i| millis(pick(&i.during_copy)),
+        );
+        let idle = ours(accelerated, |a| &a.isolation, |i| millis(pick(&i.idle)));
+        report.add(figure, Kind::MillisRelative, during, idle, Target::Report);
     }
 
     let refresh = ours(accelerated, |a| &a.refresh, per_sec);

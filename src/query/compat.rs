@@ -93,7 +93,20 @@ const REGPROC_COLUMNS: &[&str] = &[
 pub fn apply_postgres_compatibility(statement: &mut Statement) {
     super::outer_using::qualify_outer_using_columns(statement);
     print_reg_outputs(statement);
+    any_for_some(statement);
     let _ = statement.visit(&mut Compatibility::default());
+}
+
+/// `x = SOME(array)` as `x = ANY(array)`, which it means: the `SOME`
+/// spelling is the mark [`filtering_any`] leaves on the conjuncts of a
+/// WHERE clause, so a `SOME` of the query's own must not carry it.
+fn any_for_some(statement: &mut Statement) {
+    let _ = datafusion::sql::sqlparser::ast::visit_expressions_mut(statement, |expr| {
+        if let Expr::AnyOp { is_some, .. } = expr {
+            *is_some = false;
+        }
+        ControlFlow::<()>::Continue(())
+    });
 }
 
 /// `SELECT c.oid::regclass, 'pg_class'::regclass`: a `reg*` value in the

@@ -386,6 +386,7 @@ pub fn postgres_numerics(
     };
     let plan = threads.resolve_pending(plan)?;
     refuse_mixed_scale_unions(&plan)?;
+    refuse_mixed_scale_arrays(&plan)?;
     threads.display(plan)
 }
 
@@ -449,6 +450,63 @@ fn refuse_mixed_scale_unions(plan: &LogicalPlan) -> Result<()> {
         Some(what) => Err(refused(what)),
         None => Ok(()),
     }
+}
+
+/// An element keeps its own scale in a PostgreSQL array (`ARRAY[1.50, 2]`
+/// prints `{1.50,2}`), where an Arrow list has one scale for all: an
+/// `ARRAY[...]` in the select list whose elements are numerics of
+/// different scales (or numerics and integers), or numerics whose scale
+/// varies by value, would print every element at one scale, so it is
+/// refused. An array only compared or searched (`x = ANY(ARRAY[1.5, 2])`,
+/// `width_bucket(x, ARRAY[1, 2.5])`) prints nothing and stays.
+fn refuse_mixed_scale_arrays(plan: &LogicalPlan) -> Result<()> {
+    use datafusion::common::tree_node::TreeNodeRecursion;
+    let mut mixed = false;
+    plan.apply_with_subqueries(|node| {
+        if let LogicalPlan::Projection(projection) = node
+            && projection
+                .expr
+                .iter()
+                .any(|expr| mixed_scale_array(expr, projection.input.schema()))
+        {
+            mixed = true;
+            return Ok(TreeNodeRecursion::Stop);
+        }
+        Ok(TreeNodeRecursion::Continue)
+    })?;
+    match mixed {
+        true => Err(refused("an ARRAY of numerics of different scales")),
+        false => Ok(()),
+    }
+}
+
+/// Whether the array `expr` computes is, or is built from, an
+/// `ARRAY[...]` of numerics of different scales: followed down through
+/// the parts of `expr` that are arrays themselves (`array_append(ARRAY[
+/// 1.5, 2], 3)`), not into a comparison or a function of another type.
+fn mixed_scale_array(expr: &Expr, schema: &DFSchema) -> bool {
+    use datafusion::common::tree_node::TreeNodeRecursion;
+    if !matches!(
+        expr.get_type(schema),
+        Ok(DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..))
+    ) {
+        return false;
+    }
+    if let Expr::ScalarFunction(function) = expr
+        && function.name() == "make_array"
+        && mixed_scales(function.args.iter(), schema)
+    {
+        return true;
+    }
+    let mut mixed = false;
+    let _ = expr.apply_children(|child| {
+        mixed = mixed_scale_array(child, schema);
+        Ok(match mixed {
+            true => TreeNodeRecursion::Stop,
+            false => TreeNodeRecursion::Continue,
+        })
+    });
+    mixed
 }
 
 /// The `VALUES` lists of `plan` read only by `sum`, `avg` and `count`
