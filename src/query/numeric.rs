@@ -486,17 +486,22 @@ fn refuse_mixed_scale_arrays(plan: &LogicalPlan) -> Result<()> {
 /// 1.5, 2], 3)`), not into a comparison or a function of another type.
 fn mixed_scale_array(expr: &Expr, schema: &DFSchema) -> bool {
     use datafusion::common::tree_node::TreeNodeRecursion;
-    if !matches!(
-        expr.get_type(schema),
-        Ok(DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..))
-    ) {
-        return false;
-    }
     if let Expr::ScalarFunction(function) = expr
         && function.name() == "make_array"
         && mixed_scales(function.args.iter(), schema)
     {
         return true;
+    }
+    // Not into a part known to be something else than an array (an
+    // `ARRAY[...]` of a column and a literal has no type until the
+    // analyzer coerces its elements).
+    if expr.get_type(schema).is_ok_and(|t| {
+        !matches!(
+            t,
+            DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..)
+        )
+    }) {
+        return false;
     }
     let mut mixed = false;
     let _ = expr.apply_children(|child| {
