@@ -448,7 +448,7 @@ fn add_rows(
             |i| millis(pick(&i.during_refresh)),
         );
         let idle = ours(accelerated, |a| &a.isolation, |i| millis(pick(&i.idle)));
-        report.add(figure, Kind::MillisRelative, during, idle.clone(), target);
+        report.add(figure, Kind::MillisRelative, during, idle, target);
     }
     // The same latencies while only the source works (its COPY of
     // lineitem read by the bench, no refresh): on a machine that runs the
