@@ -153,4 +153,5 @@ SELECT coalesce(1.5::numeric, 2.5::float8), greatest(1.5::numeric, 0.5::float8),
 SELECT id, coalesce(n, f8), greatest(i2, n, f8), least(n, f8), CASE WHEN id > 4 THEN n ELSE f8 END, CASE id WHEN 1 THEN f4 WHEN 2 THEN n END FROM nums ORDER BY id;
 SELECT id, coalesce(n, f8, 0), coalesce(f8, n, 0) FROM nums ORDER BY id;
 SELECT sum(CASE WHEN status = 'paid' THEN amount ELSE 0.5::float8 END) FROM orders;
-SELECT id, f4::numeric, f8::numeric, f4::decimal, cast(f4 AS numeric), 123456.789::float4::numeric, (2.0 / 3)::float4::numeric FROM {schema}.nums WHERE id IN (1, 2, 5, 6, 7) ORDER BY id;
+SELECT id, f4::numeric, f8::numeric, f4::decimal, cast(f4 AS numeric), 123456.789::float4::numeric, (2.0 / 3)::float4::numeric FROM nums WHERE id IN (1, 2, 5, 6, 7) ORDER BY id;
+SELECT numeric '1.50' * 2, decimal '2.500', numeric '-0.1' + 1, numeric(5,1) '1.55', numeric '12' / 5;

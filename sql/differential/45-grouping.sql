@@ -33,3 +33,6 @@ SELECT count(*) FROM orders HAVING count(*) > 0;
 SELECT count(*) FROM orders WHERE false HAVING count(*) = 0;
 SELECT sum(qty) FROM orders WHERE false;
 SELECT max(id), min(id), count(id) FROM orders WHERE id < 0;
+SELECT status, qty % 3 AS k, count(*), sum(amount) FROM orders GROUP BY ROLLUP (1, 2) ORDER BY 1 NULLS LAST, 2 NULLS LAST;
+SELECT extract(isodow FROM placed) AS dow, status, count(*) FROM orders GROUP BY CUBE (1, 2) ORDER BY 1 NULLS LAST, 2 NULLS LAST;
+SELECT status, qty, count(*) FROM orders WHERE qty < 3 GROUP BY GROUPING SETS ((1, 2), (1), ()) ORDER BY 1 NULLS LAST, 2 NULLS LAST;

@@ -37,4 +37,4 @@ SELECT string_to_table('a|b|NA', '|', 'NA') AS x ORDER BY 1 NULLS FIRST;
 SELECT id, string_to_table(t, ' ') AS w FROM texts ORDER BY id, w;
 SELECT 'hello' ^@ 'he', 'hello' ^@ 'lo', t ^@ 'h' FROM texts ORDER BY id;
 SELECT regexp_replace('Hello', 'l+', '[\&]'), regexp_replace('abc', 'b', '\\'), regexp_replace('abc', 'b', '$0'), regexp_replace('a1b', '(\d)', '\\\1'), regexp_replace('ab', 'b', '\x'), regexp_replace('ab', 'b', 'end\');
-SELECT id, regexp_replace(t, '(l)(o)', '\2\1', 'g'), regexp_replace(t, 'o', '$', 'g'), regexp_replace(t, '[aeiou]', '\&\&', 'g') FROM {schema}.texts ORDER BY id;
+SELECT id, regexp_replace(t, '(l)(o)', '\2\1', 'g'), regexp_replace(t, 'o', '$', 'g'), regexp_replace(t, '[aeiou]', '\&\&', 'g') FROM texts ORDER BY id;

@@ -29,7 +29,7 @@ SELECT sum(rn), avg(rn), max(rn) FROM (SELECT row_number() OVER (ORDER BY id) rn
 SELECT r, count(*) FROM (SELECT rank() OVER (PARTITION BY status ORDER BY qty) r FROM orders) t GROUP BY r ORDER BY r LIMIT 4;
 SELECT q, sum(amount) FROM (SELECT amount, ntile(3) OVER (ORDER BY id) q FROM orders) t GROUP BY q ORDER BY q;
 SELECT dr * 2, dr / 2, dr::text FROM (SELECT dense_rank() OVER (ORDER BY qty) dr FROM orders WHERE id < 4) t ORDER BY 1;
-SELECT id, first_value(amount) OVER w, last_value(amount) OVER w, avg(amount) OVER w FROM {schema}.orders WHERE id <= 8 WINDOW w AS (ORDER BY id ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) ORDER BY id;
-SELECT id, count(*) OVER w, sum(qty) OVER (w ROWS 2 PRECEDING) FROM {schema}.orders WHERE id < 10 WINDOW w AS (ORDER BY id) ORDER BY id;
-SELECT id, sum(amount) OVER w FROM {schema}.orders WHERE id < 10 WINDOW w AS (ORDER BY placed RANGE BETWEEN interval '1 day' PRECEDING AND CURRENT ROW) ORDER BY id;
-SELECT id, count(*) OVER w FROM {schema}.orders WHERE id < 10 WINDOW w AS (ORDER BY qty GROUPS BETWEEN 1 PRECEDING AND 1 FOLLOWING) ORDER BY id;
+SELECT id, first_value(amount) OVER w, last_value(amount) OVER w, avg(amount) OVER w FROM orders WHERE id <= 8 WINDOW w AS (ORDER BY id ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) ORDER BY id;
+SELECT id, count(*) OVER w, sum(qty) OVER (w ROWS 2 PRECEDING) FROM orders WHERE id < 10 WINDOW w AS (ORDER BY id) ORDER BY id;
+SELECT id, sum(amount) OVER w FROM orders WHERE id < 10 WINDOW w AS (ORDER BY placed RANGE BETWEEN interval '1 day' PRECEDING AND CURRENT ROW) ORDER BY id;
+SELECT id, count(*) OVER w FROM orders WHERE id < 10 WINDOW w AS (ORDER BY qty GROUPS BETWEEN 1 PRECEDING AND 1 FOLLOWING) ORDER BY id;

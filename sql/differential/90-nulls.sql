@@ -28,3 +28,8 @@ SELECT id, coalesce(NULL::numeric, i4), coalesce(n, NULL::numeric), coalesce(NUL
 SELECT amount FROM orders WHERE id = 1 UNION ALL SELECT NULL::numeric;
 SELECT amount FROM orders WHERE id < 3 UNION SELECT NULL::numeric ORDER BY 1;
 SELECT n FROM nums WHERE id < 3 UNION ALL SELECT NULL ORDER BY 1;
+SELECT count(*), sum(amount) FROM orders WHERE qty <> 1 AND 100 / (qty - 1) > 20;
+SELECT count(*) FROM orders WHERE qty = 1 OR 100 / (qty - 1) > 20;
+SELECT id, qty, qty = 1 OR 100 / (qty - 1) > 20 AS big, qty > 1 AND amount / (qty - 1) > 100 AS costly FROM orders WHERE id <= 20 ORDER BY id;
+SELECT count(*) FROM orders WHERE CASE WHEN qty = 1 THEN false ELSE amount / (qty - 1) > 50 END;
+SELECT status, count(*) FROM orders WHERE status <> 'new' AND qty > 1 AND ln(qty - 1) > 1 GROUP BY status ORDER BY status;

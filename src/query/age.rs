@@ -3,7 +3,9 @@
 //! `10 mons 1 day 12:00:00`), field by field with borrows from the month
 //! of the earlier argument, as PostgreSQL's `timestamp_age` does; a
 //! timestamptz's fields are read in the session's `TimeZone`. The
-//! one-argument form, against today's midnight, is refused (0A000).
+//! one-argument form `age(x)` is `age(current_date, x)`: today's midnight
+//! on the session's clock, as a timestamp or a timestamptz as `x` is (the
+//! planner writes it so, see [`against_today`]).
 //! `age(xid)`, which catalog browsers ask: every catalog row was written by
 //! one frozen transaction, so its age is 0.
 
@@ -52,18 +54,17 @@ impl ScalarUDFImpl for Age {
         match arg_types {
             // A transaction id, however the catalog column holds it.
             [xid] if !temporal(xid) || *xid == DataType::Null => Ok(vec![xid.clone()]),
-            [_] => Err(DataFusionError::NotImplemented(
-                "age() of one timestamp (against today) is not supported; write age(current_date, x)"
-                    .to_owned(),
-            )),
+            // Written as age(current_date, x) before it runs.
+            [t] => Ok(vec![DataType::Timestamp(
+                TimeUnit::Microsecond,
+                matches!(t, DataType::Timestamp(_, Some(_))).then(|| "UTC".into()),
+            )]),
             [a, b] if temporal(a) && temporal(b) => {
                 let zoned = [a, b]
                     .iter()
                     .any(|t| matches!(t, DataType::Timestamp(_, Some(_))));
-                let target = DataType::Timestamp(
-                    TimeUnit::Microsecond,
-                    zoned.then(|| "UTC".into()),
-                );
+                let target =
+                    DataType::Timestamp(TimeUnit::Microsecond, zoned.then(|| "UTC".into()));
                 Ok(vec![target.clone(), target])
             }
             _ => Err(DataFusionError::Plan(format!(
@@ -78,8 +79,14 @@ impl ScalarUDFImpl for Age {
     }
 
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        let temporal = |t: &DataType| {
+            matches!(
+                t,
+                DataType::Timestamp(..) | DataType::Date32 | DataType::Date64
+            )
+        };
         Ok(match arg_types {
-            [_] => DataType::Int32,
+            [t] if !temporal(t) => DataType::Int32,
             _ => DataType::Interval(IntervalUnit::MonthDayNano),
         })
     }
@@ -121,6 +128,39 @@ impl ScalarUDFImpl for Age {
         }
         super::functions::columnar(Arc::new(out.finish()) as ArrayRef, scalar)
     }
+}
+
+/// `age(x)` of a date or a timestamp as `age(current_date, x)`, with
+/// today's midnight of the session's clock as a timestamp, or as a
+/// timestamptz when `x` is one; `None` for any other call (`age(xid)`).
+pub fn against_today(
+    function: &datafusion::logical_expr::expr::ScalarFunction,
+    schema: &datafusion::common::DFSchema,
+) -> Option<datafusion::logical_expr::Expr> {
+    use datafusion::logical_expr::{Cast, Expr, ExprSchemable};
+    let [arg] = function.args.as_slice() else {
+        return None;
+    };
+    if function.name() != "age" {
+        return None;
+    }
+    let zone = match arg.get_type(schema).ok()? {
+        DataType::Timestamp(_, zone) => zone.map(|_| "UTC".into()),
+        DataType::Date32 | DataType::Date64 => None,
+        _ => return None,
+    };
+    // A timestamptz from a date is midnight on the session's clock
+    // (`ZonedCasts` reads the cast so).
+    let today = Expr::Cast(Cast::new(
+        Box::new(datafusion::functions::datetime::expr_fn::current_date()),
+        DataType::Timestamp(TimeUnit::Microsecond, zone),
+    ));
+    Some(Expr::ScalarFunction(
+        datafusion::logical_expr::expr::ScalarFunction::new_udf(
+            Arc::clone(&function.func),
+            vec![today, arg.clone()],
+        ),
+    ))
 }
 
 fn days_in_month(year: i32, month: u32) -> i64 {

@@ -181,6 +181,7 @@ impl VisitorMut for Compatibility {
             filtering_any(selection);
         }
         super::lateral_limit::top_rows_per_outer_row(select);
+        grouping_set_positions(select);
         string_aggs_as_arrays(select);
         super::row_values::row_in_subqueries(select);
         expand_pg_expandarray(select);
@@ -362,6 +363,22 @@ impl Compatibility {
                     .or_else(|| function_call(function))
                     .or_else(|| dotall.clone().map(Expr::Function))
             }
+            // `(a, b) OVERLAPS (c, d)` (see `super::overlaps`).
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::Overlaps,
+                right,
+            } => match (left.as_ref(), right.as_ref()) {
+                (Expr::Tuple(first), Expr::Tuple(second))
+                    if first.len() == 2 && second.len() == 2 =>
+                {
+                    Some(call(
+                        super::overlaps::NAME,
+                        first.iter().chain(second).cloned().collect(),
+                    ))
+                }
+                _ => None,
+            },
             // `a ^@ b` is `starts_with(a, b)`.
             Expr::BinaryOp {
                 left,
@@ -423,6 +440,23 @@ impl Compatibility {
                     && let Some(moment) = special_moment(text, &typed.data_type) =>
             {
                 Some(moment)
+            }
+            // `numeric '1.50'` is `'1.50'::numeric`, which keeps the
+            // literal's scale (the engine's typed literal takes its default).
+            Expr::TypedString(typed)
+                if matches!(
+                    typed.data_type,
+                    DataType::Numeric(_) | DataType::Decimal(_) | DataType::Dec(_)
+                ) && let Value::SingleQuotedString(text) = &typed.value.value =>
+            {
+                let literal = string(text);
+                cast(&literal, &typed.data_type, &CastKind::DoubleColon).or(Some(Expr::Cast {
+                    kind: CastKind::DoubleColon,
+                    expr: Box::new(literal),
+                    data_type: typed.data_type.clone(),
+                    array: false,
+                    format: None,
+                }))
             }
             // `timestamp 'infinity'`: refused as `'infinity'::timestamp` is.
             Expr::TypedString(typed)
@@ -1092,6 +1126,45 @@ fn plain_relation(factor: &TableFactor) -> bool {
                 ..
             }
     )
+}
+
+/// `GROUP BY ROLLUP (1, 2)`, `CUBE (1)`, `GROUPING SETS ((1, 2), ())`: a
+/// position names an expression of the select list there too, as
+/// PostgreSQL reads it; DataFusion reads positions only as plain `GROUP
+/// BY` items. Left alone after a `*` in the select list.
+fn grouping_set_positions(select: &mut Select) {
+    let datafusion::sql::sqlparser::ast::GroupByExpr::Expressions(exprs, _) = &mut select.group_by
+    else {
+        return;
+    };
+    let mut items = Vec::with_capacity(select.projection.len());
+    for item in &select.projection {
+        match item {
+            SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. } => {
+                items.push(expr.clone());
+            }
+            _ => return,
+        }
+    }
+    let position = |expr: &Expr| match expr {
+        Expr::Value(value) => match &value.value {
+            Value::Number(digits, _) => digits
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=items.len()).contains(n)),
+            _ => None,
+        },
+        _ => None,
+    };
+    for expr in exprs.iter_mut() {
+        if let Expr::Rollup(sets) | Expr::Cube(sets) | Expr::GroupingSets(sets) = expr {
+            for item in sets.iter_mut().flatten() {
+                if let Some(n) = position(item) {
+                    *item = items[n - 1].clone();
+                }
+            }
+        }
+    }
 }
 
 fn unnest_into_relation(select: &mut Select) {

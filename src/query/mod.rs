@@ -40,6 +40,7 @@ mod interval_arithmetic;
 pub mod json;
 mod lateral_aggregate;
 mod lateral_limit;
+mod lazy_conditions;
 mod literals;
 mod lookup;
 mod make;
@@ -51,6 +52,7 @@ pub mod origins;
 mod outer_unnest;
 mod outer_using;
 mod overflow;
+mod overlaps;
 pub mod parameterize;
 pub mod pg_types;
 pub mod planner;
@@ -187,6 +189,8 @@ pub fn engine(
             .with_analyzer_rules(rules)
             .with_optimizer_rules(optimizers)
             .with_expr_planners(planners)
+            // Last, over the plan DataFusion's own rules settled.
+            .with_physical_optimizer_rule(Arc::new(lazy_conditions::LazyConditions))
             .build();
     functions::register(&mut state)?;
     functions::register_aggregates(&mut state)?;
@@ -225,6 +229,7 @@ pub fn engine(
             [
                 to_char::function(),
                 age::function(),
+                overlaps::function(),
                 make::function(),
                 make::time_function(),
                 date_trunc::function(),

@@ -232,6 +232,11 @@ fn figure_with_strength(expr: &Expr) -> (Option<String>, u8) {
         Expr::Subquery(query) => (subquery_name(query), 2),
         Expr::Extract { .. } => strong("extract"),
         Expr::AtTimeZone { .. } => strong("timezone"),
+        // `(a, b) OVERLAPS (c, d)` calls the function `overlaps`.
+        Expr::BinaryOp {
+            op: datafusion::sql::sqlparser::ast::BinaryOperator::Overlaps,
+            ..
+        } => strong("overlaps"),
         // `substr(...)` is a function of its own name in PostgreSQL.
         Expr::Substring {
             shorthand: true, ..

@@ -275,6 +275,20 @@ impl ScalarUDFImpl for Extract {
                     out.append_option(day.map(|day| i128::from(day) * 86_400));
                 }
             }
+            // The Julian day: 1970-01-01 is day 2440588.
+            DataType::Date32 if field == "julian" => {
+                for day in values.as_primitive::<datafusion::arrow::datatypes::Date32Type>() {
+                    out.append_option(day.map(|day| i128::from(day) + 2_440_588));
+                }
+            }
+            _ if field == "julian" => {
+                return Err(datafusion::error::DataFusionError::External(Box::new(
+                    super::PgError::new(
+                        super::sqlstate::FEATURE_NOT_SUPPORTED,
+                        "extract(julian ...) of a timestamp is not supported: extract it from the timestamp's date",
+                    ),
+                )));
+            }
             DataType::Timestamp(..) if exact => {
                 let micros = datafusion::arrow::compute::cast(
                     &values,
@@ -342,18 +356,49 @@ impl ScalarUDFImpl for Extract {
 /// zone and becomes a `timestamptz`. A wall-clock time that a daylight-saving
 /// change skips is read with the offset before the change, one it repeats
 /// with the offset after it, as PostgreSQL reads them. Zones are IANA names
-/// (`Europe/Paris`, `UTC`); a numeric offset is refused.
+/// (`Europe/Paris`, `UTC`), POSIX offsets (see [`zone`]) or intervals.
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct AtTimeZone {
     signature: Signature,
 }
 
-fn zone(name: &str) -> Result<chrono_tz::Tz> {
-    name.parse::<chrono_tz::Tz>().map_err(|_| {
+/// The zone `AT TIME ZONE` names: an IANA zone (in any case), or a POSIX
+/// offset read as POSIX reads it, hours west of UTC (`'+05'` is five hours
+/// west, `'UTC+3'`, `'<+02>-02'`), as PostgreSQL reads it there (unlike
+/// `SET TIME ZONE`, which reads a bare number as hours east). Other names
+/// (PostgreSQL's abbreviations such as `PDT`) are refused.
+fn zone(name: &str) -> Result<SessionZone> {
+    SessionZone::at_time_zone(name).ok_or_else(|| {
         datafusion::error::DataFusionError::External(Box::new(super::PgError::new(
             super::sqlstate::FEATURE_NOT_SUPPORTED,
-            format!("time zone \"{name}\" is not supported: name an IANA time zone"),
+            format!(
+                "time zone \"{name}\" is not supported: name an IANA time zone or a POSIX offset"
+            ),
         )))
+    })
+}
+
+/// `INTERVAL '+02:00'` as a zone: its time, east of UTC.
+fn interval_zone(
+    interval: datafusion::arrow::datatypes::IntervalMonthDayNano,
+) -> Result<SessionZone> {
+    if interval.months != 0 || interval.days != 0 {
+        return Err(datafusion::error::DataFusionError::External(Box::new(
+            super::PgError::new(
+                super::sqlstate::INVALID_PARAMETER_VALUE,
+                "interval time zone must not include months or days",
+            ),
+        )));
+    }
+    let east = i32::try_from(interval.nanoseconds / 1_000_000_000).map_err(|_| {
+        datafusion::error::DataFusionError::External(Box::new(super::PgError::new(
+            super::sqlstate::INVALID_PARAMETER_VALUE,
+            "interval time zone out of range",
+        )))
+    })?;
+    Ok(SessionZone::Fixed {
+        east,
+        abbreviation: String::new(),
     })
 }
 
@@ -437,29 +482,55 @@ impl ScalarUDFImpl for AtTimeZone {
             &values,
             &DataType::Timestamp(TimeUnit::Microsecond, None),
         )?;
-        let zones = datafusion::arrow::compute::cast(&arrays[1], &DataType::Utf8)?;
-        let zones = zones.as_string::<i32>();
         let values = values.as_primitive::<TimestampMicrosecondType>();
         let mut out = Vec::with_capacity(values.len());
-        let mut last: Option<(String, chrono_tz::Tz)> = None;
+        let zone_at: Box<dyn Fn(usize) -> Result<Option<SessionZone>>> = match arrays[1].data_type()
+        {
+            DataType::Interval(_) => {
+                let intervals = datafusion::arrow::compute::cast(
+                    &arrays[1],
+                    &DataType::Interval(datafusion::arrow::datatypes::IntervalUnit::MonthDayNano),
+                )?;
+                Box::new(move |row| {
+                    let intervals = intervals
+                        .as_primitive::<datafusion::arrow::datatypes::IntervalMonthDayNanoType>();
+                    intervals
+                        .is_valid(row)
+                        .then(|| interval_zone(intervals.value(row)))
+                        .transpose()
+                })
+            }
+            _ => {
+                let zones = datafusion::arrow::compute::cast(&arrays[1], &DataType::Utf8)?;
+                let last: std::cell::RefCell<Option<(String, SessionZone)>> =
+                    std::cell::RefCell::new(None);
+                Box::new(move |row| {
+                    let zones = zones.as_string::<i32>();
+                    if zones.is_null(row) {
+                        return Ok(None);
+                    }
+                    let name = zones.value(row);
+                    let mut last = last.borrow_mut();
+                    if let Some((cached, zone)) = last.as_ref()
+                        && cached == name
+                    {
+                        return Ok(Some(zone.clone()));
+                    }
+                    let zone = zone(name)?;
+                    *last = Some((name.to_owned(), zone.clone()));
+                    Ok(Some(zone))
+                })
+            }
+        };
         for (row, value) in values.iter().enumerate() {
-            let (Some(value), true) = (value, zones.is_valid(row)) else {
+            let (Some(value), Some(zone)) = (value, zone_at(row)?) else {
                 out.push(None);
                 continue;
             };
-            let name = zones.value(row);
-            let tz = match &last {
-                Some((cached, tz)) if cached == name => *tz,
-                _ => {
-                    let tz = zone(name)?;
-                    last = Some((name.to_owned(), tz));
-                    tz
-                }
-            };
             out.push(if with_zone {
-                to_local(tz, value)
+                session_to_local(&zone, value)
             } else {
-                from_local(tz, value)
+                session_from_local(&zone, value)
             });
         }
         let array = TimestampMicrosecondArray::from(out);
@@ -627,6 +698,12 @@ fn rewrite(
     schema: &DFSchema,
     difference: &Arc<ScalarUDF>,
 ) -> Result<Transformed<Expr>> {
+    if let Expr::ScalarFunction(function) = &expr
+        && let Some(rewritten) = super::age::against_today(function, schema)
+            .or_else(|| super::overlaps::interval_ends(function, schema))
+    {
+        return Ok(Transformed::yes(rewritten));
+    }
     // `date_part()` is a float8 in PostgreSQL.
     if let Expr::ScalarFunction(function) = &expr
         && function.name() == "date_part"

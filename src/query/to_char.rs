@@ -3,8 +3,12 @@
 //! `DDth`, `"quoted text"`, ...): a timestamptz is printed in the session's
 //! `TimeZone`. DataFusion's `to_char` takes chrono's `%Y` patterns and
 //! returns PostgreSQL's templates unchanged, so it is replaced. Numbers are
-//! printed by [`number`]'s templates (`FM999,990.00`); interval templates
-//! are refused (0A000), not guessed.
+//! printed by [`number`]'s templates (`FM999,990.00`). An interval is
+//! printed from its fields as PostgreSQL splits it (years and months of its
+//! months, its days, hours of its time, ...), each with its own sign; the
+//! patterns PostgreSQL rejects for an interval (names of months and days,
+//! zones, eras) fail with 22007 as there, and the few that read it as a
+//! calendar date (`J`, `IW`, `IYYY`, ...) are refused (0A000).
 
 mod number;
 
@@ -12,7 +16,10 @@ use std::sync::Arc;
 
 use chrono::{Datelike, NaiveDateTime, Timelike};
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringBuilder};
-use datafusion::arrow::datatypes::{DataType, Date32Type, TimeUnit, TimestampMicrosecondType};
+use datafusion::arrow::datatypes::{
+    DataType, Date32Type, IntervalMonthDayNanoType, IntervalUnit, TimeUnit,
+    TimestampMicrosecondType,
+};
 use datafusion::common::{DataFusionError, Result};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
@@ -109,6 +116,9 @@ impl ScalarUDFImpl for ToChar {
             DataType::Float16 | DataType::Float32 => DataType::Float32,
             DataType::Float64 => DataType::Float64,
             decimal @ (DataType::Decimal128(..) | DataType::Decimal256(..)) => decimal.clone(),
+            DataType::Interval(_) => DataType::Interval(IntervalUnit::MonthDayNano),
+            // The difference of two timestamps with a zone.
+            DataType::Duration(_) => DataType::Duration(TimeUnit::Microsecond),
             other => {
                 return Err(DataFusionError::NotImplemented(format!(
                     "to_char() of {} is not supported",
@@ -154,6 +164,23 @@ impl ScalarUDFImpl for ToChar {
             }
             return super::functions::columnar(Arc::new(out.finish()) as ArrayRef, scalar);
         }
+        if matches!(
+            values.data_type(),
+            DataType::Interval(_) | DataType::Duration(_)
+        ) {
+            for row in 0..values.len() {
+                if values.is_null(row) || templates.is_null(row) {
+                    out.append_null();
+                    continue;
+                }
+                let parts = IntervalParts::of(interval_at(values, row));
+                out.append_value(render(
+                    templates.value(row),
+                    |pattern, written, fill_mode| parts.field(pattern, written, fill_mode),
+                )?);
+            }
+            return super::functions::columnar(Arc::new(out.finish()) as ArrayRef, scalar);
+        }
         for row in 0..values.len() {
             if values.is_null(row) || templates.is_null(row) {
                 out.append_null();
@@ -163,7 +190,10 @@ impl ScalarUDFImpl for ToChar {
                 out.append_null();
                 continue;
             };
-            out.append_value(render(templates.value(row), &moment));
+            out.append_value(render(
+                templates.value(row),
+                |pattern, written, fill_mode| Ok(field(pattern, written, &moment, fill_mode)),
+            )?);
         }
         super::functions::columnar(Arc::new(out.finish()) as ArrayRef, scalar)
     }
@@ -289,8 +319,13 @@ fn cased(name: &str, case: Case) -> String {
     }
 }
 
-/// `template` filled in for `moment`, as PostgreSQL's `to_char` does.
-fn render(template: &str, moment: &Moment) -> String {
+/// `template` filled in with the fields `field` gives for each pattern
+/// (as written, and whether `FM` came before it), as PostgreSQL's
+/// `to_char` does.
+fn render(
+    template: &str,
+    mut field: impl FnMut(&str, &str, bool) -> Result<Field>,
+) -> Result<String> {
     let mut out = String::new();
     let mut rest = template;
     let mut fill_mode = false;
@@ -345,7 +380,7 @@ fn render(template: &str, moment: &Moment) -> String {
             }
             _ => {}
         }
-        let value = field(pattern, written, moment, fill_mode);
+        let value = field(pattern, written, fill_mode)?;
         out.push_str(&value.text);
         // `DDth`: the ordinal suffix of the number just printed.
         if let Some(number) = value.number
@@ -361,7 +396,7 @@ fn render(template: &str, moment: &Moment) -> String {
         }
         fill_mode = false;
     }
-    out
+    Ok(out)
 }
 
 fn ordinal(number: i64) -> &'static str {
@@ -381,6 +416,160 @@ fn ordinal(number: i64) -> &'static str {
 struct Field {
     text: String,
     number: Option<i64>,
+}
+
+/// `value` zero-padded to `width` characters, its sign counted (C's
+/// `%0*d`), or as it is under `FM`.
+fn padded(value: i64, width: usize, fill_mode: bool) -> Field {
+    Field {
+        text: if fill_mode {
+            value.to_string()
+        } else {
+            format!("{value:0width$}")
+        },
+        number: Some(value),
+    }
+}
+
+/// Row `row` of an interval array, or of a duration (microseconds) as the
+/// interval PostgreSQL's timestamptz difference gives: whole days of 24
+/// hours, and the time left.
+fn interval_at(
+    values: &ArrayRef,
+    row: usize,
+) -> datafusion::arrow::datatypes::IntervalMonthDayNano {
+    use datafusion::arrow::datatypes::{DurationMicrosecondType, IntervalMonthDayNano};
+    match values.data_type() {
+        DataType::Duration(_) => {
+            let micros = values.as_primitive::<DurationMicrosecondType>().value(row);
+            let days = micros / 86_400_000_000;
+            IntervalMonthDayNano::new(
+                0,
+                i32::try_from(days).unwrap_or(i32::MAX),
+                (micros - days * 86_400_000_000) * 1000,
+            )
+        }
+        _ => values.as_primitive::<IntervalMonthDayNanoType>().value(row),
+    }
+}
+
+/// An interval's fields as PostgreSQL's `to_char` reads them: whole years
+/// and the months left of its months, its days, and hours, minutes,
+/// seconds and microseconds of its time, each truncated toward zero so
+/// that each carries the interval's sign.
+struct IntervalParts {
+    years: i64,
+    months: i64,
+    days: i64,
+    hours: i64,
+    minutes: i64,
+    seconds: i64,
+    micros: i64,
+}
+
+impl IntervalParts {
+    fn of(interval: datafusion::arrow::datatypes::IntervalMonthDayNano) -> Self {
+        let time = interval.nanoseconds / 1000;
+        Self {
+            years: i64::from(interval.months / 12),
+            months: i64::from(interval.months % 12),
+            days: i64::from(interval.days),
+            hours: time / 3_600_000_000,
+            minutes: time % 3_600_000_000 / 60_000_000,
+            seconds: time % 60_000_000 / 1_000_000,
+            micros: time % 1_000_000,
+        }
+    }
+
+    fn field(&self, pattern: &str, written: &str, fill_mode: bool) -> Result<Field> {
+        // Two digits, three with a minus sign, as PostgreSQL pads the
+        // fields that may be negative.
+        let signed = |value: i64, width: usize| {
+            padded(value, if value < 0 { width + 1 } else { width }, fill_mode)
+        };
+        let text = |text: String| Field { text, number: None };
+        let year_day = (self.years * 12 + self.months) * 30 + self.days;
+        Ok(match pattern {
+            "HH" | "HH12" => signed(
+                match self.hours % 12 {
+                    0 => 12,
+                    h => h,
+                },
+                2,
+            ),
+            "HH24" => signed(self.hours, 2),
+            "MI" => signed(self.minutes, 2),
+            "SS" => signed(self.seconds, 2),
+            "MS" | "FF3" => padded(self.micros / 1000, 3, false),
+            "US" | "FF6" => padded(self.micros, 6, false),
+            "FF1" | "FF2" | "FF4" | "FF5" => {
+                let digits: u32 = pattern[2..].parse().unwrap_or(6);
+                padded(self.micros / 10_i64.pow(6 - digits), digits as usize, false)
+            }
+            "SSSS" | "SSSSS" => padded(
+                self.hours * 3600 + self.minutes * 60 + self.seconds,
+                0,
+                false,
+            ),
+            "AM" | "PM" | "A.M." | "P.M." => {
+                let pm = self.hours % 24 >= 12;
+                let name = match (pattern.len(), pm) {
+                    (2, false) => "AM",
+                    (2, true) => "PM",
+                    (_, false) => "A.M.",
+                    (_, true) => "P.M.",
+                };
+                text(cased(name, case_of(written)))
+            }
+            "YYYY" => signed(self.years, 4),
+            "YYY" => signed(self.years % 1000, 3),
+            "YY" => signed(self.years % 100, 2),
+            "Y" => padded(self.years % 10, 1, false),
+            "Y,YYY" => text(format!("{},{:03}", self.years / 1000, self.years % 1000)),
+            "CC" => signed(self.years / 100, 2),
+            "MM" => signed(self.months, 2),
+            "DD" => padded(self.days, 2, fill_mode),
+            "DDD" => padded(year_day, 3, fill_mode),
+            "WW" => padded((year_day - 1) / 7 + 1, 2, fill_mode),
+            "W" => padded((self.days - 1) / 7 + 1, 1, false),
+            "Q" if self.months == 0 => text(String::new()),
+            "Q" => padded((self.months - 1) / 3 + 1, 1, false),
+            "RM" if self.months == 0 && self.years == 0 => text(String::new()),
+            "RM" => {
+                // The month's numeral, counted back from December when
+                // the months are negative.
+                let month = match self.months {
+                    0 if self.years >= 0 => 12,
+                    0 => 1,
+                    m if m < 0 => 13 + m,
+                    m => m,
+                };
+                let roman = cased(ROMAN[(month - 1) as usize], case_of(written));
+                text(if fill_mode {
+                    roman
+                } else {
+                    format!("{roman:<4}")
+                })
+            }
+            "MONTH" | "MON" | "DAY" | "DY" | "D" | "ID" | "TZ" | "OF" | "TZH" | "TZM" | "AD"
+            | "BC" | "A.D." | "B.C." => {
+                return Err(DataFusionError::External(Box::new(
+                    super::PgError::new(
+                        super::sqlstate::INVALID_DATETIME_FORMAT,
+                        "invalid format specification for an interval value",
+                    )
+                    .with_hint("Intervals are not tied to specific calendar dates."),
+                )));
+            }
+            "IDDD" | "IYYY" | "IYY" | "IY" | "I" | "IW" | "J" => {
+                return Err(DataFusionError::External(Box::new(super::PgError::new(
+                    super::sqlstate::FEATURE_NOT_SUPPORTED,
+                    format!("to_char() of an interval with the pattern {written} is not supported"),
+                ))));
+            }
+            _ => text(written.to_owned()),
+        })
+    }
 }
 
 fn field(pattern: &str, written: &str, moment: &Moment, fill_mode: bool) -> Field {
@@ -517,33 +706,93 @@ mod tests {
     #[test]
     fn patterns_as_postgresql_prints_them() {
         let t = at("2024-02-29 13:04:05.123456");
-        assert_eq!(render("YYYY-MM-DD HH24:MI:SS", &t), "2024-02-29 13:04:05");
-        assert_eq!(render("Mon DD, YYYY", &t), "Feb 29, 2024");
         assert_eq!(
-            render("Month|FMMonth|MONTH|month", &t),
+            render_at("YYYY-MM-DD HH24:MI:SS", &t),
+            "2024-02-29 13:04:05"
+        );
+        assert_eq!(render_at("Mon DD, YYYY", &t), "Feb 29, 2024");
+        assert_eq!(
+            render_at("Month|FMMonth|MONTH|month", &t),
             "February |February|FEBRUARY |february "
         );
-        assert_eq!(render("Day Dy FMDay", &t), "Thursday  Thu Thursday");
-        assert_eq!(render("HH:MI AM MS US", &t), "01:04 PM 123 123456");
+        assert_eq!(render_at("Day Dy FMDay", &t), "Thursday  Thu Thursday");
+        assert_eq!(render_at("HH:MI AM MS US", &t), "01:04 PM 123 123456");
         assert_eq!(
-            render("DDth FMDDth Q WW IW D J", &t),
+            render_at("DDth FMDDth Q WW IW D J", &t),
             "29th 29th 1 09 09 5 2460370"
         );
-        assert_eq!(render("\"Year\" YYYY \"q\"Q", &t), "Year 2024 q1");
-        assert_eq!(render("FMMM/FMDD/YY RM", &t), "2/29/24 II  ");
+        assert_eq!(render_at("\"Year\" YYYY \"q\"Q", &t), "Year 2024 q1");
+        assert_eq!(render_at("FMMM/FMDD/YY RM", &t), "2/29/24 II  ");
         assert_eq!(
-            render("IDDD ID CC Y,YYY SSSS TZ OF", &t),
+            render_at("IDDD ID CC Y,YYY SSSS TZ OF", &t),
             "060 4 21 2,024 47045  +00"
         );
-        assert_eq!(render("FMHH12th", &t), "1st");
+        assert_eq!(render_at("FMHH12th", &t), "1st");
         assert_eq!(
-            render("YYYY BC CC", &at("-0056-03-15 00:00:00")),
+            render_at("YYYY BC CC", &at("-0056-03-15 00:00:00")),
             "0057 BC -01"
         );
         let zoned = Moment {
             local: at("2024-07-01 12:00:00").local,
             zone: Some((0, "UTC".to_owned())),
         };
-        assert_eq!(render("TZ OF TZH TZM", &zoned), "UTC +00 +00 00");
+        assert_eq!(render_at("TZ OF TZH TZM", &zoned), "UTC +00 +00 00");
+    }
+
+    fn render_at(template: &str, moment: &Moment) -> String {
+        render(template, |pattern, written, fill_mode| {
+            Ok(field(pattern, written, moment, fill_mode))
+        })
+        .unwrap()
+    }
+
+    fn render_interval(template: &str, months: i32, days: i32, micros: i64) -> String {
+        let parts = IntervalParts::of(datafusion::arrow::datatypes::IntervalMonthDayNano::new(
+            months,
+            days,
+            micros * 1000,
+        ));
+        render(template, |pattern, written, fill_mode| {
+            parts.field(pattern, written, fill_mode)
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn intervals_as_postgresql_prints_them() {
+        // PostgreSQL 15: '1 year 14 mons 3 days 27:04:05.123456' and
+        // '-1 year -2 mons -3 days -04:05:06.789'.
+        let long = |template| render_interval(template, 26, 3, 97_445_123_456);
+        let negative = |template| render_interval(template, -14, -3, -14_706_789_000);
+        assert_eq!(long("HH24:MI:SS.MS US"), "27:04:05.123 123456");
+        assert_eq!(negative("HH24:MI:SS.MS US"), "-04:-05:-06.-789 -789000");
+        assert_eq!(long("HH HH12 AM SSSS"), "03 03 AM 97445");
+        assert_eq!(negative("HH SSSS FMHH24 HH24th"), "-04 -14706 -4 -04th");
+        assert_eq!(
+            long("YYYY YYY YY Y Y,YYY CC MM DD DDD"),
+            "0002 002 02 2 0,002 00 02 03 783"
+        );
+        assert_eq!(
+            negative("YYYY YYY YY Y Y,YYY MM DD DDD"),
+            "-0001 -001 -01 -1 0,-01 -02 -3 -423"
+        );
+        assert_eq!(long("WW W Q RM FMDDth"), "112 1 1 II   3rd");
+        assert_eq!(negative("WW W Q RM FMDDth"), "-59 1 0 XI   -3rd");
+        assert_eq!(render_interval("HH Q RM|DD", 0, 0, 0), "12  |00");
+    }
+
+    #[test]
+    fn calendar_patterns_of_an_interval_fail_as_in_postgresql() {
+        let parts = IntervalParts::of(datafusion::arrow::datatypes::IntervalMonthDayNano::new(
+            1, 0, 0,
+        ));
+        let error = render("Month", |p, w, f| parts.field(p, w, f)).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("invalid format specification for an interval value")
+        );
+        let error = render("IW", |p, w, f| parts.field(p, w, f)).unwrap_err();
+        assert!(error.to_string().contains("not supported"));
     }
 }

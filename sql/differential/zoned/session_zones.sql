@@ -25,3 +25,5 @@ SELECT count(*) FROM orders WHERE placed >= timestamptz '2024-03-10 12:00+00' - 
 SELECT date_trunc('day', placed + interval '1 day')::date AS next_day, count(*) FROM orders GROUP BY 1 ORDER BY 1 LIMIT 3;
 SELECT 'today'::timestamptz = date_trunc('day', now()), 'epoch'::timestamptz, TIMESTAMPTZ 'epoch', 'yesterday'::timestamptz < now(), 'tomorrow'::date - current_date;
 SELECT id, tstz > 'epoch', ts > 'epoch', d > 'epoch', tstz < 'today', d < 'tomorrow' FROM times ORDER BY id;
+SELECT id, age(tstz), age(ts), age(d) FROM times ORDER BY id;
+SELECT id, (tstz, interval '1 day') OVERLAPS (timestamptz '2024-03-10 06:00:00+00', interval '1 hour'), (d, interval '1 month') OVERLAPS (tstz, tstz) FROM times ORDER BY id;

@@ -64,6 +64,21 @@ impl SessionZone {
         ))
     }
 
+    /// The zone `AT TIME ZONE` reads `text` as: an IANA name in any case,
+    /// or a POSIX zone without daylight rules (its offset hours west of
+    /// UTC: `'+05'` is UTC-5, unlike [`SessionZone::parse`]'s bare number).
+    pub fn at_time_zone(text: &str) -> Option<SessionZone> {
+        let trimmed = text.trim();
+        if let Some(zone) = ZONES_BY_LOWERCASE.get(&trimmed.to_lowercase()) {
+            return Some(SessionZone::Named(*zone));
+        }
+        let (abbreviation, offset) = posix(trimmed)?;
+        Some(SessionZone::Fixed {
+            east: -offset,
+            abbreviation,
+        })
+    }
+
     /// The POSIX spelling of a zone `hours` east of UTC, as `SET TIME
     /// ZONE <number>` and `SET TIME ZONE INTERVAL ...` store it.
     pub fn posix_for_east_seconds(east: i32) -> String {

@@ -1,0 +1,373 @@
+//! `a AND b` and `a OR b` that read `b` only on the rows `a` leaves open,
+//! where `b` can fail. PostgreSQL evaluates a condition row by row and
+//! skips the right side of `AND` where the left is false (of `OR` where it
+//! is true), so a guard such as `qty <> 0 AND amount / qty > 2` never
+//! divides by zero. DataFusion evaluates both sides over a whole batch
+//! unless the left side settles most rows, so such a guard failed with
+//! 22012 on a batch where the guard held for more than a fifth of the rows.
+//!
+//! [`LazyConditions`] runs after DataFusion's physical optimizer and, in
+//! the conditions of filters and the expressions of projections, replaces
+//! each `AND`/`OR` whose right side may raise an error (arithmetic, casts
+//! that can fail, functions) with a [`LazyBoolean`], which evaluates the
+//! right side on the rows still undecided only. Conditions made only of
+//! columns, literals, comparisons and the like keep DataFusion's
+//! evaluation, and so its speed.
+
+use std::fmt;
+use std::hash::Hash;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, AsArray, BooleanArray};
+use datafusion::arrow::compute::kernels::boolean::{and_kleene, or_kleene};
+use datafusion::arrow::datatypes::{DataType, Schema};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{Result, ScalarValue};
+use datafusion::logical_expr::{ColumnarValue, Operator};
+use datafusion::physical_expr::expressions::{
+    BinaryExpr, CaseExpr, CastExpr, Column, InListExpr, IsNotNullExpr, IsNullExpr, LikeExpr,
+    Literal, NotExpr,
+};
+use datafusion::physical_expr::{PhysicalExpr, ScalarFunctionExpr};
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::filter::{FilterExec, FilterExecBuilder};
+use datafusion::physical_plan::projection::ProjectionExec;
+
+/// The physical optimizer rule (see the module comment).
+#[derive(Debug, Default)]
+pub struct LazyConditions;
+
+impl PhysicalOptimizerRule for LazyConditions {
+    fn optimize(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        _config: &ConfigOptions,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        plan.transform_up(|node| {
+            if let Some(filter) = node.downcast_ref::<FilterExec>() {
+                let predicate = lazy(Arc::clone(filter.predicate()), &filter.input().schema())?;
+                if !predicate.transformed {
+                    return Ok(Transformed::no(node));
+                }
+                let rebuilt = FilterExecBuilder::from(filter)
+                    .with_predicate(predicate.data)
+                    .build()?;
+                return Ok(Transformed::yes(Arc::new(rebuilt) as Arc<dyn ExecutionPlan>));
+            }
+            if let Some(projection) = node.downcast_ref::<ProjectionExec>() {
+                let schema = projection.input().schema();
+                let mut changed = false;
+                let mut exprs = Vec::with_capacity(projection.expr().len());
+                for expr in projection.expr() {
+                    let rewritten = lazy(Arc::clone(&expr.expr), &schema)?;
+                    changed |= rewritten.transformed;
+                    let mut expr = expr.clone();
+                    expr.expr = rewritten.data;
+                    exprs.push(expr);
+                }
+                if !changed {
+                    return Ok(Transformed::no(node));
+                }
+                // The output fields keep their annotations (PostgreSQL
+                // types), which the expressions alone do not carry.
+                let rebuilt = ProjectionExec::try_new_with_schema_metadata(
+                    exprs,
+                    Arc::clone(projection.input()),
+                    projection.schema().as_ref(),
+                )?;
+                return Ok(Transformed::yes(Arc::new(rebuilt) as Arc<dyn ExecutionPlan>));
+            }
+            Ok(Transformed::no(node))
+        })
+        .map(|transformed| transformed.data)
+    }
+
+    fn name(&self) -> &str {
+        "pgaccel_lazy_conditions"
+    }
+
+    fn schema_check(&self) -> bool {
+        true
+    }
+}
+
+/// `expr`, over rows of `schema`, with every `AND`/`OR` whose right side
+/// may fail made lazy.
+fn lazy(
+    expr: Arc<dyn PhysicalExpr>,
+    schema: &Schema,
+) -> Result<Transformed<Arc<dyn PhysicalExpr>>> {
+    expr.transform_up(|node| {
+        let Some(binary) = node.downcast_ref::<BinaryExpr>() else {
+            return Ok(Transformed::no(node));
+        };
+        let op = *binary.op();
+        if !matches!(op, Operator::And | Operator::Or) || !may_fail(binary.right(), schema) {
+            return Ok(Transformed::no(node));
+        }
+        Ok(Transformed::yes(Arc::new(LazyBoolean {
+            left: Arc::clone(binary.left()),
+            op,
+            right: Arc::clone(binary.right()),
+        }) as Arc<dyn PhysicalExpr>))
+    })
+}
+
+/// Whether evaluating `expr` on a row may raise an error: anything but
+/// columns, literals, comparisons, boolean logic, pattern matches, lists
+/// of such, casts that cannot fail and a few functions that cannot.
+fn may_fail(expr: &Arc<dyn PhysicalExpr>, schema: &Schema) -> bool {
+    let any = expr.as_ref();
+    let safe_node = any.is::<Column>()
+        || any.is::<Literal>()
+        || any.is::<NotExpr>()
+        || any.is::<IsNullExpr>()
+        || any.is::<IsNotNullExpr>()
+        || any.is::<LikeExpr>()
+        || any.is::<InListExpr>()
+        || any.is::<CaseExpr>()
+        || any.is::<LazyBoolean>()
+        || any.downcast_ref::<BinaryExpr>().is_some_and(|binary| {
+            matches!(
+                binary.op(),
+                Operator::Eq
+                    | Operator::NotEq
+                    | Operator::Lt
+                    | Operator::LtEq
+                    | Operator::Gt
+                    | Operator::GtEq
+                    | Operator::And
+                    | Operator::Or
+                    | Operator::IsDistinctFrom
+                    | Operator::IsNotDistinctFrom
+                    | Operator::LikeMatch
+                    | Operator::ILikeMatch
+                    | Operator::NotLikeMatch
+                    | Operator::NotILikeMatch
+            )
+        })
+        || any
+            .downcast_ref::<CastExpr>()
+            .is_some_and(|cast| widening(cast, schema))
+        || any
+            .downcast_ref::<ScalarFunctionExpr>()
+            .is_some_and(|function| {
+                matches!(
+                    function.name(),
+                    "rtrim" | "ltrim" | "btrim" | "lower" | "upper" | "coalesce" | "starts_with"
+                )
+            });
+    !safe_node
+        || expr
+            .children()
+            .into_iter()
+            .any(|child| may_fail(child, schema))
+}
+
+/// A cast that gives every value of its input a value of its output: a
+/// wider integer, a decimal with at least as many digits on each side of
+/// the point, text as another text type, a date as a timestamp.
+fn widening(cast: &CastExpr, schema: &Schema) -> bool {
+    let Ok(from) = cast.expr().data_type(schema) else {
+        return false;
+    };
+    widens(&from, cast.cast_type())
+}
+
+fn widens(from: &DataType, to: &DataType) -> bool {
+    let integer_width = |t: &DataType| match t {
+        DataType::Int8 => Some(1),
+        DataType::Int16 => Some(2),
+        DataType::Int32 => Some(4),
+        DataType::Int64 => Some(8),
+        _ => None,
+    };
+    let text =
+        |t: &DataType| matches!(t, DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8);
+    match (from, to) {
+        (a, b) if a == b => true,
+        (a, b) if integer_width(a).is_some() && integer_width(b).is_some() => {
+            integer_width(a) <= integer_width(b)
+        }
+        (a, DataType::Float64) if integer_width(a).is_some() => true,
+        (DataType::Float32, DataType::Float64) => true,
+        (
+            DataType::Decimal128(p, s) | DataType::Decimal256(p, s),
+            DataType::Decimal128(q, t) | DataType::Decimal256(q, t),
+        ) => t >= s && i16::from(*q) - i16::from(*t) >= i16::from(*p) - i16::from(*s),
+        (a, b) if text(a) && text(b) => true,
+        (DataType::Date32, DataType::Timestamp(..)) => true,
+        _ => false,
+    }
+}
+
+/// `left AND right` or `left OR right`, with `right` evaluated only on the
+/// rows whose answer `left` leaves open.
+#[derive(Debug, Eq)]
+pub struct LazyBoolean {
+    left: Arc<dyn PhysicalExpr>,
+    op: Operator,
+    right: Arc<dyn PhysicalExpr>,
+}
+
+impl PartialEq for LazyBoolean {
+    fn eq(&self, other: &Self) -> bool {
+        self.op == other.op && self.left.eq(&other.left) && self.right.eq(&other.right)
+    }
+}
+
+impl Hash for LazyBoolean {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.left.hash(state);
+        self.op.hash(state);
+        self.right.hash(state);
+    }
+}
+
+impl fmt::Display for LazyBoolean {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "({}) {} ({})", self.left, self.op, self.right)
+    }
+}
+
+impl PhysicalExpr for LazyBoolean {
+    fn data_type(&self, _input_schema: &Schema) -> Result<DataType> {
+        Ok(DataType::Boolean)
+    }
+
+    fn nullable(&self, input_schema: &Schema) -> Result<bool> {
+        Ok(self.left.nullable(input_schema)? || self.right.nullable(input_schema)?)
+    }
+
+    fn evaluate(&self, batch: &RecordBatch) -> Result<ColumnarValue> {
+        let and = self.op == Operator::And;
+        // The left side's value that settles the answer without the right.
+        let settled = !and;
+        let rows = batch.num_rows();
+        let left = match self.left.evaluate(batch)? {
+            ColumnarValue::Scalar(ScalarValue::Boolean(Some(value))) if value == settled => {
+                return Ok(ColumnarValue::Scalar(ScalarValue::Boolean(Some(settled))));
+            }
+            ColumnarValue::Scalar(scalar) => scalar.to_array_of_size(rows)?,
+            ColumnarValue::Array(array) => array,
+        };
+        let left = left.as_boolean();
+        // Rows still open: every row but those whose left side settles it.
+        let open: BooleanArray = left
+            .iter()
+            .map(|value| Some(value != Some(settled)))
+            .collect();
+        if open.true_count() == 0 {
+            return Ok(ColumnarValue::Array(Arc::new(left.clone()) as ArrayRef));
+        }
+        let right = self
+            .right
+            .evaluate_selection(batch, &open)?
+            .into_array(rows)?;
+        let right = right.as_boolean();
+        let combined = if and {
+            and_kleene(left, right)?
+        } else {
+            or_kleene(left, right)?
+        };
+        Ok(ColumnarValue::Array(Arc::new(combined)))
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn PhysicalExpr>> {
+        vec![&self.left, &self.right]
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn PhysicalExpr>>,
+    ) -> Result<Arc<dyn PhysicalExpr>> {
+        let [left, right] = <[Arc<dyn PhysicalExpr>; 2]>::try_from(children).map_err(|_| {
+            datafusion::error::DataFusionError::Internal("AND/OR takes two sides".into())
+        })?;
+        Ok(Arc::new(LazyBoolean {
+            left,
+            op: self.op,
+            right,
+        }))
+    }
+
+    fn fmt_sql(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "(")?;
+        self.left.fmt_sql(f)?;
+        write!(f, ") {} (", self.op)?;
+        self.right.fmt_sql(f)?;
+        write!(f, ")")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::Int32Array;
+    use datafusion::arrow::datatypes::Field;
+    use datafusion::physical_expr::expressions::{binary, col, lit};
+
+    #[test]
+    fn the_right_side_is_read_only_where_the_left_leaves_the_answer_open() {
+        // x <> 0 AND 10 / x > 1, and x = 0 OR 10 / x > 1, on rows where
+        // the guard holds for most rows but not all.
+        let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Int32, true)]));
+        let batch = RecordBatch::try_new(
+            Arc::clone(&schema),
+            vec![Arc::new(Int32Array::from(vec![
+                Some(1),
+                Some(0),
+                Some(2),
+                None,
+                Some(20),
+            ]))],
+        )
+        .unwrap();
+        let x = col("x", &schema).unwrap();
+        let guard = binary(Arc::clone(&x), Operator::NotEq, lit(0), &schema).unwrap();
+        let zero = binary(Arc::clone(&x), Operator::Eq, lit(0), &schema).unwrap();
+        let ratio = binary(
+            binary(lit(10), Operator::Divide, Arc::clone(&x), &schema).unwrap(),
+            Operator::Gt,
+            lit(1),
+            &schema,
+        )
+        .unwrap();
+        let eager = binary(
+            Arc::clone(&guard),
+            Operator::And,
+            Arc::clone(&ratio),
+            &schema,
+        )
+        .unwrap();
+        assert!(
+            eager.evaluate(&batch).is_err(),
+            "DataFusion divides every row"
+        );
+        let and = lazy(eager, &schema).unwrap();
+        assert!(and.transformed);
+        let answer = and.data.evaluate(&batch).unwrap().into_array(5).unwrap();
+        assert_eq!(
+            answer.as_boolean().iter().collect::<Vec<_>>(),
+            vec![Some(true), Some(false), Some(true), None, Some(false)]
+        );
+        let or = lazy(binary(zero, Operator::Or, ratio, &schema).unwrap(), &schema).unwrap();
+        let answer = or.data.evaluate(&batch).unwrap().into_array(5).unwrap();
+        assert_eq!(
+            answer.as_boolean().iter().collect::<Vec<_>>(),
+            vec![Some(true), Some(true), Some(true), None, Some(false)]
+        );
+        // Comparisons alone keep DataFusion's evaluation.
+        let plain = binary(
+            guard,
+            Operator::And,
+            binary(x, Operator::Lt, lit(5), &schema).unwrap(),
+            &schema,
+        )
+        .unwrap();
+        assert!(!lazy(plain, &schema).unwrap().transformed);
+    }
+}
