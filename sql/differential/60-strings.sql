@@ -89,3 +89,7 @@ SELECT convert_from('\xff'::bytea, 'UTF8');
 SELECT length(t), octet_length(t), bit_length(t), char_length(t), character_length(v), substr(t, 2, 3), substring(t from 2), substring(t, 1, 2), length(c), octet_length(c) FROM texts ORDER BY id;
 SELECT substr('hello', 0, 3), substr('hello', -1), substring('hello' FROM 2 FOR 2), length('héllo'), octet_length('héllo');
 SELECT 'hello' ^@ 'he', 'hello' ^@ 'lo', NULL ^@ 'a';
+SELECT id, CASE WHEN id > 3 THEN c END, CASE id WHEN 1 THEN c ELSE 'zz' END, CASE WHEN c IS NULL THEN 'none' ELSE c END FROM texts ORDER BY id;
+SELECT id, nullif(c, 'ab'), nullif(c, 'ab   ') IS NULL, max(c) OVER (ORDER BY id), min(c) OVER (PARTITION BY id % 2), max(c) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) FROM texts ORDER BY id;
+SELECT id, (SELECT c FROM texts t2 WHERE t2.id = t.id), (SELECT c FROM texts WHERE id = 1) = 'ab' FROM texts t ORDER BY id;
+SELECT i_item_sk, CASE WHEN i_category IS NULL THEN 'Other' ELSE i_category END AS category, max(i_brand) OVER (PARTITION BY i_class) FROM item WHERE i_item_sk < 8 ORDER BY 1;

@@ -700,6 +700,23 @@ impl datafusion::logical_expr::AggregateUDFImpl for SingleValue {
         Ok(arg_types.first().cloned().unwrap_or(DataType::Null))
     }
 
+    /// The value as it was: its PostgreSQL type (a `character(n)` keeps
+    /// its width, printed padded) goes with it.
+    fn return_field(
+        &self,
+        arg_fields: &[datafusion::arrow::datatypes::FieldRef],
+    ) -> Result<datafusion::arrow::datatypes::FieldRef> {
+        Ok(Arc::new(match arg_fields.first() {
+            Some(field) => datafusion::arrow::datatypes::Field::new(
+                self.name(),
+                field.data_type().clone(),
+                true,
+            )
+            .with_metadata(field.metadata().clone()),
+            None => datafusion::arrow::datatypes::Field::new(self.name(), DataType::Null, true),
+        }))
+    }
+
     fn accumulator(
         &self,
         args: datafusion::logical_expr::function::AccumulatorArgs,

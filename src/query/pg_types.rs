@@ -616,6 +616,17 @@ fn common_text_type(
     common
 }
 
+/// The values a CASE can give: its THEN results and its ELSE.
+fn case_results(
+    case: &datafusion::logical_expr::expr::Case,
+) -> Vec<datafusion::logical_expr::Expr> {
+    case.when_then_expr
+        .iter()
+        .map(|(_, then)| then.as_ref().clone())
+        .chain(case.else_expr.as_deref().cloned())
+        .collect()
+}
+
 /// A `character` value kept padded: typed bpchar with no width.
 fn padded_character(
     expr: &datafusion::logical_expr::Expr,
@@ -816,6 +827,80 @@ pub fn pad_characters(
                     Box::new(expr),
                     Arc::new(field),
                 )))
+            }
+            // A CASE whose results are `character` values (and untyped
+            // literals) is a `character` value too: each keeps its padding
+            // (the result has no width), as PostgreSQL prints it.
+            Expr::Case(mut case)
+                if common_text_type(&case_results(&case), schema).as_deref() == Some("bpchar") =>
+            {
+                for (_, then) in &mut case.when_then_expr {
+                    let value = std::mem::replace(then.as_mut(), lit(ScalarValue::Null));
+                    **then = pad(value, schema);
+                }
+                if let Some(otherwise) = &mut case.else_expr {
+                    let value = std::mem::replace(otherwise.as_mut(), lit(ScalarValue::Null));
+                    **otherwise = pad(value, schema);
+                }
+                let expr = Expr::Case(case);
+                let data_type = expr.get_type(schema)?;
+                let field = Field::new("case", data_type, true)
+                    .with_metadata([(PG_TYPE_METADATA.to_owned(), "bpchar".to_owned())].into());
+                Transformed::yes(Expr::Cast(datafusion::logical_expr::Cast::new_from_field(
+                    Box::new(expr),
+                    Arc::new(field),
+                )))
+            }
+            // nullif() is of its first argument's type: a `character(n)`
+            // value is printed padded (the comparison is `character`'s).
+            Expr::ScalarFunction(mut function)
+                if function.name() == "nullif"
+                    && function
+                        .args
+                        .first()
+                        .is_some_and(|arg| character_width(arg, schema).is_some()) =>
+            {
+                let metadata = function.args[0].to_field(schema)?.1.metadata().clone();
+                // Compared as `character`: without trailing spaces.
+                if let Some(other) = function.args.get_mut(1)
+                    && character_comparand(other, schema)
+                {
+                    let value = std::mem::replace(other, lit(ScalarValue::Null));
+                    *other = without_trailing_spaces(value, schema);
+                }
+                let expr = Expr::ScalarFunction(function);
+                let data_type = expr.get_type(schema)?;
+                let field = Field::new("nullif", data_type, true).with_metadata(metadata);
+                Transformed::yes(Expr::Cast(datafusion::logical_expr::Cast::new_from_field(
+                    Box::new(expr),
+                    Arc::new(field),
+                )))
+            }
+            // max()/min() of a `character(n)` column as a window function,
+            // as the aggregate below.
+            Expr::WindowFunction(mut window)
+                if matches!(
+                    &window.fun,
+                    datafusion::logical_expr::WindowFunctionDefinition::AggregateUDF(func)
+                        if matches!(func.name(), "max" | "min")
+                ) && window
+                    .params
+                    .args
+                    .first()
+                    .is_some_and(|arg| character_width(arg, schema).is_some()) =>
+            {
+                if let datafusion::logical_expr::WindowFunctionDefinition::AggregateUDF(func) =
+                    &window.fun
+                {
+                    window.fun = datafusion::logical_expr::WindowFunctionDefinition::AggregateUDF(
+                        Arc::new(datafusion::logical_expr::AggregateUDF::new_from_impl(
+                            CharacterExtreme {
+                                inner: Arc::clone(func),
+                            },
+                        )),
+                    );
+                }
+                Transformed::yes(Expr::WindowFunction(window))
             }
             // max()/min() of a `character(n)` column is one:
             // printed padded, typed bpchar.
@@ -1057,6 +1142,30 @@ impl datafusion::logical_expr::AggregateUDFImpl for CharacterExtreme {
         args: datafusion::logical_expr::function::AccumulatorArgs,
     ) -> Result<Box<dyn datafusion::logical_expr::GroupsAccumulator>> {
         self.inner.create_groups_accumulator(args)
+    }
+
+    // As a window function over a frame that slides.
+    fn create_sliding_accumulator(
+        &self,
+        args: datafusion::logical_expr::function::AccumulatorArgs,
+    ) -> Result<Box<dyn datafusion::logical_expr::Accumulator>> {
+        self.inner.inner().create_sliding_accumulator(args)
+    }
+
+    fn reverse_expr(&self) -> datafusion::logical_expr::ReversedUDAF {
+        use datafusion::logical_expr::ReversedUDAF;
+        match self.inner.inner().reverse_expr() {
+            ReversedUDAF::Reversed(reversed) => ReversedUDAF::Reversed(Arc::new(
+                datafusion::logical_expr::AggregateUDF::new_from_impl(CharacterExtreme {
+                    inner: reversed,
+                }),
+            )),
+            other => other,
+        }
+    }
+
+    fn default_value(&self, data_type: &DataType) -> Result<ScalarValue> {
+        self.inner.inner().default_value(data_type)
     }
 }
 
