@@ -215,3 +215,5 @@ SELECT id, ARRAY[amount, 1.25] FROM orders WHERE id < 4 ORDER BY id;
 SELECT ARRAY[1.50, 2];
 SELECT id, ARRAY[amount, 0] FROM orders WHERE id < 3 ORDER BY id;
 SELECT id, ARRAY[amount / 3] FROM orders WHERE id < 3 ORDER BY id;
+SELECT id, e ->> 'k' FROM docs, jsonb_array_elements(j -> 'arr') e WHERE jsonb_typeof(j) = 'object' ORDER BY 1, 2;
+SELECT id, array_to_json(scores), array_to_json(tags, false) FROM docs ORDER BY id;

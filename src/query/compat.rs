@@ -1243,6 +1243,17 @@ fn unnest_into_relation(select: &mut Select) {
                 Expr::CompoundIdentifier(parts) if parts.len() == 2 => parts[0].clone(),
                 other if !matches!(other, Expr::Identifier(_)) => match single_qualifier(other) {
                     Some(qualifier) => qualifier,
+                    // `jsonb_array_elements(j -> 'arr')` right after the
+                    // only table: its unqualified columns are that table's.
+                    None if index == 0 && unqualified_only(other) => {
+                        match factor_name(&table.relation) {
+                            Some(name) if plain_relation(&table.relation) => Ident::new(name),
+                            _ => {
+                                index += 1;
+                                continue;
+                            }
+                        }
+                    }
                     None => {
                         index += 1;
                         continue;
@@ -1464,6 +1475,23 @@ fn references_columns(expr: &Expr) -> bool {
 
 /// The one table qualifier every column `expr` reads names, if there is
 /// one and every column is qualified.
+/// Whether `expr` reads columns, all of them unqualified.
+fn unqualified_only(expr: &Expr) -> bool {
+    let mut unqualified = false;
+    let qualified = datafusion::sql::sqlparser::ast::visit_expressions(expr, |e| match e {
+        Expr::CompoundIdentifier(_) | Expr::Subquery(_) | Expr::Exists { .. } => {
+            ControlFlow::Break(())
+        }
+        Expr::Identifier(_) => {
+            unqualified = true;
+            ControlFlow::Continue(())
+        }
+        _ => ControlFlow::Continue(()),
+    })
+    .is_break();
+    unqualified && !qualified
+}
+
 fn single_qualifier(expr: &Expr) -> Option<Ident> {
     let mut qualifiers: Vec<Ident> = Vec::new();
     let mut unqualified = false;
@@ -2547,6 +2575,19 @@ fn function_call(function: &Function) -> Option<Expr> {
                 DataType::Timestamp(None, TimezoneInfo::None)
             };
             Some(cast_to(call("now", Vec::new()), local))
+        }
+        // `array_to_json(a)` is `to_json(a)` (an array's JSON is the same);
+        // the pretty form (a second argument true) is not.
+        "array_to_json"
+            if match arguments(function).as_slice() {
+                [_] => true,
+                [_, pretty] => {
+                    matches!(pretty, Expr::Value(value) if value.value == Value::Boolean(false))
+                }
+                _ => false,
+            } =>
+        {
+            Some(call("to_json", arguments(function)[..1].to_vec()))
         }
         // `transaction_timestamp()` is `now()`; `statement_timestamp()` the
         // statement's start, which `now()` gives here.
