@@ -157,7 +157,25 @@ fn may_fail(expr: &Arc<dyn PhysicalExpr>, schema: &Schema) -> bool {
             .is_some_and(|function| {
                 matches!(
                     function.name(),
-                    "rtrim" | "ltrim" | "btrim" | "lower" | "upper" | "coalesce" | "starts_with"
+                    "rtrim"
+                        | "ltrim"
+                        | "btrim"
+                        | "lower"
+                        | "upper"
+                        | "coalesce"
+                        | "starts_with"
+                        // The padding of a `character(n)` value (see
+                        // `pg_types::pad_characters`).
+                        | "rpad"
+                        | "lpad"
+                        | "length"
+                        | "character_length"
+                        | "char_length"
+                        | "octet_length"
+                        | "left"
+                        | "right"
+                        | "strpos"
+                        | "date_part"
                 )
             });
     !safe_node
