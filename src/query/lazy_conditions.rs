@@ -131,23 +131,16 @@ fn may_fail(expr: &Arc<dyn PhysicalExpr>, schema: &Schema) -> bool {
         || any.is::<CaseExpr>()
         || any.is::<LazyBoolean>()
         || any.downcast_ref::<BinaryExpr>().is_some_and(|binary| {
-            matches!(
-                binary.op(),
-                Operator::Eq
-                    | Operator::NotEq
-                    | Operator::Lt
-                    | Operator::LtEq
-                    | Operator::Gt
-                    | Operator::GtEq
-                    | Operator::And
-                    | Operator::Or
-                    | Operator::IsDistinctFrom
-                    | Operator::IsNotDistinctFrom
-                    | Operator::LikeMatch
-                    | Operator::ILikeMatch
-                    | Operator::NotLikeMatch
-                    | Operator::NotILikeMatch
-            )
+            super::pg_types::is_comparison(*binary.op())
+                || matches!(
+                    binary.op(),
+                    Operator::And
+                        | Operator::Or
+                        | Operator::LikeMatch
+                        | Operator::ILikeMatch
+                        | Operator::NotLikeMatch
+                        | Operator::NotILikeMatch
+                )
         })
         || any
             .downcast_ref::<CastExpr>()
