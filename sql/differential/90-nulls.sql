@@ -33,3 +33,4 @@ SELECT count(*) FROM orders WHERE qty = 1 OR 100 / (qty - 1) > 20;
 SELECT id, qty, qty = 1 OR 100 / (qty - 1) > 20 AS big, qty > 1 AND amount / (qty - 1) > 100 AS costly FROM orders WHERE id <= 20 ORDER BY id;
 SELECT count(*) FROM orders WHERE CASE WHEN qty = 1 THEN false ELSE amount / (qty - 1) > 50 END;
 SELECT status, count(*) FROM orders WHERE status <> 'new' AND qty > 1 AND ln(qty - 1) > 1 GROUP BY status ORDER BY status;
+SELECT count(*) FROM orders WHERE 100 / (qty - 1) > 20 AND qty <> 1;

@@ -39,3 +39,7 @@ SELECT (date_trunc('hour', timestamptz '2024-06-01 12:00:00+02') - interval '212
 SELECT t.i2 FROM nums t EXCEPT ALL SELECT t.i4 FROM nums t WHERE t.id > 5 ORDER BY 1;
 SELECT i8 FROM nums INTERSECT SELECT i2 FROM nums ORDER BY 1;
 SELECT round(0, 2) FROM texts t WHERE (t.id <= 57 OR t.t IS NOT NULL) EXCEPT SELECT (1.5 + -2.25) FROM times t ORDER BY 1;
+SELECT t.id::numeric FROM orders t WHERE (timestamp '2024-03-10 02:30:00' + interval '1 hours') <> timestamp '2000-01-01 00:00:00' EXCEPT SELECT (-2.25 * 0) FROM customers t WHERE t.id::float8 >= 1e10::float8 ORDER BY 1 LIMIT 5;
+SELECT t.id, date_trunc('hour', date_trunc('day', timestamp '2024-03-10 02:30:00')), t.i4::float8 FROM nums t WHERE ((t.grp || 'Hello World') <= substr(t.grp, 2, 4) AND 1e10::float8 <= (t.f8 + t.f8)) ORDER BY 1, 2, 3;
+SELECT id::numeric FROM orders WHERE id < 5 EXCEPT SELECT amount / 3 FROM orders ORDER BY 1;
+SELECT amount FROM orders WHERE id < 5 EXCEPT SELECT id * 1.5 FROM orders ORDER BY 1;

@@ -48,8 +48,14 @@ impl PhysicalOptimizerRule for LazyConditions {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         plan.transform_up(|node| {
             if let Some(filter) = node.downcast_ref::<FilterExec>() {
-                let predicate = lazy(Arc::clone(filter.predicate()), &filter.input().schema())?;
-                if !predicate.transformed {
+                let schema = filter.input().schema();
+                let ordered = in_cost_order(filter.predicate(), &schema);
+                let reordered = ordered.is_some();
+                let predicate = lazy(
+                    ordered.unwrap_or_else(|| Arc::clone(filter.predicate())),
+                    &schema,
+                )?;
+                if !predicate.transformed && !reordered {
                     return Ok(Transformed::no(node));
                 }
                 let rebuilt = FilterExecBuilder::from(filter)
@@ -92,6 +98,53 @@ impl PhysicalOptimizerRule for LazyConditions {
     fn schema_check(&self) -> bool {
         true
     }
+}
+
+/// `predicate`'s conditions (the operands of its top-level `AND`s) in the
+/// order PostgreSQL evaluates a scan's conditions: cheapest first, as its
+/// planner orders them by cost (each operator or function call costing
+/// the same), in their written order where they cost alike. It matters
+/// only where one may fail: whether the query fails then depends on what
+/// was evaluated before. `None` where nothing moves.
+fn in_cost_order(
+    predicate: &Arc<dyn PhysicalExpr>,
+    schema: &Schema,
+) -> Option<Arc<dyn PhysicalExpr>> {
+    let conditions = datafusion::physical_expr::split_conjunction(predicate);
+    if conditions.len() < 2 || !conditions.iter().any(|c| may_fail(c, schema)) {
+        return None;
+    }
+    let mut ranked: Vec<(usize, usize, Arc<dyn PhysicalExpr>)> = conditions
+        .into_iter()
+        .enumerate()
+        .map(|(index, condition)| (cost(condition), index, Arc::clone(condition)))
+        .collect();
+    ranked.sort_by_key(|(cost, index, _)| (*cost, *index));
+    if ranked
+        .iter()
+        .enumerate()
+        .all(|(position, (_, index, _))| position == *index)
+    {
+        return None;
+    }
+    Some(datafusion::physical_expr::conjunction(
+        ranked.into_iter().map(|(_, _, condition)| condition),
+    ))
+}
+
+/// The operators and function calls of `expr`: PostgreSQL's cost of a
+/// condition where every one costs one `cpu_operator_cost` (its built-in
+/// operators and functions do). Boolean logic and NULL tests are free.
+fn cost(expr: &Arc<dyn PhysicalExpr>) -> usize {
+    let any = expr.as_ref();
+    let own = usize::from(
+        any.downcast_ref::<BinaryExpr>()
+            .is_some_and(|binary| !matches!(binary.op(), Operator::And | Operator::Or))
+            || any.is::<ScalarFunctionExpr>()
+            || any.is::<LikeExpr>()
+            || any.is::<InListExpr>(),
+    );
+    own + expr.children().into_iter().map(cost).sum::<usize>()
 }
 
 /// `expr`, over rows of `schema`, with every `AND`/`OR` whose right side
@@ -365,11 +418,37 @@ mod tests {
             answer.as_boolean().iter().collect::<Vec<_>>(),
             vec![Some(true), Some(false), Some(true), None, Some(false)]
         );
-        let or = lazy(binary(zero, Operator::Or, ratio, &schema).unwrap(), &schema).unwrap();
+        let or = lazy(
+            binary(zero, Operator::Or, Arc::clone(&ratio), &schema).unwrap(),
+            &schema,
+        )
+        .unwrap();
         let answer = or.data.evaluate(&batch).unwrap().into_array(5).unwrap();
         assert_eq!(
             answer.as_boolean().iter().collect::<Vec<_>>(),
             vec![Some(true), Some(true), Some(true), None, Some(false)]
+        );
+        // PostgreSQL's order: the cheaper condition first, so that
+        // `10 / x > 1 AND x <> 0` is guarded too, and a costlier one that
+        // cannot fail stays behind one that can.
+        let unguarded = binary(
+            Arc::clone(&ratio),
+            Operator::And,
+            Arc::clone(&guard),
+            &schema,
+        )
+        .unwrap();
+        let ordered = in_cost_order(&unguarded, &schema).expect("reordered");
+        let answer = lazy(ordered, &schema)
+            .unwrap()
+            .data
+            .evaluate(&batch)
+            .unwrap()
+            .into_array(5)
+            .unwrap();
+        assert_eq!(
+            answer.as_boolean().iter().collect::<Vec<_>>(),
+            vec![Some(true), Some(false), Some(true), None, Some(false)]
         );
         // Comparisons alone keep DataFusion's evaluation.
         let plain = binary(

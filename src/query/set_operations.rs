@@ -540,6 +540,27 @@ pub fn postgres_set_operation_types(plan: LogicalPlan) -> Result<LogicalPlan> {
             } else if integer(&l) && decimal(&r) {
                 // A numeric of any scale: the left's integers print as such.
                 DataType::Decimal128(38, 0)
+            } else if decimal(&l) && decimal(&r) {
+                // Numerics of two widths (`id::numeric EXCEPT 2.25 * 0`):
+                // compared as one decimal wide enough for either side's
+                // integer digits; the rows stay the left side's.
+                let (DataType::Decimal128(lp, ls) | DataType::Decimal256(lp, ls)) = l else {
+                    continue;
+                };
+                let (DataType::Decimal128(rp, rs) | DataType::Decimal256(rp, rs)) = r else {
+                    continue;
+                };
+                let digits = (i16::from(lp) - i16::from(ls))
+                    .max(i16::from(rp) - i16::from(rs))
+                    .max(0);
+                let scale = i16::from(ls.max(rs)).min(76 - digits).max(0);
+                let common = DataType::Decimal256(76, i8::try_from(scale).unwrap_or(0));
+                for (key, data_type) in [(&mut *left_key, &l), (&mut *right_key, &r)] {
+                    if *data_type != common {
+                        *key = Expr::Cast(Cast::new(Box::new(key.clone()), common.clone()));
+                    }
+                }
+                l.clone()
             } else {
                 continue;
             };
