@@ -411,11 +411,15 @@ mod tests {
             eager.evaluate(&batch).is_err(),
             "DataFusion divides every row"
         );
+        // Each row's answer.
+        let rows = |expr: Arc<dyn PhysicalExpr>| -> Vec<Option<bool>> {
+            let answer = expr.evaluate(&batch).unwrap().into_array(5).unwrap();
+            answer.as_boolean().iter().collect()
+        };
         let and = lazy(eager, &schema).unwrap();
         assert!(and.transformed);
-        let answer = and.data.evaluate(&batch).unwrap().into_array(5).unwrap();
         assert_eq!(
-            answer.as_boolean().iter().collect::<Vec<_>>(),
+            rows(and.data),
             vec![Some(true), Some(false), Some(true), None, Some(false)]
         );
         let or = lazy(
@@ -423,9 +427,8 @@ mod tests {
             &schema,
         )
         .unwrap();
-        let answer = or.data.evaluate(&batch).unwrap().into_array(5).unwrap();
         assert_eq!(
-            answer.as_boolean().iter().collect::<Vec<_>>(),
+            rows(or.data),
             vec![Some(true), Some(true), Some(true), None, Some(false)]
         );
         // PostgreSQL's order: the cheaper condition first, so that
@@ -439,15 +442,8 @@ mod tests {
         )
         .unwrap();
         let ordered = in_cost_order(&unguarded, &schema).expect("reordered");
-        let answer = lazy(ordered, &schema)
-            .unwrap()
-            .data
-            .evaluate(&batch)
-            .unwrap()
-            .into_array(5)
-            .unwrap();
         assert_eq!(
-            answer.as_boolean().iter().collect::<Vec<_>>(),
+            rows(lazy(ordered, &schema).unwrap().data),
             vec![Some(true), Some(false), Some(true), None, Some(false)]
         );
         // Comparisons alone keep DataFusion's evaluation.
