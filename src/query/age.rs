@@ -67,14 +67,7 @@ impl ScalarUDFImpl for Age {
                     DataType::Timestamp(TimeUnit::Microsecond, zoned.then(|| "UTC".into()));
                 Ok(vec![target.clone(), target])
             }
-            _ => Err(DataFusionError::Plan(format!(
-                "function age({}) does not exist",
-                arg_types
-                    .iter()
-                    .map(super::json::pg_type_name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))),
+            _ => Err(super::json::no_such_function("age", arg_types)),
         }
     }
 

@@ -213,14 +213,7 @@ impl ScalarUDFImpl for DateTrunc {
                 timestamptz()
             }
             _ => {
-                return Err(DataFusionError::Plan(format!(
-                    "function date_trunc({}) does not exist",
-                    arg_types
-                        .iter()
-                        .map(super::json::pg_type_name)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
+                return Err(super::json::no_such_function("date_trunc", arg_types));
             }
         };
         match arg_types.len() {

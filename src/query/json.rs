@@ -2506,6 +2506,16 @@ fn path_type(data_type: &DataType) -> Option<DataType> {
 }
 
 /// The PostgreSQL name of an argument type, for "function does not exist".
+/// PostgreSQL's error for a function called with argument types it has no
+/// version for (42883 once mapped): `function name(t1, t2) does not exist`.
+pub(crate) fn no_such_function(name: &str, arg_types: &[DataType]) -> DataFusionError {
+    let types: Vec<String> = arg_types.iter().map(pg_type_name).collect();
+    DataFusionError::Plan(format!(
+        "function {name}({}) does not exist",
+        types.join(", ")
+    ))
+}
+
 pub(crate) fn pg_type_name(data_type: &DataType) -> String {
     match data_type {
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "text".to_owned(),
@@ -2580,14 +2590,7 @@ impl ScalarUDFImpl for JsonFunction {
         };
         // DataFusion reports a failed coercion as an execution error with
         // this message inside; it keeps only the text.
-        coerced.ok_or_else(|| {
-            let types: Vec<String> = arg_types.iter().map(pg_type_name).collect();
-            DataFusionError::Plan(format!(
-                "function {}({}) does not exist",
-                self.name,
-                types.join(", ")
-            ))
-        })
+        coerced.ok_or_else(|| no_such_function(self.name, arg_types))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {

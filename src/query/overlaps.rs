@@ -70,14 +70,7 @@ impl ScalarUDFImpl for Overlaps {
                     "OVERLAPS of times of day is not supported".to_owned(),
                 ));
             }
-            return Err(DataFusionError::Plan(format!(
-                "function overlaps({}) does not exist",
-                arg_types
-                    .iter()
-                    .map(super::json::pg_type_name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
+            return Err(super::json::no_such_function("overlaps", arg_types));
         }
         let target = common(arg_types);
         Ok(arg_types

@@ -91,16 +91,12 @@ impl ScalarUDFImpl for RegexFunction {
                     }
             });
         if !fits {
-            let types: Vec<String> = arg_types.iter().map(super::json::pg_type_name).collect();
             let name = if self.substr {
                 "regexp_substr"
             } else {
                 "regexp_matches"
             };
-            return Err(DataFusionError::Plan(format!(
-                "function {name}({}) does not exist",
-                types.join(", ")
-            )));
+            return Err(super::json::no_such_function(name, arg_types));
         }
         Ok((0..arg_types.len())
             .map(|index| {
