@@ -34,3 +34,8 @@ SELECT id, qty, qty = 1 OR 100 / (qty - 1) > 20 AS big, qty > 1 AND amount / (qt
 SELECT count(*) FROM orders WHERE CASE WHEN qty = 1 THEN false ELSE amount / (qty - 1) > 50 END;
 SELECT status, count(*) FROM orders WHERE status <> 'new' AND qty > 1 AND ln(qty - 1) > 1 GROUP BY status ORDER BY status;
 SELECT count(*) FROM orders WHERE 100 / (qty - 1) > 20 AND qty <> 1;
+SELECT id, i4 ISNULL AS a, f8 NOTNULL AS b, grp isnull FROM nums ORDER BY id;
+SELECT count(*) FROM nums WHERE i8 NOTNULL AND f8 ISNULL;
+SELECT id, i4 BETWEEN SYMMETRIC 5 AND -1 AS s, i4 BETWEEN ASYMMETRIC 5 AND -1 AS a, i4 NOT BETWEEN SYMMETRIC i2 AND 3 AS n FROM nums ORDER BY id;
+SELECT count(*) FROM nums WHERE f8 BETWEEN SYMMETRIC 10 AND -3 AND id NOT BETWEEN SYMMETRIC 4 AND 2;
+SELECT id, n BETWEEN SYMMETRIC NULL AND 2 AS x, i2 NOT BETWEEN SYMMETRIC i4 AND NULL AS y FROM nums ORDER BY id;

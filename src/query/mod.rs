@@ -22,6 +22,7 @@ mod compat;
 pub(crate) use compat::with_seconds;
 pub mod cursor;
 mod date_trunc;
+mod decimal_arithmetic;
 mod direct;
 mod distinct_sums;
 mod encoding;
@@ -70,6 +71,7 @@ pub mod sqlstate;
 pub mod statement;
 mod subqueries;
 mod subscripts;
+mod syntax_variants;
 pub mod system;
 mod table;
 mod table_qualifiers;
@@ -191,6 +193,9 @@ pub fn engine(
             .with_expr_planners(planners)
             // Last, over the plan DataFusion's own rules settled.
             .with_physical_optimizer_rule(Arc::new(lazy_conditions::LazyConditions))
+            // After the lazy conditions, which judge the cost and the
+            // risk of DataFusion's own operators.
+            .with_physical_optimizer_rule(Arc::new(decimal_arithmetic::FastDecimals))
             .build();
     functions::register(&mut state)?;
     functions::register_aggregates(&mut state)?;

@@ -198,6 +198,9 @@ impl Planner {
                 {
                     return Ok(statements);
                 }
+                if let Some(statements) = super::syntax_variants::reparse(sql) {
+                    return Ok(statements);
+                }
                 Err(sqlstate::syntax(sql, &error.to_string()))
             }
         }

@@ -622,20 +622,29 @@ pub(super) fn average(
 #[derive(Debug)]
 pub(super) struct AverageGroups {
     sums: Vec<i256>,
-    /// Sums of values of at most 128 bits not yet added to `sums`: most
-    /// rows add in 128 bits, and only a sum that would overflow them is
-    /// carried into `sums`.
-    narrow: Vec<i128>,
+    /// Sums and counts of values of at most 128 bits, all at `scale`, not
+    /// yet added to `sums` and `counts`: most rows add in 128 bits, and
+    /// only a sum that would overflow them is carried into `sums`. Their
+    /// display scale is `scale`, applied when they are carried.
+    narrow: Vec<NarrowSum>,
     counts: Vec<i64>,
     displays: Vec<i32>,
     scale: u32,
     output: AverageOutput,
 }
 
+/// A group's [`AverageGroups::narrow`] sum and count, side by side so that
+/// a row updates one place.
+#[derive(Debug, Default, Clone, Copy)]
+struct NarrowSum {
+    sum: i128,
+    count: i64,
+}
+
 impl AverageGroups {
     fn grow(&mut self, groups: usize) {
         self.sums.resize(groups, i256::ZERO);
-        self.narrow.resize(groups, 0);
+        self.narrow.resize(groups, NarrowSum::default());
         self.counts.resize(groups, 0);
         self.displays.resize(groups, 0);
     }
@@ -650,20 +659,18 @@ impl AverageGroups {
         T::Native: Into<i128>,
     {
         let array = column.as_primitive::<T>();
-        let display = self.scale as i32;
         let mut add = |group: usize, value: i128| {
             let narrow = &mut self.narrow[group];
-            match narrow.checked_add(value) {
-                Some(sum) => *narrow = sum,
+            match narrow.sum.checked_add(value) {
+                Some(sum) => narrow.sum = sum,
                 None => {
                     // Carried into the wide sum, which holds any sum of
                     // 2^63 values of 128 bits.
-                    self.sums[group] = self.sums[group].wrapping_add(i256::from_i128(*narrow));
-                    *narrow = value;
+                    self.sums[group] = self.sums[group].wrapping_add(i256::from_i128(narrow.sum));
+                    narrow.sum = value;
                 }
             }
-            self.counts[group] += 1;
-            self.displays[group] = self.displays[group].max(display);
+            narrow.count += 1;
         };
         if array.null_count() == 0 {
             for (&group, &value) in group_indices.iter().zip(array.values().iter()) {
@@ -678,12 +685,19 @@ impl AverageGroups {
         }
     }
 
-    /// Adds the narrow sums into the wide ones.
+    /// Adds the narrow sums and counts into the wide ones.
     fn carry(&mut self) -> Result<()> {
-        for (sum, narrow) in self.sums.iter_mut().zip(self.narrow.iter_mut()) {
-            *sum = sum
-                .checked_add(i256::from_i128(std::mem::take(narrow)))
+        let display = self.scale as i32;
+        for (group, narrow) in self.narrow.iter_mut().enumerate() {
+            let NarrowSum { sum, count } = std::mem::take(narrow);
+            if count == 0 {
+                continue;
+            }
+            self.sums[group] = self.sums[group]
+                .checked_add(i256::from_i128(sum))
                 .ok_or_else(out_of_range)?;
+            self.counts[group] += count;
+            self.displays[group] = self.displays[group].max(display);
         }
         Ok(())
     }
@@ -828,7 +842,7 @@ impl datafusion::logical_expr::GroupsAccumulator for AverageGroups {
 
     fn size(&self) -> usize {
         self.sums.capacity() * std::mem::size_of::<i256>()
-            + self.narrow.capacity() * std::mem::size_of::<i128>()
+            + self.narrow.capacity() * std::mem::size_of::<NarrowSum>()
             + self.counts.capacity() * std::mem::size_of::<i64>()
             + self.displays.capacity() * std::mem::size_of::<i32>()
     }
