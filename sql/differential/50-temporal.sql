@@ -193,3 +193,6 @@ SELECT timestamp '2024-01-01 00:00:00' AT TIME ZONE 'UTC+3', timestamp '2024-01-
 SELECT id, ts AT TIME ZONE '+02', tstz AT TIME ZONE '-01:30', tstz AT TIME ZONE interval '-05:00', tstz AT TIME ZONE 'europe/paris' FROM times ORDER BY id;
 SELECT timestamp '2024-01-01' AT TIME ZONE interval '1 day';
 SELECT d, extract(julian FROM d) FROM times WHERE d IS NOT NULL ORDER BY id;
+SELECT timestamp '2020-01-01 10:00' + time '01:30:15.25', timestamp '2020-01-01 10:00' - time '23:59', time '01:30' + timestamp '2020-02-28 23:00';
+SELECT timestamptz '2020-01-01 10:00+00' + time '01:30', timestamptz '2020-03-29 00:30+00' - time '02:00';
+SELECT id, ts + ts::time AS a, ts - time '12:00' AS b, d + tstz::time AS c, tstz::time + d AS e, d - time '01:02:03.5' AS f FROM times ORDER BY id;

@@ -198,7 +198,18 @@ impl Hash for DecimalArithmetic {
 
 impl fmt::Display for DecimalArithmetic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {} {}", self.left, self.op, self.right)
+        // Operands that are operations themselves are parenthesized, so
+        // that a plan reads `a * (1 - b)` as it computes.
+        let side = |f: &mut fmt::Formatter<'_>, side: &Arc<dyn PhysicalExpr>| {
+            if side.is::<DecimalArithmetic>() || side.is::<BinaryExpr>() {
+                write!(f, "({side})")
+            } else {
+                write!(f, "{side}")
+            }
+        };
+        side(f, &self.left)?;
+        write!(f, " {} ", self.op)?;
+        side(f, &self.right)
     }
 }
 

@@ -188,6 +188,50 @@ impl ExprPlanner for IntervalOperators {
                 t.is_numeric() || matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..))
             })
         };
+        // timestamp ± time, time + timestamp: the time is an interval
+        // (PostgreSQL casts time to interval implicitly). A date is its
+        // midnight, in microseconds (DataFusion's own date + time is in
+        // nanoseconds, which end before 1678).
+        let timestamp_of = |e: &Expr| -> Result<Option<Expr>> {
+            Ok(match e.get_type(schema) {
+                Ok(DataType::Timestamp(..)) => Some(e.clone()),
+                Ok(DataType::Date32) => Some(e.clone().cast_to(
+                    &DataType::Timestamp(datafusion::arrow::datatypes::TimeUnit::Microsecond, None),
+                    schema,
+                )?),
+                _ => None,
+            })
+        };
+        let is_time = |e: &Expr| {
+            matches!(
+                e.get_type(schema),
+                Ok(DataType::Time32(_) | DataType::Time64(_))
+            )
+        };
+        let as_interval = |time: &Expr| -> Result<Expr> {
+            Ok(Expr::ScalarFunction(ScalarFunction::new_udf(
+                super::pg_types::interval_udf(),
+                vec![time.clone().cast_to(&DataType::Utf8, schema)?],
+            )))
+        };
+        match expr.op {
+            BinaryOperator::Plus | BinaryOperator::Minus if is_time(&expr.right) => {
+                if let Some(timestamp) = timestamp_of(&expr.left)? {
+                    let interval = as_interval(&expr.right)?;
+                    return Ok(PlannerResult::Planned(if expr.op == BinaryOperator::Plus {
+                        timestamp + interval
+                    } else {
+                        timestamp - interval
+                    }));
+                }
+            }
+            BinaryOperator::Plus if is_time(&expr.left) => {
+                if let Some(timestamp) = timestamp_of(&expr.right)? {
+                    return Ok(PlannerResult::Planned(timestamp + as_interval(&expr.left)?));
+                }
+            }
+            _ => {}
+        }
         let (divide, span, factor) = match expr.op {
             BinaryOperator::Multiply if is_interval(&expr.left) && is_number(&expr.right) => {
                 (false, &expr.left, &expr.right)

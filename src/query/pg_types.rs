@@ -459,6 +459,11 @@ impl ScalarUDFImpl for LikePattern {
     }
 }
 
+/// [`INTERVAL_FUNCTION`], for plans that call it themselves.
+pub(super) fn interval_udf() -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(IntervalFunction::default()))
+}
+
 /// `text::interval`.
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct IntervalFunction {

@@ -169,6 +169,13 @@ impl Planner {
     /// know, is read as the `ROLLBACK` it mirrors, and `RESET TIME ZONE` as
     /// `RESET timezone`.
     pub fn parse(&self, sql: &str) -> Result<Vec<Statement>, PgError> {
+        // `SELECT x ISNULL` parses, as `x` named `isnull`: PostgreSQL's
+        // postfix operators are read first.
+        if super::syntax_variants::has_postfix_null(sql)
+            && let Some(statements) = super::syntax_variants::reparse(sql)
+        {
+            return Ok(statements);
+        }
         match Parser::parse_sql(&PostgreSqlDialect {}, sql) {
             Ok(statements) => Ok(statements),
             Err(error) => {
@@ -313,6 +320,9 @@ impl Planner {
     /// the lookup itself, and they are applied to the parameterized text
     /// once, when the shape is first planned, exactly as to any statement.
     async fn shaped(&self, context: &PlanContext<'_>, sql: &str) -> Option<SimpleStatement> {
+        if super::syntax_variants::has_postfix_null(sql) {
+            return None;
+        }
         let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, sql).ok()?;
         let [statement] = statements.as_mut_slice() else {
             return None;
@@ -456,6 +466,15 @@ impl Planner {
             return None;
         }
         let original = self.parse(sql).ok()?;
+        // The substitutes' parser reads `x ISNULL` as a name too: it is
+        // given the statement as parsed here.
+        let parsed;
+        let sql = if super::syntax_variants::has_postfix_null(sql) && original.len() == 1 {
+            parsed = original[0].to_string();
+            parsed.as_str()
+        } else {
+            sql
+        };
         let mut substituted = self.compatibility.parse(sql).ok()?;
         if substituted.len() != 1 || original.len() != 1 {
             return None;

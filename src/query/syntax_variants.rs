@@ -18,6 +18,13 @@ use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::sqlparser::tokenizer::{Location, Token, Tokenizer};
 
+/// Whether `sql` may hold the postfix `ISNULL` or `NOTNULL`, which the
+/// parser would read as a column's name (`SELECT x ISNULL` names `x`).
+pub(super) fn has_postfix_null(sql: &str) -> bool {
+    let lower = sql.to_ascii_lowercase();
+    lower.contains("isnull") || lower.contains("notnull")
+}
+
 /// `sql`'s statements read with the variants above; `None` where it has
 /// none of them, or still does not parse.
 pub(super) fn reparse(sql: &str) -> Option<Vec<Statement>> {
@@ -57,7 +64,9 @@ pub(super) fn reparse(sql: &str) -> Option<Vec<Statement>> {
             symmetric_at.push(edited.len());
             pending_symmetric = false;
         }
-        let postfix = previous.is_some() && next.is_none_or(|n| tokens[n].token != Token::LParen);
+        // After a value, not a name's qualifier or `AS`, and not a call.
+        let postfix = previous.is_some_and(|p| tokens[p].token != Token::Period && !word(p, "as"))
+            && next.is_none_or(|n| tokens[n].token != Token::LParen);
         let replacement = if postfix && word(i, "isnull") {
             Some(" IS NULL ".to_owned())
         } else if postfix && word(i, "notnull") {
@@ -171,8 +180,17 @@ mod tests {
             read("SELECT a ISNULL, b notnull FROM t WHERE isnull(c)").as_deref(),
             Some("SELECT a IS NULL, b IS NOT NULL FROM t WHERE isnull(c)")
         );
-        // Quoted, it is a name.
-        assert_eq!(read(r#"SELECT "isnull" FROM t"#), None);
+        // Quoted, after AS or qualified, it is a name.
+        assert_eq!(
+            read(r#"SELECT "isnull", a AS isnull, t.notnull FROM t"#),
+            None
+        );
+        // Otherwise the parser would take it for one.
+        assert!(has_postfix_null("SELECT 'a' ISNULL"));
+        assert_eq!(
+            read("SELECT 'a' ISNULL").as_deref(),
+            Some("SELECT 'a' IS NULL")
+        );
     }
 
     #[test]
