@@ -59,27 +59,7 @@ impl PhysicalOptimizerRule for FastDecimals {
                 return Ok(Transformed::yes(Arc::new(rebuilt) as Arc<dyn ExecutionPlan>));
             }
             if let Some(projection) = node.downcast_ref::<ProjectionExec>() {
-                let schema = projection.input().schema();
-                let mut changed = false;
-                let mut exprs = Vec::with_capacity(projection.expr().len());
-                for expr in projection.expr() {
-                    let rewritten = fast(Arc::clone(&expr.expr), &schema)?;
-                    changed |= rewritten.transformed;
-                    let mut expr = expr.clone();
-                    expr.expr = rewritten.data;
-                    exprs.push(expr);
-                }
-                if !changed {
-                    return Ok(Transformed::no(node));
-                }
-                // The output fields keep their annotations (PostgreSQL
-                // types), which the expressions alone do not carry.
-                let rebuilt = ProjectionExec::try_new_with_schema_metadata(
-                    exprs,
-                    Arc::clone(projection.input()),
-                    projection.schema().as_ref(),
-                )?;
-                return Ok(Transformed::yes(Arc::new(rebuilt) as Arc<dyn ExecutionPlan>));
+                return super::lazy_conditions::map_projection(&node, projection, fast);
             }
             if let Some(aggregate) = node.downcast_ref::<AggregateExec>() {
                 let schema = aggregate.input_schema();

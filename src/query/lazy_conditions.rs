@@ -64,27 +64,7 @@ impl PhysicalOptimizerRule for LazyConditions {
                 return Ok(Transformed::yes(Arc::new(rebuilt) as Arc<dyn ExecutionPlan>));
             }
             if let Some(projection) = node.downcast_ref::<ProjectionExec>() {
-                let schema = projection.input().schema();
-                let mut changed = false;
-                let mut exprs = Vec::with_capacity(projection.expr().len());
-                for expr in projection.expr() {
-                    let rewritten = lazy(Arc::clone(&expr.expr), &schema)?;
-                    changed |= rewritten.transformed;
-                    let mut expr = expr.clone();
-                    expr.expr = rewritten.data;
-                    exprs.push(expr);
-                }
-                if !changed {
-                    return Ok(Transformed::no(node));
-                }
-                // The output fields keep their annotations (PostgreSQL
-                // types), which the expressions alone do not carry.
-                let rebuilt = ProjectionExec::try_new_with_schema_metadata(
-                    exprs,
-                    Arc::clone(projection.input()),
-                    projection.schema().as_ref(),
-                )?;
-                return Ok(Transformed::yes(Arc::new(rebuilt) as Arc<dyn ExecutionPlan>));
+                return map_projection(&node, projection, lazy);
             }
             Ok(Transformed::no(node))
         })
@@ -98,6 +78,36 @@ impl PhysicalOptimizerRule for LazyConditions {
     fn schema_check(&self) -> bool {
         true
     }
+}
+
+/// `node`, a `projection`, with `f` applied to each of its expressions
+/// (over the rows of its input); itself where `f` changes none.
+pub(super) fn map_projection(
+    node: &Arc<dyn ExecutionPlan>,
+    projection: &ProjectionExec,
+    f: impl Fn(Arc<dyn PhysicalExpr>, &Schema) -> Result<Transformed<Arc<dyn PhysicalExpr>>>,
+) -> Result<Transformed<Arc<dyn ExecutionPlan>>> {
+    let schema = projection.input().schema();
+    let mut changed = false;
+    let mut exprs = Vec::with_capacity(projection.expr().len());
+    for expr in projection.expr() {
+        let rewritten = f(Arc::clone(&expr.expr), &schema)?;
+        changed |= rewritten.transformed;
+        let mut expr = expr.clone();
+        expr.expr = rewritten.data;
+        exprs.push(expr);
+    }
+    if !changed {
+        return Ok(Transformed::no(Arc::clone(node)));
+    }
+    // The output fields keep their annotations (PostgreSQL types), which
+    // the expressions alone do not carry.
+    let rebuilt = ProjectionExec::try_new_with_schema_metadata(
+        exprs,
+        Arc::clone(projection.input()),
+        projection.schema().as_ref(),
+    )?;
+    Ok(Transformed::yes(Arc::new(rebuilt) as Arc<dyn ExecutionPlan>))
 }
 
 /// `predicate`'s conditions (the operands of its top-level `AND`s) in the
