@@ -402,9 +402,7 @@ impl PhysicalExpr for DecimalArithmetic {
         self: Arc<Self>,
         children: Vec<Arc<dyn PhysicalExpr>>,
     ) -> Result<Arc<dyn PhysicalExpr>> {
-        let [left, right] = <[Arc<dyn PhysicalExpr>; 2]>::try_from(children).map_err(|_| {
-            datafusion::error::DataFusionError::Internal("an operator takes two sides".into())
-        })?;
+        let [left, right] = super::lazy_conditions::two_sides(children)?;
         Ok(Arc::new(DecimalArithmetic {
             left,
             op: self.op,

@@ -278,6 +278,15 @@ fn widens(from: &DataType, to: &DataType) -> bool {
     }
 }
 
+/// The two children of an operator, as `with_new_children` receives them.
+pub(super) fn two_sides(
+    children: Vec<Arc<dyn PhysicalExpr>>,
+) -> Result<[Arc<dyn PhysicalExpr>; 2]> {
+    <[Arc<dyn PhysicalExpr>; 2]>::try_from(children).map_err(|_| {
+        datafusion::error::DataFusionError::Internal("an operator takes two sides".into())
+    })
+}
+
 /// `left AND right` or `left OR right`, with `right` evaluated only on the
 /// rows whose answer `left` leaves open.
 #[derive(Debug, Eq)]
@@ -358,9 +367,7 @@ impl PhysicalExpr for LazyBoolean {
         self: Arc<Self>,
         children: Vec<Arc<dyn PhysicalExpr>>,
     ) -> Result<Arc<dyn PhysicalExpr>> {
-        let [left, right] = <[Arc<dyn PhysicalExpr>; 2]>::try_from(children).map_err(|_| {
-            datafusion::error::DataFusionError::Internal("AND/OR takes two sides".into())
-        })?;
+        let [left, right] = two_sides(children)?;
         Ok(Arc::new(LazyBoolean {
             left,
             op: self.op,
