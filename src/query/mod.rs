@@ -54,6 +54,7 @@ mod outer_unnest;
 mod outer_using;
 mod overflow;
 mod overlaps;
+mod packed_groups;
 pub mod parameterize;
 pub mod pg_types;
 pub mod planner;
@@ -196,6 +197,9 @@ pub fn engine(
             // After the lazy conditions, which judge the cost and the
             // risk of DataFusion's own operators.
             .with_physical_optimizer_rule(Arc::new(decimal_arithmetic::FastDecimals))
+            // After the decimal rule, which rewrites the arguments of the
+            // aggregates this one wraps.
+            .with_physical_optimizer_rule(Arc::new(packed_groups::PackedGroups))
             .build();
     functions::register(&mut state)?;
     functions::register_aggregates(&mut state)?;
