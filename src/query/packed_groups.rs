@@ -749,7 +749,7 @@ mod tests {
             });
             columns
                 .3
-                .push((r % 5 != 0).then_some(-800_000 + (row % 3) * 400_000));
+                .push((!r.is_multiple_of(5)).then_some(-800_000 + (row % 3) * 400_000));
             columns.4.push(match r % 3 {
                 0 => None,
                 1 => Some(true),
