@@ -199,7 +199,7 @@ pub fn engine(
             .with_physical_optimizer_rule(Arc::new(decimal_arithmetic::FastDecimals))
             // After the decimal rule, which rewrites the arguments of the
             // aggregates this one wraps.
-            .with_physical_optimizer_rule(Arc::new(packed_groups::PackedGroups))
+            .with_physical_optimizer_rule(Arc::new(packed_groups::PackedGroups::from_environment()))
             .build();
     functions::register(&mut state)?;
     functions::register_aggregates(&mut state)?;
