@@ -23,7 +23,9 @@
 //! in Q6 that copying took over half of the query's time, where a
 //! comparison of a whole column costs about a nanosecond a row. Such
 //! comparisons cannot fail, so evaluating them on every row changes no
-//! answer and raises no error.
+//! answer and raises no error. Where a filter has other conditions beside
+//! two or more such comparisons, and none of them can fail, they follow
+//! the comparisons' eager conjunction and see only the rows it leaves open.
 
 use std::fmt;
 use std::hash::Hash;
@@ -169,18 +171,31 @@ fn cost(expr: &Arc<dyn PhysicalExpr>) -> usize {
     own + expr.children().into_iter().map(cost).sum::<usize>()
 }
 
-/// `predicate` as an [`EagerConjunction`] where it is two or more
-/// conditions joined by `AND`, each a cheap comparison.
+/// `predicate` with its cheap comparisons as one [`EagerConjunction`],
+/// where it has two or more conditions joined by `AND` that are cheap
+/// comparisons. Where it also has others (TPC-H Q12's `l_shipmode IN
+/// (...)` beside four date comparisons), they follow it, evaluated by
+/// DataFusion's `AND` on the rows the comparisons leave open; that moves
+/// them after the comparisons, so it is done only where none of them can
+/// fail (where one can, which rows it sees decides whether the query
+/// fails, and the order stays PostgreSQL's).
 fn eager(
     predicate: Arc<dyn PhysicalExpr>,
     schema: &Schema,
 ) -> Result<Transformed<Arc<dyn PhysicalExpr>>> {
     let conditions = datafusion::physical_expr::split_conjunction(&predicate);
-    if conditions.len() < 2 || !conditions.iter().all(|c| cheap_comparison(c, schema)) {
+    let (cheap, others): (Vec<_>, Vec<_>) = conditions
+        .into_iter()
+        .partition(|c| cheap_comparison(c, schema));
+    if cheap.len() < 2 || others.iter().any(|c| may_fail(c, schema)) {
         return Ok(Transformed::no(predicate));
     }
-    let conditions = conditions.into_iter().map(Arc::clone).collect();
-    Ok(Transformed::yes(Arc::new(EagerConjunction { conditions })))
+    let eager = Arc::new(EagerConjunction {
+        conditions: cheap.into_iter().map(Arc::clone).collect(),
+    }) as Arc<dyn PhysicalExpr>;
+    Ok(Transformed::yes(datafusion::physical_expr::conjunction(
+        std::iter::once(eager).chain(others.into_iter().map(Arc::clone)),
+    )))
 }
 
 /// A comparison of a fixed-width column (or a widening cast of one) with a
@@ -598,13 +613,52 @@ mod tests {
                 .unwrap();
             assert_eq!(got.as_boolean(), expected.as_boolean(), "{predicate}");
         }
-        // Text comparisons, and a single condition, keep DataFusion's AND.
+        // Q12's shape: a text condition among comparisons follows their
+        // eager conjunction, and the answer is the same.
+        let text_first = and(
+            compare(c("t"), Operator::NotEq, lit("1")),
+            and(
+                compare(c("day"), Operator::Lt, lit(ScalarValue::Date32(Some(200)))),
+                compare(c("n"), Operator::Gt, lit(5i32)),
+            ),
+        );
+        let rewritten = eager(Arc::clone(&text_first), &schema).unwrap();
+        assert!(rewritten.transformed);
+        let and_node = rewritten.data.downcast_ref::<BinaryExpr>().unwrap();
+        assert_eq!(*and_node.op(), Operator::And);
+        assert!(and_node.left().as_ref().is::<EagerConjunction>());
+        let evaluate = |predicate: &Arc<dyn PhysicalExpr>| {
+            predicate
+                .evaluate(&batch)
+                .unwrap()
+                .into_array(rows as usize)
+                .unwrap()
+        };
+        assert_eq!(
+            evaluate(&rewritten.data).as_boolean(),
+            evaluate(&text_first).as_boolean()
+        );
+        // A single comparison, and comparisons beside a condition that may
+        // fail (whose order decides which rows it sees), keep DataFusion's
+        // AND.
+        let divides = compare(
+            compare(lit(100i32), Operator::Divide, c("n")),
+            Operator::Gt,
+            lit(1i32),
+        );
         for predicate in [
             and(
                 compare(c("t"), Operator::Eq, lit("1")),
                 compare(c("n"), Operator::Lt, lit(24i32)),
             ),
             compare(c("n"), Operator::Lt, lit(24i32)),
+            and(
+                divides,
+                and(
+                    compare(c("n"), Operator::Lt, lit(24i32)),
+                    compare(c("day"), Operator::Gt, lit(ScalarValue::Date32(Some(3)))),
+                ),
+            ),
         ] {
             assert!(!eager(predicate, &schema).unwrap().transformed);
         }
