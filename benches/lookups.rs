@@ -130,6 +130,7 @@ async fn run(args: Args) -> Result<()> {
         }
         other => return Err(format!("--engine {other}: expected arrow, duckdb or sqlite").into()),
     };
+    pgaccel.wait_statistics().await?;
     let in_file = args.engine != "arrow";
     let label = |name: &str| match in_file {
         true => format!("{name} ({} file)", args.engine),

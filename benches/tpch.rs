@@ -251,6 +251,7 @@ async fn measure_pgaccel(
     );
     // Memory first, before queries allocate anything of their own.
     let memory = measure_memory(&server, empty_rss).await;
+    server.wait_statistics().await?;
     let endpoint = Endpoint::pgaccel(source.user, server.pg_port);
     println!("measuring pgaccel ...");
     Ok(Accelerated {

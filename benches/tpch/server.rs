@@ -216,19 +216,52 @@ impl Pgaccel {
         Ok(entry["last_refresh"].as_str().map(str::to_owned))
     }
 
+    /// Waits until no dataset's column statistics are still being
+    /// computed after its load: that thread competes with the measured
+    /// queries for the cores (lookups ran at two thirds of their rate on 2
+    /// cores while it did).
+    #[allow(dead_code)] // used by the lookups and tpch benches, not by all
+    pub async fn wait_statistics(&self) -> Result<()> {
+        let deadline = Instant::now() + LOAD_TIMEOUT;
+        while self.statistics_computing().await? {
+            if Instant::now() > deadline {
+                return Err(
+                    format!("column statistics not computed after {LOAD_TIMEOUT:?}").into(),
+                );
+            }
+            tokio::time::sleep(POLL_EVERY).await;
+        }
+        Ok(())
+    }
+
+    /// Whether any dataset's column statistics are still being computed.
+    #[allow(dead_code)] // used by wait_statistics
+    async fn statistics_computing(&self) -> Result<bool> {
+        Ok(self
+            .all_status()
+            .await?
+            .as_array()
+            .is_some_and(|all| all.iter().any(|d| d["column_statistics"] == "computing")))
+    }
+
     /// The entry of `dataset` in `GET /v1/datasets?status=true`.
     pub async fn dataset_status(&self, dataset: &str) -> Result<Value> {
-        let list: Value = self
+        let list = self.all_status().await?;
+        list.as_array()
+            .and_then(|all| all.iter().find(|d| d["name"] == dataset))
+            .cloned()
+            .ok_or_else(|| format!("/v1/datasets does not list {dataset}: {list}").into())
+    }
+
+    /// `GET /v1/datasets?status=true`.
+    async fn all_status(&self) -> Result<Value> {
+        Ok(self
             .client
             .get(self.url("/v1/datasets?status=true"))
             .send()
             .await?
             .json()
-            .await?;
-        list.as_array()
-            .and_then(|all| all.iter().find(|d| d["name"] == dataset))
-            .cloned()
-            .ok_or_else(|| format!("/v1/datasets does not list {dataset}: {list}").into())
+            .await?)
     }
 
     /// Sum of `dataset_acceleration_bytes` over `datasets` from `GET /metrics`, or

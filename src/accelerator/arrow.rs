@@ -556,6 +556,18 @@ impl ArrowAcceleration {
         }
     }
 
+    /// Whether the served in-memory version's column statistics are still
+    /// being computed (`Some(true)`) or are ready (`Some(false)`); `None`
+    /// without such a version or with statistics turned off. Queries
+    /// planned meanwhile are planned without them, and the computing thread
+    /// competes with queries for the cores.
+    pub fn statistics_pending(&self) -> Option<bool> {
+        if !statistics::enabled() {
+            return None;
+        }
+        self.current().map(|data| data.lacks_statistics())
+    }
+
     /// How far the read of the refresh in flight has come.
     pub fn progress(&self) -> &super::ReadProgress {
         &self.progress

@@ -200,6 +200,10 @@ pub struct DatasetInfo {
     /// When a failed refresh is tried again, while it waits to be.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_retry: Option<String>,
+    /// `computing` while the column statistics of the version served in
+    /// memory are computed, then `ready`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column_statistics: Option<String>,
 }
 
 /// The `changes` of a [`DatasetInfo`].
@@ -258,6 +262,7 @@ fn info(dataset: &Dataset, with_status: bool) -> DatasetInfo {
         refresh_progress: None,
         last_refresh_attempt: None,
         next_retry: None,
+        column_statistics: None,
     };
     if with_status {
         let report = dataset.report();
@@ -276,6 +281,7 @@ fn info(dataset: &Dataset, with_status: bool) -> DatasetInfo {
         info.refresh_progress = report.refresh_progress;
         info.last_refresh_attempt = report.last_refresh_attempt.map(rfc3339);
         info.next_retry = report.next_retry.map(rfc3339);
+        info.column_statistics = report.column_statistics.map(str::to_owned);
         info.changes = report.changes.map(|changes| ChangesInfo {
             position: changes.position,
             lag_ms: changes.lag_ms,

@@ -71,6 +71,9 @@ pub struct StatusReport {
     pub last_refresh_attempt: Option<DateTime<Utc>>,
     /// When a failed refresh is tried again, while it waits to be.
     pub next_retry: Option<DateTime<Utc>>,
+    /// `computing` while the column statistics of the version served in
+    /// memory are computed after it was published, then `ready`.
+    pub column_statistics: Option<&'static str>,
 }
 
 /// How far a `refresh_mode: changes` dataset has applied its source's
@@ -296,6 +299,10 @@ impl Dataset {
             },
             changes: state.changes.clone(),
             caching: self.cache.as_ref().map(|cache| cache.held()),
+            column_statistics: self
+                .acceleration
+                .statistics_pending()
+                .map(|pending| if pending { "computing" } else { "ready" }),
         }
     }
 

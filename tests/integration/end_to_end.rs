@@ -88,6 +88,17 @@ async fn status_readiness_and_metrics_describe_each_dataset() {
         "next_refresh should be an hour after last_refresh: {status}"
     );
     assert!(status.get("error_message").is_none(), "{status}");
+    // The column statistics are computed after the version is published.
+    assert!(
+        matches!(
+            status["column_statistics"].as_str(),
+            Some("computing" | "ready")
+        ),
+        "{status}"
+    );
+    server
+        .wait_for_status("orders", |status| status["column_statistics"] == "ready")
+        .await;
 
     let (code, metrics) = server.get("/metrics").await;
     assert_eq!(code, 200);
