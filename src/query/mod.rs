@@ -38,6 +38,7 @@ mod from_char;
 mod functions;
 pub mod interval;
 mod interval_arithmetic;
+mod join_order;
 pub mod json;
 mod lateral_aggregate;
 mod lateral_limit;
@@ -186,6 +187,12 @@ pub fn engine(
                 }
             },
         )
+        .chain(std::iter::once(
+            // Last, over the joins DataFusion's rules settled; the next
+            // pass prunes and pushes filters through the new order.
+            Arc::new(join_order::JoinOrder::from_environment())
+                as Arc<dyn datafusion::optimizer::OptimizerRule + Send + Sync>,
+        ))
         .collect();
     let mut state =
         datafusion::execution::session_state::SessionStateBuilder::new_from_existing(state)

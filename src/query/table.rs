@@ -12,6 +12,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::{Session, TableProvider};
+use datafusion::common::Statistics;
+use datafusion::common::stats::Precision;
 use datafusion::datasource::TableType;
 use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::source::DataSourceExec;
@@ -129,6 +131,22 @@ impl TableProvider for AcceleratedTable {
         filters: &[&Expr],
     ) -> Result<Vec<TableProviderFilterPushDown>> {
         Ok(vec![TableProviderFilterPushDown::Inexact; filters.len()])
+    }
+
+    /// The published version's row count and, once computed, each
+    /// column's range and distinct count: what the join order is chosen
+    /// from (see [`super::join_order`]).
+    fn statistics(&self) -> Option<Statistics> {
+        let data = self.acceleration.current()?;
+        let mut statistics = Statistics::new_unknown(&self.schema);
+        statistics.num_rows = Precision::Exact(data.rows());
+        statistics.total_byte_size = Precision::Inexact(data.bytes());
+        if let Some(table) = data.column_statistics()
+            && table.columns.len() == statistics.column_statistics.len()
+        {
+            statistics.column_statistics = table.columns.clone();
+        }
+        Some(statistics)
     }
 
     async fn scan(

@@ -66,4 +66,29 @@ async fn the_22_tpch_queries_answer_as_postgres_answers_them() {
         differences.len(),
         differences.join("\n")
     );
+
+    // The join order comes from the accelerated tables' statistics: the one
+    // customer the filter keeps is joined with its orders first, and
+    // lineitem, written first, last.
+    let sql = "select count(*), sum(l_quantity) from lineitem, orders, customer \
+        where l_orderkey = o_orderkey and o_custkey = c_custkey and c_custkey = 7";
+    assert_eq!(
+        simple_rows(&replica, sql).await,
+        simple_rows(&source.client, sql).await
+    );
+    let plan = simple_rows(&replica, &format!("EXPLAIN {sql}")).await;
+    let logical = plan
+        .iter()
+        .find(|row| row[0].as_deref() == Some("logical_plan"))
+        .and_then(|row| row[1].clone())
+        .expect("EXPLAIN shows the logical plan");
+    let joins: Vec<&str> = logical
+        .lines()
+        .filter(|line| line.trim_start().starts_with("Inner Join:"))
+        .collect();
+    assert_eq!(joins.len(), 2, "{logical}");
+    assert!(
+        joins[0].contains("l_orderkey") && joins[1].contains("c_custkey"),
+        "customer and orders joined first, then lineitem:\n{logical}"
+    );
 }
