@@ -194,7 +194,14 @@ fn ordered(root: &LogicalPlan) -> Result<Option<Ordered>> {
     };
     flatten(root, &mut chain);
     let count = chain.inputs.len();
-    if count < LEAST_TABLES {
+    if count < LEAST_TABLES
+        || chain
+            .on
+            .iter()
+            .flat_map(|(left, right)| [left, right])
+            .chain(&chain.filters)
+            .any(refers_outside)
+    {
         return Ok(None);
     }
     let Some(rows) = chain
@@ -236,6 +243,23 @@ fn ordered(root: &LogicalPlan) -> Result<Option<Ordered>> {
         // two inputs with a column of the same name) stays as written.
         Err(_) => Ok(None),
     }
+}
+
+/// Whether `expr` holds a subquery or a column of an enclosing query: the
+/// join it sits on is where it was checked and decorrelated, so the chain
+/// keeps its order.
+fn refers_outside(expr: &Expr) -> bool {
+    expr.exists(|expr| {
+        Ok(matches!(
+            expr,
+            Expr::ScalarSubquery(_)
+                | Expr::Exists(_)
+                | Expr::InSubquery(_)
+                | Expr::SetComparison(_)
+                | Expr::OuterReferenceColumn(..)
+        ))
+    })
+    .unwrap_or(true)
 }
 
 /// The equalities of `chain` between two of its inputs; `None` when one
